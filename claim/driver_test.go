@@ -1,0 +1,271 @@
+package claim
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func nodeList(n int) []string {
+	ns := make([]string, n)
+	for i := range ns {
+		ns[i] = fmt.Sprintf("n%d", i)
+	}
+	return ns
+}
+
+// answer is a scripted reply: ok false means the node did not answer.
+type answer struct {
+	ok   bool
+	kind Kind
+}
+
+var (
+	grant    = answer{true, Granted}
+	deny     = answer{true, Denied}
+	dontCare = answer{true, DontCare}
+	silent   = answer{}
+)
+
+// script drives d through its asking phase: each Ask must be for the next
+// node in want (the order the driver must ask in), answered as script says.
+// It returns the first action that is not an Ask.
+func script(t *testing.T, d *Driver, want []string, answers map[string]answer) Action {
+	t.Helper()
+	act := d.Next()
+	asked := []string{}
+	for act.Ask != "" {
+		asked = append(asked, act.Ask)
+		a, ok := answers[act.Ask]
+		if !ok {
+			t.Fatalf("asked %s, which has no scripted answer (asked %v)", act.Ask, asked)
+		}
+		if act.Done != Pending || len(act.Confirm) > 0 || len(act.Release) > 0 {
+			t.Fatalf("ask action carries more: %+v", act)
+		}
+		act = d.Answer(act.Ask, a.ok, a.kind, []byte("signed by "+act.Ask))
+	}
+	if !slices.Equal(asked, want) {
+		t.Fatalf("asked %v, want %v", asked, want)
+	}
+	return act
+}
+
+func TestDriverAllGrant(t *testing.T) {
+	d := NewDriver(nodeList(7), 5)
+	want := nodeList(5)
+	act := script(t, d, want, map[string]answer{"n0": grant, "n1": grant, "n2": grant, "n3": grant, "n4": grant})
+	if !slices.Equal(act.Confirm, want) || act.Done != Pending || len(act.Release) > 0 {
+		t.Fatalf("action %+v, want Confirm to %v", act, want)
+	}
+	rs := d.Replies()
+	if len(rs) != 5 {
+		t.Fatalf("%d replies gathered, want 5", len(rs))
+	}
+	for i, r := range rs {
+		if r.Node != want[i] || r.Kind != Granted || string(r.Bytes) != "signed by "+want[i] {
+			t.Errorf("reply %d = %+v", i, r)
+		}
+	}
+	if a := d.Next(); a.Ask != "" || len(a.Confirm) > 0 || a.Done != Pending {
+		t.Fatalf("Next while confirming = %+v, want nothing", a)
+	}
+	for i, n := range want {
+		a := d.Confirmed(n, true)
+		if i < len(want)-1 {
+			if a.Done != Pending || a.Ask != "" || len(a.Release) > 0 || len(a.Confirm) > 0 {
+				t.Fatalf("after %d confirms: %+v", i+1, a)
+			}
+			continue
+		}
+		if a.Done != Won || len(a.Release) > 0 {
+			t.Fatalf("after all confirms: %+v, want Won", a)
+		}
+	}
+	if a := d.Next(); a.Done != Won || a.Ask != "" || len(a.Release) > 0 {
+		t.Fatalf("Next after winning = %+v", a)
+	}
+}
+
+func TestDriverDontCareAccepted(t *testing.T) {
+	d := NewDriver(nodeList(7), 5)
+	act := script(t, d, nodeList(5), map[string]answer{"n0": grant, "n1": grant, "n2": dontCare, "n3": grant, "n4": grant})
+	wantConfirm := []string{"n0", "n1", "n3", "n4"}
+	if !slices.Equal(act.Confirm, wantConfirm) {
+		t.Fatalf("Confirm = %v, want %v", act.Confirm, wantConfirm)
+	}
+	// The confirm carries every reply, the don't-care too.
+	if rs := d.Replies(); len(rs) != 5 || rs[2].Node != "n2" || rs[2].Kind != DontCare {
+		t.Fatalf("replies = %+v", rs)
+	}
+	for _, n := range wantConfirm {
+		act = d.Confirmed(n, true)
+	}
+	if act.Done != Won {
+		t.Fatalf("outcome %v, want won", act.Done)
+	}
+	// A don't-care node is not asked to confirm: a confirm from it is ignored.
+	if a := d.Confirmed("n2", false); a.Done != Won || len(a.Release) > 0 {
+		t.Fatalf("stray confirm result changed the outcome: %+v", a)
+	}
+}
+
+func TestDriverDenied(t *testing.T) {
+	tests := []struct {
+		name        string
+		answers     map[string]answer
+		asked       []string
+		wantRelease []string
+	}{
+		{"first denies", map[string]answer{"n0": deny}, []string{"n0"}, nil},
+		{"deny after two grants", map[string]answer{"n0": grant, "n1": grant, "n2": deny}, []string{"n0", "n1", "n2"}, []string{"n0", "n1"}},
+		{"deny after grant, don't-care, grant", map[string]answer{"n0": grant, "n1": dontCare, "n2": grant, "n3": deny},
+			[]string{"n0", "n1", "n2", "n3"}, []string{"n0", "n2"}},
+		{"deny after a silent node", map[string]answer{"n0": silent, "n1": grant, "n2": deny}, []string{"n0", "n1", "n2"}, []string{"n1"}},
+		{"last of r denies", map[string]answer{"n0": grant, "n1": grant, "n2": grant, "n3": grant, "n4": deny},
+			nodeList(5), nodeList(4)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewDriver(nodeList(7), 5)
+			act := script(t, d, tt.asked, tt.answers)
+			if act.Done != Lost || len(act.Confirm) > 0 || !slices.Equal(act.Release, tt.wantRelease) {
+				t.Fatalf("action %+v, want Lost with Release %v", act, tt.wantRelease)
+			}
+			// Over: no more asks, no second release, later answers ignored.
+			for _, a := range []Action{d.Next(), d.Answer("n5", true, Granted, nil), d.Confirmed("n0", true)} {
+				if a.Done != Lost || a.Ask != "" || len(a.Release) > 0 || len(a.Confirm) > 0 {
+					t.Fatalf("after losing: %+v", a)
+				}
+			}
+		})
+	}
+}
+
+func TestDriverSkipsSilentNodes(t *testing.T) {
+	d := NewDriver(nodeList(8), 5)
+	act := script(t, d, []string{"n0", "n1", "n2", "n3", "n4", "n5", "n6"}, map[string]answer{
+		"n0": grant, "n1": silent, "n2": grant, "n3": silent, "n4": dontCare, "n5": grant, "n6": grant,
+	})
+	want := []string{"n0", "n2", "n5", "n6"}
+	if !slices.Equal(act.Confirm, want) {
+		t.Fatalf("Confirm = %v, want %v (n7 is not needed)", act.Confirm, want)
+	}
+	if len(d.Replies()) != 5 {
+		t.Fatalf("%d replies, want 5", len(d.Replies()))
+	}
+}
+
+func TestDriverRunsOut(t *testing.T) {
+	tests := []struct {
+		name        string
+		nodes       int
+		answers     map[string]answer
+		wantConfirm []string
+		wantDone    Outcome
+	}{
+		{"fewer nodes than r, all grant", 3, map[string]answer{"n0": grant, "n1": grant, "n2": grant}, nodeList(3), Pending},
+		{"one grant among silent nodes", 7, map[string]answer{
+			"n0": silent, "n1": silent, "n2": grant, "n3": silent, "n4": silent, "n5": silent, "n6": silent,
+		}, []string{"n2"}, Pending},
+		{"one grant, rest don't care", 4, map[string]answer{"n0": dontCare, "n1": dontCare, "n2": grant, "n3": silent}, []string{"n2"}, Pending},
+		{"nobody holds the job", 4, map[string]answer{"n0": dontCare, "n1": silent, "n2": dontCare, "n3": dontCare}, nil, Unknown},
+		{"nobody answered", 4, map[string]answer{"n0": silent, "n1": silent, "n2": silent, "n3": silent}, nil, Failed},
+		{"no nodes", 0, map[string]answer{}, nil, Failed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewDriver(nodeList(tt.nodes), 5)
+			act := script(t, d, nodeList(tt.nodes), tt.answers)
+			if !slices.Equal(act.Confirm, tt.wantConfirm) || act.Done != tt.wantDone || len(act.Release) > 0 {
+				t.Fatalf("action %+v, want Confirm %v, Done %v", act, tt.wantConfirm, tt.wantDone)
+			}
+			if tt.wantDone != Pending {
+				if a := d.Next(); a.Done != tt.wantDone || a.Ask != "" {
+					t.Fatalf("Next after the end = %+v", a)
+				}
+			}
+		})
+	}
+}
+
+func TestDriverAllDontCareStopsAtR(t *testing.T) {
+	d := NewDriver(nodeList(7), 5)
+	act := script(t, d, nodeList(5), map[string]answer{
+		"n0": dontCare, "n1": dontCare, "n2": dontCare, "n3": dontCare, "n4": dontCare,
+	})
+	if act.Done != Unknown || len(act.Release) > 0 || len(act.Confirm) > 0 {
+		t.Fatalf("action %+v, want Unknown", act)
+	}
+}
+
+func TestDriverRefusedConfirm(t *testing.T) {
+	for refuser := range 4 {
+		t.Run(fmt.Sprint("refused by ", refuser), func(t *testing.T) {
+			d := NewDriver(nodeList(6), 4)
+			act := script(t, d, nodeList(4), map[string]answer{"n0": grant, "n1": grant, "n2": grant, "n3": grant})
+			if len(act.Confirm) != 4 {
+				t.Fatalf("action %+v", act)
+			}
+			for i, n := range act.Confirm {
+				a := d.Confirmed(n, i != refuser)
+				if i < 3 {
+					if a.Done != Pending || len(a.Release) > 0 {
+						t.Fatalf("before all answered: %+v", a)
+					}
+					continue
+				}
+				if a.Done != Failed || !slices.Equal(a.Release, nodeList(4)) {
+					t.Fatalf("action %+v, want Failed and Release of every grant", a)
+				}
+			}
+			if a := d.Next(); a.Done != Failed || len(a.Release) > 0 {
+				t.Fatalf("Next after failing = %+v", a)
+			}
+		})
+	}
+}
+
+func TestDriverConfirmedUnknownNode(t *testing.T) {
+	d := NewDriver(nodeList(3), 3)
+	act := script(t, d, nodeList(3), map[string]answer{"n0": grant, "n1": dontCare, "n2": grant})
+	if !slices.Equal(act.Confirm, []string{"n0", "n2"}) {
+		t.Fatalf("action %+v", act)
+	}
+	ignored := func(a Action) {
+		t.Helper()
+		if a.Done != Pending || a.Ask != "" || len(a.Confirm) > 0 || len(a.Release) > 0 {
+			t.Fatalf("ignored confirm result gave %+v", a)
+		}
+	}
+	ignored(d.Confirmed("zz", false))
+	ignored(d.Confirmed("n1", false)) // asked, but did not grant
+	ignored(d.Confirmed("n0", true))
+	ignored(d.Confirmed("n0", false)) // answered already
+	ignored(d.Answer("n2", true, Denied, nil))
+	if a := d.Confirmed("n2", true); a.Done != Won {
+		t.Fatalf("outcome %+v, want won", a)
+	}
+}
+
+func TestDriverCopiesNodes(t *testing.T) {
+	nodes := nodeList(2)
+	d := NewDriver(nodes, 2)
+	nodes[0], nodes[1] = "x", "y"
+	if a := d.Next(); a.Ask != "n0" {
+		t.Fatalf("driver shares the caller's slice: asked %q", a.Ask)
+	}
+}
+
+func TestStrings(t *testing.T) {
+	for k, want := range map[Kind]string{Granted: "granted", Denied: "denied", DontCare: "don't care", 0: "kind(0)", 9: "kind(9)"} {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d) = %q, want %q", uint8(k), got, want)
+		}
+	}
+	for o, want := range map[Outcome]string{Pending: "pending", Won: "won", Lost: "lost", Unknown: "unknown", Failed: "failed"} {
+		if got := o.String(); got != want {
+			t.Errorf("Outcome(%d) = %q, want %q", int(o), got, want)
+		}
+	}
+}

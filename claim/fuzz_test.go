@@ -1,0 +1,84 @@
+package claim
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"testing"
+
+	"github.com/up-pool/up/codec"
+)
+
+func FuzzDecodeReply(f *testing.F) {
+	key := nodeKey(9)
+	for _, kind := range []Kind{Granted, Denied, DontCare} {
+		st := testStatement()
+		st.Kind = kind
+		b := mustSignReply(f, st, []byte("cert"), key)
+		f.Add(b)
+		flipped := bytes.Clone(b)
+		flipped[len(flipped)/2] ^= 0x01
+		f.Add(flipped)
+		f.Add(b[:len(b)-1])
+		f.Add(append(bytes.Clone(b), 0))
+	}
+	// Non-canonical statements (kind and time in wider heads than needed),
+	// properly signed: Decode must refuse them.
+	stmt, err := codec.Marshal(testStatement())
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, nc := range [][]byte{
+		append([]byte{0x85, 0x18, byte(Granted)}, stmt[2:]...),
+		append(stmt[:len(stmt)-9:len(stmt)-9], 0x1b, 0, 0, 0, 0, 0, 0, 0, 7),
+	} {
+		f.Add(envelope(f, Signed{Statement: nc, Cert: []byte("cert"), Sig: signRaw(nc, key)}))
+	}
+	small := Statement{Kind: DontCare, Job: []byte{1}, Client: clientB, Node: []byte{2}, At: 0}
+	f.Add(mustSignReply(f, small, []byte{3}, key))
+	f.Add([]byte{})
+	f.Add([]byte{0x83, 0x40, 0x40, 0x40})
+	f.Add([]byte{0xf6})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		signed, st, err := Decode(b)
+		if err != nil {
+			if signed != nil || st != nil {
+				t.Fatal("Decode returned values with an error")
+			}
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v is not ErrMalformed", err)
+			}
+			return
+		}
+		if len(b) > MaxSignedReply {
+			t.Fatalf("accepted %d bytes", len(b))
+		}
+		re, err := codec.Marshal(st)
+		if err != nil || !bytes.Equal(re, signed.Statement) {
+			t.Fatalf("decoded statement re-encodes differently: %v\nin  %x\nout %x", err, signed.Statement, re)
+		}
+		if st.Kind < Granted || st.Kind > DontCare || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
+			len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
+			len(signed.Sig) != ed25519.SignatureSize || len(signed.Cert) == 0 {
+			t.Fatalf("decoded fields out of bounds: %+v", st)
+		}
+		// The envelope re-encodes (maybe more compactly) to the same reply.
+		enc, err := codec.Marshal(signed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, st2, err := Decode(enc)
+		if err != nil || !bytes.Equal(s2.Statement, signed.Statement) || !bytes.Equal(s2.Sig, signed.Sig) ||
+			!bytes.Equal(s2.Cert, signed.Cert) || !sameStatement(st, st2) {
+			t.Fatalf("re-encoded reply decodes differently: %v", err)
+		}
+		// Fuzzed bytes do not carry this key's signature, but Verify must
+		// not panic; a real signature over the statement verifies.
+		_ = signed.Verify(key.Public().(ed25519.PublicKey))
+		s3 := *signed
+		s3.Sig = signRaw(signed.Statement, key)
+		if err := s3.Verify(key.Public().(ed25519.PublicKey)); err != nil {
+			t.Fatalf("re-signed statement does not verify: %v", err)
+		}
+	})
+}

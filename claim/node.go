@@ -1,0 +1,134 @@
+package claim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/up-pool/up/job"
+)
+
+// Temp is a node's temporary claim on a job: held for Client until Until
+// (ms). It is never replicated.
+type Temp struct {
+	Client []byte
+	Until  int64
+}
+
+// Decision is a node's answer to a claim request, and the temporary claim
+// to record when it grants.
+type Decision struct {
+	Kind   Kind
+	Temp   *Temp
+	Reason string // why it denied
+}
+
+// Decide answers a client's claim request at now (ms). held says whether
+// the node holds the job; st is its replicated state with expiry applied;
+// temp its current temporary claim (nil when none); tClaim the temporary
+// claim's life in ms.
+func Decide(held bool, st job.State, temp *Temp, client []byte, now, tClaim int64) Decision {
+	if !held {
+		return Decision{Kind: DontCare}
+	}
+	switch st.Phase {
+	case job.Claimed:
+		if bytes.Equal(st.Client, client) {
+			return Decision{Kind: Granted} // already this client's
+		}
+		return Decision{Kind: Denied, Reason: "claimed by another client"}
+	case job.Finished, job.Collected:
+		return Decision{Kind: Denied, Reason: "job is " + st.Phase.String()}
+	}
+	if temp != nil && now < temp.Until && !bytes.Equal(temp.Client, client) {
+		return Decision{Kind: Denied, Reason: "temporarily claimed by another client"}
+	}
+	return Decision{Kind: Granted, Temp: &Temp{Client: client, Until: now + tClaim}}
+}
+
+// Reply is a verified reply inside a confirm: who said what, when.
+type Reply struct {
+	Node string
+	Kind Kind
+	At   int64
+}
+
+// Confirm errors.
+var (
+	ErrNoTempClaim = errors.New("no temporary claim for this client")
+	ErrBadConfirm  = errors.New("confirm refused")
+)
+
+// CheckConfirm decides whether a client's confirm makes its claim
+// permanent at this node, and returns the claimed state to apply. The
+// replies must already be signature-checked and be for this job and
+// client. Rules: this node's own temporary claim is the client's and has
+// not lapsed (or the job is already this client's); the job is still
+// ready; the replies come from distinct nodes, none denied, at least
+// `need` of them (the r closest the client asked, or all that exist), all
+// from nodes that `near` accepts as among the job's closest; every reply
+// is at most tClaim old, so every grant's temporary claim still stands. start is the claim's start, chosen by the client; the claim
+// lasts tFinish ms from it.
+func CheckConfirm(st job.State, temp *Temp, client []byte, replies []Reply, need int, near func(node string) bool,
+	start, tFinish, now, tClaim int64) (job.State, error) {
+	claimed := job.State{Phase: job.Claimed, Client: client, Start: start, Deadline: start + tFinish}
+	if st.Phase == job.Claimed && bytes.Equal(st.Client, client) {
+		if st.Deadline != st.Start+tFinish {
+			// Released (its deadline moved to the release) but not yet
+			// lapsed: confirming it again would hand the client a claim
+			// that ends at once, while the job goes to another.
+			return job.State{}, fmt.Errorf("%w: the client released this claim", ErrBadConfirm)
+		}
+		return st, nil // confirmed before: idempotent
+	}
+	if st.Phase != job.Ready {
+		return job.State{}, fmt.Errorf("%w: job is %s", ErrBadConfirm, st.Phase)
+	}
+	// A claim must order after the tombstone of the claim that ended last
+	// (job.Compare: Start, then Client), or the merge keeps the tombstone
+	// and the claim silently does not exist.
+	if start < st.Start || (start == st.Start && bytes.Compare(client, st.Client) <= 0) {
+		return job.State{}, fmt.Errorf("%w: claim start %d not after the ended claim's %d", ErrBadConfirm, start, st.Start)
+	}
+	if temp == nil || !bytes.Equal(temp.Client, client) || now >= temp.Until {
+		return job.State{}, ErrNoTempClaim
+	}
+	if start < now-tClaim || start > now+tClaim {
+		return job.State{}, fmt.Errorf("%w: claim start %d ms off now", ErrBadConfirm, start-now)
+	}
+	seen := map[string]bool{}
+	grants := 0
+	for _, r := range replies {
+		switch {
+		case seen[r.Node]:
+			return job.State{}, fmt.Errorf("%w: two replies from node %x", ErrBadConfirm, r.Node)
+		case r.Kind == Denied:
+			return job.State{}, fmt.Errorf("%w: a node denied", ErrBadConfirm)
+		case r.At < now-tClaim || r.At > now+tClaim:
+			return job.State{}, fmt.Errorf("%w: a reply is %d ms old", ErrBadConfirm, now-r.At)
+		case !near(r.Node):
+			return job.State{}, fmt.Errorf("%w: a reply comes from a node not among the job's closest", ErrBadConfirm)
+		}
+		seen[r.Node] = true
+		if r.Kind == Granted {
+			grants++
+		}
+	}
+	if len(seen) < need || grants == 0 {
+		return job.State{}, fmt.Errorf("%w: %d replies (%d granted), need %d", ErrBadConfirm, len(seen), grants, need)
+	}
+	return claimed, nil
+}
+
+// Release is the state that releases a permanent claim at now: the same
+// claim with its deadline moved to now, which wins every merge with the
+// old claim and lapses at once into a tombstone (job.Expire) that keeps
+// the job ready.
+func Release(st job.State, client []byte, now int64) (job.State, bool) {
+	if st.Phase != job.Claimed || !bytes.Equal(st.Client, client) {
+		return st, false
+	}
+	rel := st
+	rel.Deadline = max(now, rel.Start+1)
+	return rel, true
+}

@@ -1,0 +1,306 @@
+package claim
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/up-pool/up/job"
+)
+
+const (
+	tNow    = int64(1_700_000_000_000)
+	tClaim  = int64(5_000)
+	tFinish = int64(3_600_000)
+)
+
+var (
+	clientA = bytes.Repeat([]byte{0xaa}, 32)
+	clientB = bytes.Repeat([]byte{0xbb}, 32)
+)
+
+func claimedBy(client []byte, start, deadline int64) job.State {
+	return job.State{Phase: job.Claimed, Client: client, Start: start, Deadline: deadline}
+}
+
+func sameTemp(a, b *Temp) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return bytes.Equal(a.Client, b.Client) && a.Until == b.Until
+}
+
+func TestDecide(t *testing.T) {
+	finished := job.State{Phase: job.Finished, Client: clientA, At: tNow - 10, Result: []byte("r")}
+	collected := job.State{Phase: job.Collected, At: tNow - 10}
+	grantA := &Temp{Client: clientA, Until: tNow + tClaim}
+	tests := []struct {
+		name     string
+		held     bool
+		st       job.State
+		temp     *Temp
+		want     Kind
+		wantTemp *Temp
+	}{
+		{"unknown job", false, job.State{}, nil, DontCare, nil},
+		{"unknown job, whatever the state says", false, claimedBy(clientB, tNow-1, tNow+tFinish), &Temp{clientB, tNow + 1}, DontCare, nil},
+		{"ready", true, job.State{}, nil, Granted, grantA},
+		{"temp of another, not lapsed", true, job.State{}, &Temp{clientB, tNow + 1}, Denied, nil},
+		{"temp of another, lapses now", true, job.State{}, &Temp{clientB, tNow}, Granted, grantA},
+		{"temp of another, lapsed", true, job.State{}, &Temp{clientB, tNow - 1}, Granted, grantA},
+		{"temp of the same client is renewed", true, job.State{}, &Temp{clientA, tNow + 1}, Granted, grantA},
+		{"claimed by the same client", true, claimedBy(clientA, tNow-100, tNow+tFinish), nil, Granted, nil},
+		{"claimed by the same client, temp of another", true, claimedBy(clientA, tNow-100, tNow+tFinish), &Temp{clientB, tNow + 1}, Granted, nil},
+		{"claimed by another", true, claimedBy(clientB, tNow-100, tNow+tFinish), nil, Denied, nil},
+		{"claimed by another, temp of the client", true, claimedBy(clientB, tNow-100, tNow+tFinish), &Temp{clientA, tNow + 1}, Denied, nil},
+		{"claim of another expired by the caller", true, job.Expire(claimedBy(clientB, tNow-100, tNow), tNow), nil, Granted, grantA},
+		{"finished", true, finished, nil, Denied, nil},
+		{"finished by the same client", true, finished, &Temp{clientA, tNow + 1}, Denied, nil},
+		{"collected", true, collected, nil, Denied, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(tt.held, tt.st, tt.temp, clientA, tNow, tClaim)
+			if d.Kind != tt.want {
+				t.Fatalf("Kind = %v, want %v (reason %q)", d.Kind, tt.want, d.Reason)
+			}
+			if !sameTemp(d.Temp, tt.wantTemp) {
+				t.Errorf("Temp = %+v, want %+v", d.Temp, tt.wantTemp)
+			}
+			if (d.Kind == Denied) != (d.Reason != "") {
+				t.Errorf("Reason = %q for a %v", d.Reason, d.Kind)
+			}
+		})
+	}
+}
+
+// confirmIn is one call of CheckConfirm; base() is a valid confirm.
+type confirmIn struct {
+	st      job.State
+	temp    *Temp
+	replies []Reply
+	need    int
+	near    func(string) bool
+	start   int64
+}
+
+func base() confirmIn {
+	return confirmIn{
+		temp: &Temp{Client: clientA, Until: tNow + 1},
+		replies: []Reply{
+			{Node: "n0", Kind: Granted, At: tNow - 100},
+			{Node: "n1", Kind: Granted, At: tNow - 50},
+			{Node: "n2", Kind: DontCare, At: tNow - 20},
+		},
+		need:  3,
+		near:  func(n string) bool { return n == "n0" || n == "n1" || n == "n2" || n == "n3" },
+		start: tNow,
+	}
+}
+
+func (c confirmIn) run() (job.State, error) {
+	return CheckConfirm(c.st, c.temp, clientA, c.replies, c.need, c.near, c.start, tFinish, tNow, tClaim)
+}
+
+func TestCheckConfirm(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*confirmIn)
+		want error // nil: accepted
+	}{
+		{"valid", func(*confirmIn) {}, nil},
+		// this node's temporary claim
+		{"temp lapses in 1 ms", func(c *confirmIn) { c.temp.Until = tNow + 1 }, nil},
+		{"no temp", func(c *confirmIn) { c.temp = nil }, ErrNoTempClaim},
+		{"temp of another", func(c *confirmIn) { c.temp.Client = clientB }, ErrNoTempClaim},
+		{"temp lapses now", func(c *confirmIn) { c.temp.Until = tNow }, ErrNoTempClaim},
+		{"temp lapsed", func(c *confirmIn) { c.temp.Until = tNow - tClaim }, ErrNoTempClaim},
+		// the job is still ready
+		{"claimed by another", func(c *confirmIn) { c.st = claimedBy(clientB, tNow-10, tNow+tFinish) }, ErrBadConfirm},
+		{"finished", func(c *confirmIn) {
+			c.st = job.State{Phase: job.Finished, Client: clientA, At: tNow - 1, Result: []byte("r")}
+		}, ErrBadConfirm},
+		{"collected", func(c *confirmIn) { c.st = job.State{Phase: job.Collected, At: tNow - 1} }, ErrBadConfirm},
+		// after the claim that ended last (its tombstone)
+		{"after an older tombstone", func(c *confirmIn) { c.st = job.State{Client: clientB, Start: c.start - 1} }, nil},
+		{"same start, greater client", func(c *confirmIn) { c.st = job.State{Client: []byte{0}, Start: c.start} }, nil},
+		{"same start and client as the tombstone", func(c *confirmIn) { c.st = job.State{Client: clientA, Start: c.start} }, ErrBadConfirm},
+		{"before the tombstone", func(c *confirmIn) { c.st = job.State{Client: clientB, Start: c.start + 1} }, ErrBadConfirm},
+		// distinct nodes
+		{"distinct nodes", func(c *confirmIn) { c.replies[2].Node = "n3" }, nil},
+		{"duplicate node", func(c *confirmIn) { c.replies[2].Node = "n0" }, ErrBadConfirm},
+		{"duplicate node, both granted", func(c *confirmIn) {
+			c.replies = append(c.replies, c.replies[1])
+		}, ErrBadConfirm},
+		// none denied
+		{"don't-cares allowed", func(c *confirmIn) { c.replies[1].Kind = DontCare }, nil},
+		{"a denied reply", func(c *confirmIn) { c.replies[2].Kind = Denied }, ErrBadConfirm},
+		{"a denied reply first", func(c *confirmIn) { c.replies[0].Kind = Denied }, ErrBadConfirm},
+		// every reply recent
+		{"reply T_claim old", func(c *confirmIn) { c.replies[1].At = tNow - tClaim }, nil},
+		{"stale reply", func(c *confirmIn) { c.replies[1].At = tNow - tClaim - 1 }, ErrBadConfirm},
+		{"reply T_claim ahead", func(c *confirmIn) { c.replies[1].At = tNow + tClaim }, nil},
+		{"future reply", func(c *confirmIn) { c.replies[1].At = tNow + tClaim + 1 }, ErrBadConfirm},
+		// from nodes near the job
+		{"node not near", func(c *confirmIn) { c.replies[2].Node = "far" }, ErrBadConfirm},
+		{"no node near", func(c *confirmIn) { c.near = func(string) bool { return false } }, ErrBadConfirm},
+		// at least need replies
+		{"need fewer", func(c *confirmIn) { c.need = 1 }, nil},
+		{"too few replies", func(c *confirmIn) { c.need = 4 }, ErrBadConfirm},
+		{"too few after dropping one", func(c *confirmIn) { c.replies = c.replies[:2] }, ErrBadConfirm},
+		{"no replies", func(c *confirmIn) { c.replies = nil }, ErrBadConfirm},
+		{"no replies, need 0", func(c *confirmIn) { c.replies, c.need = nil, 0 }, ErrBadConfirm},
+		// at least one grant
+		{"one grant", func(c *confirmIn) { c.replies[0].Kind = DontCare }, nil},
+		{"zero grants", func(c *confirmIn) { c.replies[0].Kind, c.replies[1].Kind = DontCare, DontCare }, ErrBadConfirm},
+		// start near now
+		{"start T_claim before", func(c *confirmIn) { c.start = tNow - tClaim }, nil},
+		{"start too early", func(c *confirmIn) { c.start = tNow - tClaim - 1 }, ErrBadConfirm},
+		{"start T_claim after", func(c *confirmIn) { c.start = tNow + tClaim }, nil},
+		{"start too late", func(c *confirmIn) { c.start = tNow + tClaim + 1 }, ErrBadConfirm},
+		{"start zero", func(c *confirmIn) { c.start = 0 }, ErrBadConfirm},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base()
+			tt.edit(&c)
+			got, err := c.run()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				want := claimedBy(clientA, c.start, c.start+tFinish)
+				if !job.Equal(got, want) || got.Phase != job.Claimed {
+					t.Fatalf("state = %+v, want %+v", got, want)
+				}
+				if err := got.Validate(); err != nil {
+					t.Fatalf("claimed state invalid: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if !job.Equal(got, job.State{}) {
+				t.Errorf("refused confirm returned state %+v", got)
+			}
+		})
+	}
+}
+
+func TestCheckConfirmIdempotent(t *testing.T) {
+	prev := claimedBy(clientA, tNow-1000, tNow-1000+tFinish)
+	// Confirmed before: the existing claim stands, whatever the confirm
+	// says (the temp was dropped when the claim became permanent).
+	for _, c := range []confirmIn{
+		{st: prev, near: func(string) bool { return false }, start: tNow + 10*tClaim, need: 9},
+		func() confirmIn { c := base(); c.st = prev; return c }(),
+	} {
+		got, err := c.run()
+		if err != nil || !job.Equal(got, prev) {
+			t.Fatalf("re-confirm = %+v, %v; want %+v", got, err, prev)
+		}
+	}
+	// Not once the client released it (its deadline moved to the release,
+	// not lapsed yet): re-confirming would hand out a claim that ends at
+	// once while the job goes to another client.
+	for _, c := range []confirmIn{
+		func() confirmIn { c := base(); c.st = claimedBy(clientA, tNow-1000, tNow+1); return c }(),
+		func() confirmIn { c := base(); c.st, c.start = claimedBy(clientA, tNow, tNow+1), tNow; return c }(),
+	} {
+		if got, err := c.run(); !errors.Is(err, ErrBadConfirm) {
+			t.Fatalf("re-confirm of a released claim = %+v, %v; want refused", got, err)
+		}
+	}
+	// Only the claim's own client gets that.
+	c := base()
+	c.st = claimedBy(clientB, tNow-1000, tNow-1000+tFinish)
+	if _, err := c.run(); !errors.Is(err, ErrBadConfirm) {
+		t.Fatalf("confirm over another client's claim: %v", err)
+	}
+}
+
+func TestCheckConfirmDoesNotModifyInputs(t *testing.T) {
+	c := base()
+	replies := append([]Reply(nil), c.replies...)
+	temp := *c.temp
+	if _, err := c.run(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range replies {
+		if replies[i] != c.replies[i] {
+			t.Fatalf("reply %d changed", i)
+		}
+	}
+	if !sameTemp(&temp, c.temp) {
+		t.Fatal("temp changed")
+	}
+}
+
+func TestRelease(t *testing.T) {
+	start := tNow - 1000
+	st := claimedBy(clientA, start, start+tFinish)
+	rel, ok := Release(st, clientA, tNow)
+	if !ok {
+		t.Fatal("the claiming client cannot release its claim")
+	}
+	want := claimedBy(clientA, start, tNow)
+	if !job.Equal(rel, want) {
+		t.Fatalf("released state %+v, want %+v", rel, want)
+	}
+	if st.Deadline != start+tFinish {
+		t.Fatal("Release modified its argument")
+	}
+	if err := rel.Validate(); err != nil {
+		t.Fatalf("released state invalid: %v", err)
+	}
+	if m := job.Merge(st, rel); !job.Equal(m, rel) {
+		t.Errorf("Merge(claim, release) = %+v, want the release", m)
+	}
+	if m := job.Merge(rel, st); !job.Equal(m, rel) {
+		t.Errorf("Merge(release, claim) = %+v, want the release", m)
+	}
+	if e := job.Expire(rel, tNow); e.Phase != job.Ready {
+		t.Errorf("released claim does not lapse at once: %+v", e)
+	}
+	if e := job.Expire(st, tNow); e.Phase != job.Claimed {
+		t.Fatalf("the original claim lapsed by itself: %+v", e)
+	}
+
+	// Only the claiming client's claim is released.
+	for _, tc := range []struct {
+		name   string
+		st     job.State
+		client []byte
+	}{
+		{"another client", st, clientB},
+		{"nil client", st, nil},
+		{"ready", job.State{}, clientA},
+		{"finished", job.State{Phase: job.Finished, Client: clientA, At: tNow - 5, Result: []byte("r")}, clientA},
+		{"collected", job.State{Phase: job.Collected, At: tNow - 5}, clientA},
+	} {
+		got, ok := Release(tc.st, tc.client, tNow)
+		if ok || !job.Equal(got, tc.st) {
+			t.Errorf("%s: Release = %+v, %v; want the state unchanged, false", tc.name, got, ok)
+		}
+	}
+}
+
+func TestReleaseAtStart(t *testing.T) {
+	// Released in the claim's first millisecond: the deadline cannot reach
+	// the start (the state would be invalid), so it lapses 1 ms later.
+	st := claimedBy(clientA, tNow, tNow+tFinish)
+	rel, ok := Release(st, clientA, tNow)
+	if !ok || rel.Deadline != tNow+1 {
+		t.Fatalf("Release = %+v, %v; want deadline start+1", rel, ok)
+	}
+	if err := rel.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !job.Equal(job.Merge(st, rel), rel) {
+		t.Error("release loses the merge")
+	}
+	if e := job.Expire(rel, tNow+1); e.Phase != job.Ready {
+		t.Errorf("released claim still %v 1 ms after its start", e.Phase)
+	}
+}

@@ -1,0 +1,113 @@
+package claim
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/up-pool/up/codec"
+)
+
+// Kind is what a node answers a claim request.
+type Kind uint8
+
+// Reply kinds.
+const (
+	Granted  Kind = 1 // the job is temporarily claimed for the client
+	Denied   Kind = 2 // claimed by another client, or no longer ready
+	DontCare Kind = 3 // the node does not hold the job
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Granted:
+		return "granted"
+	case Denied:
+		return "denied"
+	case DontCare:
+		return "don't care"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Statement is a node's reply to a claim request, as it signs it.
+type Statement struct {
+	_      struct{} `cbor:",toarray"`
+	Kind   Kind
+	Job    []byte // job key
+	Client []byte // the client's account public key
+	Node   []byte // the replying node's peer ID
+	At     int64  // reply time, Unix ms
+}
+
+// Signed is a Statement signed by the node's account key, with the node's
+// certificate so any node can check it.
+type Signed struct {
+	_         struct{} `cbor:",toarray"`
+	Statement []byte
+	Cert      []byte // node certificate, DER
+	Sig       []byte
+}
+
+// Bounds of a signed reply.
+const (
+	MaxSignedReply = 20 << 10
+	maxIDLen       = 128
+	replyDomain    = "up/claim-reply/v1\x00"
+)
+
+// ErrMalformed reports a reply that does not decode or breaks a bound.
+var ErrMalformed = errors.New("malformed claim reply")
+
+// Sign signs a statement with the node's account key.
+func Sign(st Statement, cert []byte, key ed25519.PrivateKey) ([]byte, error) {
+	b, err := codec.Marshal(&st)
+	if err != nil {
+		return nil, err
+	}
+	return codec.Marshal(&Signed{Statement: b, Cert: cert, Sig: ed25519.Sign(key, append([]byte(replyDomain), b...))})
+}
+
+// Decode parses a signed reply without checking its signature. The
+// statement must be canonically encoded: one statement, one encoding.
+func Decode(b []byte) (*Signed, *Statement, error) {
+	if len(b) > MaxSignedReply {
+		return nil, nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
+	}
+	var s Signed
+	if err := codec.Unmarshal(b, &s); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	var st Statement
+	if err := codec.Unmarshal(s.Statement, &st); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if st.Kind < Granted || st.Kind > DontCare || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
+		len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
+		len(s.Sig) != ed25519.SignatureSize || len(s.Cert) == 0 {
+		return nil, nil, fmt.Errorf("%w: fields out of bounds", ErrMalformed)
+	}
+	if re, err := codec.Marshal(&st); err != nil || !bytes.Equal(re, s.Statement) {
+		return nil, nil, fmt.Errorf("%w: statement not canonically encoded", ErrMalformed)
+	}
+	return &s, &st, nil
+}
+
+// ErrBadSignature reports a reply whose signature does not verify.
+var ErrBadSignature = errors.New("claim reply: bad signature")
+
+// Verify checks the signature with the node's account public key.
+func (s *Signed) Verify(pub ed25519.PublicKey) error {
+	if !ed25519.Verify(pub, s.Message(), s.Sig) {
+		return ErrBadSignature
+	}
+	return nil
+}
+
+// Message is what the node signed: the statement under the reply domain.
+// A verifier that checks many replies at once (a batch) checks Sig over
+// it.
+func (s *Signed) Message() []byte {
+	return append([]byte(replyDomain), s.Statement...)
+}

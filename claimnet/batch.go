@@ -1,0 +1,86 @@
+package claimnet
+
+import (
+	"crypto/ed25519"
+	"sync"
+
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
+)
+
+// batch verifies the signatures of a confirm's replies together
+// (curve25519-voi's batch verifier: one multi-scalar multiplication for
+// all of them, about 30 % less CPU than verifying r = 5 one by one).
+// Verification is cofactored, as RFC 8032 allows, and refuses small-order
+// and non-canonical public keys; an honest node's signature passes either
+// way.
+type batch struct {
+	keys *keyCache
+	v    *voi.BatchVerifier
+	n    int
+}
+
+func newBatch(keys *keyCache, n int) *batch {
+	return &batch{keys: keys, v: voi.NewBatchVerifierWithCapacity(n)}
+}
+
+// add queues one signature of msg by pub.
+func (b *batch) add(pub ed25519.PublicKey, msg, sig []byte) {
+	if k := b.keys.get(pub); k != nil {
+		b.v.AddExpanded(k, msg, sig)
+	} else {
+		b.v.Add(voi.PublicKey(pub), msg, sig)
+	}
+	b.n++
+}
+
+// verify checks every queued signature: -1 when all are valid, else the
+// index of the first invalid one.
+func (b *batch) verify() int {
+	if b.n == 0 {
+		return -1
+	}
+	ok, valid := b.v.Verify(nil) // nil: crypto/rand picks the batch's coefficients
+	if ok {
+		return -1
+	}
+	for i, v := range valid {
+		if !v {
+			return i
+		}
+	}
+	return 0
+}
+
+// keyCache keeps the expanded form of node public keys, which spares each
+// verification a point decompression and a table precomputation; bounded,
+// it starts afresh when full.
+type keyCache struct {
+	mu   sync.Mutex
+	max  int
+	keys map[string]*voi.ExpandedPublicKey
+}
+
+func newKeyCache(max int) *keyCache {
+	return &keyCache{max: max, keys: map[string]*voi.ExpandedPublicKey{}}
+}
+
+// get returns pub expanded, or nil when it is not a valid key.
+func (c *keyCache) get(pub ed25519.PublicKey) *voi.ExpandedPublicKey {
+	c.mu.Lock()
+	k, ok := c.keys[string(pub)]
+	c.mu.Unlock()
+	if ok {
+		return k
+	}
+	k, err := voi.NewExpandedPublicKey(voi.PublicKey(pub))
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	if len(c.keys) >= c.max {
+		clear(c.keys)
+	}
+	c.keys[string(pub)] = k
+	c.mu.Unlock()
+	return k
+}

@@ -1,0 +1,64 @@
+package claimnet
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"testing"
+)
+
+// TestBatchVerify: a batch of valid signatures passes; one bad signature,
+// a signature by another key or over another message is found, by index,
+// wherever it sits in the batch; an invalid public key fails its entry.
+func TestBatchVerify(t *testing.T) {
+	type item struct {
+		pub       ed25519.PublicKey
+		msg, sig  []byte
+		otherPriv ed25519.PrivateKey
+	}
+	keys := newKeyCache(2)
+	items := make([]item, 5)
+	for i := range items {
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		_, other, _ := ed25519.GenerateKey(rand.Reader)
+		msg := []byte(fmt.Sprintf("reply %d", i))
+		items[i] = item{pub: pub, msg: msg, sig: ed25519.Sign(priv, msg), otherPriv: other}
+	}
+	run := func(mutate func(i int, it item) item) int {
+		b := newBatch(keys, len(items))
+		for i, it := range items {
+			it = mutate(i, it)
+			b.add(it.pub, it.msg, it.sig)
+		}
+		return b.verify()
+	}
+	if bad := run(func(_ int, it item) item { return it }); bad != -1 {
+		t.Fatalf("valid batch: entry %d reported bad", bad)
+	}
+	for at := range items {
+		cases := map[string]func(it item) item{
+			"flipped bit": func(it item) item {
+				sig := append([]byte(nil), it.sig...)
+				sig[7] ^= 1
+				it.sig = sig
+				return it
+			},
+			"other key":     func(it item) item { it.sig = ed25519.Sign(it.otherPriv, it.msg); return it },
+			"other message": func(it item) item { it.msg = []byte("forged"); return it },
+			"bad key":       func(it item) item { it.pub = make(ed25519.PublicKey, ed25519.PublicKeySize-1); return it },
+		}
+		for name, m := range cases {
+			if bad := run(func(i int, it item) item {
+				if i == at {
+					return m(it)
+				}
+				return it
+			}); bad != at {
+				t.Errorf("%s at %d: verify reports %d", name, at, bad)
+			}
+		}
+	}
+	if got := (&batch{keys: keys}).verify(); got != -1 {
+		t.Errorf("empty batch: %d", got)
+	}
+}

@@ -1,0 +1,374 @@
+package claimnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/wire"
+)
+
+// Claimer is the client side: it claims jobs on their closest nodes.
+type Claimer struct {
+	ep    *overlay.Endpoint
+	d     *dht.DHT
+	now   func() time.Time
+	extra int
+
+	won, lost, unknown, failed, lookups atomic.Int64
+
+	mu   sync.Mutex
+	mine map[string]bool // jobs being claimed or held by this claimer
+	// releasing holds, per job whose release is on its way to the nodes, a
+	// channel closed when it is done: a new claim of the job waits for it.
+	releasing map[string]chan struct{}
+	starts    map[string]int64 // the latest claim start used per job, Unix ms
+}
+
+// ErrHeld reports a job this claimer is already claiming or holds (for
+// another of the client's slots): claiming it again would confirm the
+// same claim twice, and giving the second up would release the first.
+var ErrHeld = errors.New("job already claimed or being claimed by this client")
+
+// take marks a job as this claimer's; false when it already is. A job
+// whose release is under way is waited for (until ctx ends): the index may
+// serve the job again the moment the nodes have the release, before the
+// release returned here, and refusing it then would leave the entry
+// quarantined with nobody claiming it.
+func (c *Claimer) take(ctx context.Context, jobKey []byte) bool {
+	for {
+		c.mu.Lock()
+		if !c.mine[string(jobKey)] {
+			if c.mine == nil {
+				c.mine = map[string]bool{}
+			}
+			c.mine[string(jobKey)] = true
+			c.mu.Unlock()
+			return true
+		}
+		done := c.releasing[string(jobKey)]
+		c.mu.Unlock()
+		if done == nil {
+			return false
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// releaseStarted marks the job's release as under way.
+func (c *Claimer) releaseStarted(jobKey []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.releasing == nil {
+		c.releasing = map[string]chan struct{}{}
+	}
+	if c.releasing[string(jobKey)] == nil {
+		c.releasing[string(jobKey)] = make(chan struct{})
+	}
+}
+
+// drop forgets a job: its claim was lost, released or its result stored.
+func (c *Claimer) drop(jobKey []byte) {
+	c.mu.Lock()
+	delete(c.mine, string(jobKey))
+	if done := c.releasing[string(jobKey)]; done != nil {
+		close(done)
+		delete(c.releasing, string(jobKey))
+	}
+	c.mu.Unlock()
+}
+
+// Stats count a claimer's attempts by outcome (a job refused with ErrHeld
+// is no attempt), and the lookups it made because no usable replica set
+// was hinted.
+type Stats struct {
+	Won     int `json:"won"`
+	Lost    int `json:"lost"`    // another client held the job: aborted on a deny
+	Unknown int `json:"unknown"` // no node held the job
+	Failed  int `json:"failed"`  // too few answers, a refused confirm, or an error
+	Lookups int `json:"lookups"` // DHT lookups of a job's nodes
+}
+
+// Stats reports the attempts made so far.
+func (c *Claimer) Stats() Stats {
+	return Stats{
+		Won: int(c.won.Load()), Lost: int(c.lost.Load()), Unknown: int(c.unknown.Load()),
+		Failed: int(c.failed.Load()), Lookups: int(c.lookups.Load()),
+	}
+}
+
+// count records an attempt's outcome.
+func (c *Claimer) count(err error) {
+	switch {
+	case err == nil:
+		c.won.Add(1)
+	case errors.Is(err, ErrLost):
+		c.lost.Add(1)
+	case errors.Is(err, ErrUnknown):
+		c.unknown.Add(1)
+	default:
+		c.failed.Add(1)
+	}
+}
+
+// NewClaimer returns a claimer for a client's endpoint and DHT. extra is
+// how many nodes beyond r it keeps in reserve for nodes that do not
+// answer (default 3).
+func NewClaimer(ep *overlay.Endpoint, d *dht.DHT, now func() time.Time, extra int) *Claimer {
+	if now == nil {
+		now = time.Now
+	}
+	if extra <= 0 {
+		extra = 3
+	}
+	return &Claimer{ep: ep, d: d, now: now, extra: extra}
+}
+
+// Claim is a won claim: the nodes that hold it (to send the result to).
+type Claim struct {
+	Job     []byte
+	Nodes   []peer.ID // the nodes that replied, nearest first
+	Granted []peer.ID
+	Start   int64
+}
+
+// ErrLost reports a job another client holds.
+var ErrLost = errors.New("job claimed by another client")
+
+// ErrUnknown reports a job no node holds (any more).
+var ErrUnknown = errors.New("job unknown to its nodes")
+
+// Claim runs the ordered claim protocol for a job: ask its closest nodes
+// one at a time, nearest first; abort and release on the first deny;
+// confirm with every reply when all granted (or did not care). The nodes
+// come from a lookup of the job's key.
+func (c *Claimer) Claim(ctx context.Context, jobKey []byte) (*Claim, error) {
+	return c.ClaimAt(ctx, jobKey, nil)
+}
+
+// ClaimAt is Claim with a hint of the job's nodes (an index entry's
+// replica set), which saves the lookup; when the hint proves stale (no
+// node knows the job, or too few answer) it falls back to a lookup. A
+// job this claimer is claiming or holds (until Release, or SubmitResult
+// stores its result) is refused with ErrHeld; one it is releasing is
+// claimed once the release is done.
+func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (cl *Claim, err error) {
+	if !c.take(ctx, jobKey) {
+		return nil, fmt.Errorf("claim %x: %w", jobKey, ErrHeld)
+	}
+	defer func() {
+		if err != nil {
+			c.drop(jobKey)
+		}
+		c.count(err)
+	}()
+	r := c.d.Replication()
+	if len(hint) >= r {
+		cl, err := c.claim(ctx, jobKey, orderFor(jobKey, hint))
+		if err == nil || errors.Is(err, ErrLost) {
+			return cl, err
+		}
+	}
+	c.lookups.Add(1)
+	nodes, err := c.d.ClosestN(ctx, jobKey, r+c.extra)
+	if err != nil {
+		return nil, fmt.Errorf("claim %x: find its nodes: %w", jobKey, err)
+	}
+	return c.claim(ctx, jobKey, nodes)
+}
+
+// orderFor sorts a hinted replica set by distance to the job.
+func orderFor(jobKey []byte, nodes []peer.ID) []peer.ID {
+	out := append([]peer.ID(nil), nodes...)
+	dht.SortPeers(keyspace.KeyPos(jobKey), out)
+	return out
+}
+
+func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*Claim, error) {
+	r := c.d.Replication()
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = string(n)
+	}
+	drv := claim.NewDriver(ids, r)
+	out := &Claim{Job: jobKey}
+	act := drv.Next()
+	for {
+		switch {
+		case act.Ask != "":
+			n := peer.ID(act.Ask)
+			var resp wire.ClaimResponse
+			err := c.ep.Call(ctx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey}, wire.MaxReplyBytes+64, &resp)
+			if err != nil {
+				var we *wire.Error
+				if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
+					return nil, fmt.Errorf("claim %x: %w", jobKey, err)
+				}
+				if !errors.As(err, &we) {
+					c.d.MarkDead(n) // no answer at all, not a refusal
+				}
+				act = drv.Answer(act.Ask, false, 0, nil)
+				continue
+			}
+			_, st, err := claim.Decode(resp.Reply)
+			if err != nil || string(st.Job) != string(jobKey) || peer.ID(st.Node) != n {
+				act = drv.Answer(act.Ask, false, 0, nil)
+				continue
+			}
+			out.Nodes = append(out.Nodes, n)
+			if st.Kind == claim.Granted {
+				out.Granted = append(out.Granted, n)
+			}
+			act = drv.Answer(act.Ask, true, st.Kind, resp.Reply)
+		case len(act.Confirm) > 0:
+			out.Start = c.nextStart(jobKey)
+			req := &wire.ConfirmRequest{Job: jobKey, Start: out.Start}
+			for _, g := range drv.Replies() {
+				req.Replies = append(req.Replies, g.Bytes)
+			}
+			results := c.fanOut(ctx, act.Confirm, wire.ProtoConfirm, req)
+			act = claim.Action{}
+			for n, err := range results {
+				a := drv.Confirmed(n, err == nil)
+				if a.Done != claim.Pending || len(a.Release) > 0 {
+					act = a
+				}
+			}
+		default:
+			if len(act.Release) > 0 {
+				c.fanOut(ctx, act.Release, wire.ProtoRelease, &wire.ReleaseRequest{Job: jobKey})
+			}
+			switch act.Done {
+			case claim.Won:
+				return out, nil
+			case claim.Lost:
+				return nil, fmt.Errorf("claim %x: %w", jobKey, ErrLost)
+			case claim.Unknown:
+				return nil, fmt.Errorf("claim %x: %w", jobKey, ErrUnknown)
+			case claim.Failed:
+				return nil, fmt.Errorf("claim %x: too few nodes answered or a confirm was refused", jobKey)
+			}
+			return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
+		}
+	}
+}
+
+// nextStart is the start of a new claim of the job: now, but always after
+// every start this claimer used for the job before. A claim is known by
+// (client, start), and a released claim's tombstone beats a claim of the
+// same start: an attempt that reused the start of one it just released
+// (the fallback after a failed hinted attempt, within the same
+// millisecond) could have its new claim ended by the old release reaching
+// a replica later, and the job handed to a second client while the first
+// runs it.
+func (c *Claimer) nextStart(jobKey []byte) int64 {
+	start := c.now().UnixMilli()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.starts[string(jobKey)]; ok && start <= last {
+		start = last + 1
+	}
+	if c.starts == nil || len(c.starts) >= 1<<16 {
+		c.starts = map[string]int64{} // older starts are long past T_claim
+	}
+	c.starts[string(jobKey)] = start
+	return start
+}
+
+// fanOut sends req to every node in parallel and returns each one's error.
+func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req any) map[string]error {
+	out := make(map[string]error, len(nodes))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.ep.Call(ctx, peer.ID(n), protocol.ID(proto), req, 1024, &wire.Ping{})
+			mu.Lock()
+			out[n] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Release gives a won claim back at its nodes; when none of them answers
+// (they moved or died), at the job's current closest nodes.
+func (c *Claimer) Release(ctx context.Context, cl *Claim) {
+	c.releaseStarted(cl.Job)
+	defer c.drop(cl.Job)
+	req := &wire.ReleaseRequest{Job: cl.Job}
+	for _, err := range c.fanOut(ctx, ids(cl.Nodes), wire.ProtoRelease, req) {
+		if err == nil {
+			return
+		}
+	}
+	if nodes := c.current(ctx, cl); len(nodes) > 0 {
+		c.fanOut(ctx, ids(nodes), wire.ProtoRelease, req)
+	}
+}
+
+func ids(ps []peer.ID) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// current looks the job's closest nodes up afresh (the claim's nodes are
+// gone: the replicas moved on).
+func (c *Claimer) current(ctx context.Context, cl *Claim) []peer.ID {
+	c.d.Invalidate(cl.Job)
+	nodes, err := c.d.ClosestN(ctx, cl.Job, c.d.Replication())
+	if err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(nodes, func(p peer.ID) bool { return slices.Contains(cl.Nodes, p) })
+}
+
+// SubmitResult sends a sealed result to every node of the claim and
+// reports how many stored it.
+func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) (int, error) {
+	req := &wire.ResultSubmit{Envelope: envelope, At: c.now().UnixMilli()}
+	var errs []error
+	stored := 0
+	for _, err := range c.fanOut(ctx, ids(cl.Nodes), wire.ProtoResult, req) {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		stored++
+	}
+	if stored == 0 { // the claim's nodes moved on: the job's current ones
+		for _, err := range c.fanOut(ctx, ids(c.current(ctx, cl)), wire.ProtoResult, req) {
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			stored++
+		}
+	}
+	if stored == 0 {
+		return 0, fmt.Errorf("result of %x stored nowhere: %w", cl.Job, errors.Join(errs...))
+	}
+	c.drop(cl.Job)
+	return stored, nil
+}

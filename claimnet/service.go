@@ -1,0 +1,342 @@
+// Package claimnet is the network shell of the claim protocol: the node
+// side (grant, confirm, release handlers around claim.Decide and
+// claim.CheckConfirm, temporary claims in memory, permanent claims through
+// the job pool) and the client side (Claimer runs a claim.Driver against
+// the job's closest nodes), plus the per-client rate limit on claims. A
+// confirm's replies are checked together, in one batch verification.
+package claimnet
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/pool"
+	"github.com/up-pool/up/wire"
+)
+
+// Config configures a node's claim service. Zero values take the defaults.
+type Config struct {
+	// TClaim is how long a temporary claim lasts without a confirm.
+	// Default 15 s.
+	TClaim time.Duration
+	// Limit is the sustained claim requests per second one client may
+	// make at this node, Burst the burst. Defaults 20 and 40.
+	Limit float64
+	Burst int
+	// Now reads the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives structured logs.
+	Logger *slog.Logger
+}
+
+// Record is one permanent claim this node made, for audit. Released is
+// set when the client gave it back (its confirm failed elsewhere, or it
+// gave up the job), whether its release reached this node or came by
+// replication from another (the job ready again before the deadline).
+type Record struct {
+	Job      []byte
+	Client   []byte
+	Start    int64
+	Deadline int64
+	Released bool
+}
+
+// Service answers claims for the jobs a node holds.
+type Service struct {
+	cfg     Config
+	ep      *overlay.Endpoint
+	d       *dht.DHT
+	pool    *pool.Pool
+	id      *keystore.Identity
+	limiter *overlay.RateLimiter
+
+	mu    sync.Mutex
+	temps map[string]*claim.Temp
+	log   []Record
+	open  map[string][]int // job key → indices in log of its claims not released
+	keys  *keyCache        // expanded node keys, for batch verification
+
+	mReplies *prometheus.CounterVec
+	mConfirm *prometheus.CounterVec
+}
+
+// NewService serves the claim protocols on a node.
+func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Identity, cfg Config) *Service {
+	if cfg.TClaim == 0 {
+		cfg.TClaim = 15 * time.Second
+	}
+	if cfg.Limit == 0 {
+		cfg.Limit = 20
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = 40
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Service{cfg: cfg, ep: ep, d: d, pool: p, id: id, temps: map[string]*claim.Temp{}, keys: newKeyCache(4096),
+		limiter: overlay.NewRateLimiter(cfg.Limit, cfg.Burst, cfg.Now)}
+	s.mReplies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_claim_replies_total", Help: "Claim requests answered, by reply (granted, denied, don't care).",
+	}, []string{"reply"})
+	s.mConfirm = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_claim_confirms_total", Help: "Confirms, by result (claimed, refused).",
+	}, []string{"result"})
+	ep.Metrics().Registry.MustRegister(s.mReplies, s.mConfirm)
+	s.open = map[string][]int{}
+	p.OnChange(s.onChange)
+	clients := []certs.Role{certs.RoleClient}
+	ep.Handle(wire.ProtoClaim, 1024, clients, s.handleClaim)
+	ep.Handle(wire.ProtoConfirm, 1<<20, clients, s.handleConfirm)
+	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
+	return s
+}
+
+// Counts are what a node's claim service answered since it started.
+type Counts struct {
+	Granted, Denied, DontCare int // claim requests, by reply
+	Claimed, Refused          int // confirms, by result
+}
+
+// Counts reports the replies and confirm results of this service (its
+// up_claim_replies_total and up_claim_confirms_total metrics).
+func (s *Service) Counts() Counts {
+	n := func(v *prometheus.CounterVec, label, value string) int {
+		return int(overlay.SumCounter(v, label, value))
+	}
+	return Counts{
+		Granted:  n(s.mReplies, "reply", claim.Granted.String()),
+		Denied:   n(s.mReplies, "reply", claim.Denied.String()),
+		DontCare: n(s.mReplies, "reply", claim.DontCare.String()),
+		Claimed:  n(s.mConfirm, "result", "claimed"),
+		Refused:  n(s.mConfirm, "result", "refused"),
+	}
+}
+
+// Log returns the permanent claims this node made.
+func (s *Service) Log() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Record(nil), s.log...)
+}
+
+func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.ClaimRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	client := []byte(from.Identity.PublicKey)
+	if !s.limiter.Allow(string(client)) {
+		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("claims from client %q over %.0f/s", from.Identity.Name, s.cfg.Limit))
+	}
+	now := s.cfg.Now().UnixMilli()
+	h, held := s.pool.Lookup(req.Job)
+	s.mu.Lock()
+	temp := s.temps[string(req.Job)]
+	if temp != nil && now >= temp.Until {
+		delete(s.temps, string(req.Job))
+		temp = nil
+	}
+	d := claim.Decide(held, h.State, temp, client, now, s.cfg.TClaim.Milliseconds())
+	if d.Temp != nil {
+		s.temps[string(req.Job)] = d.Temp
+	}
+	if len(s.temps) > 100000 {
+		s.sweepLocked(now)
+	}
+	s.mu.Unlock()
+	s.mReplies.WithLabelValues(d.Kind.String()).Inc()
+	signed, err := claim.Sign(claim.Statement{Kind: d.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now},
+		s.id.Cert.Raw, s.id.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.ClaimResponse{Reply: signed}, nil
+}
+
+func (s *Service) sweepLocked(now int64) {
+	for k, t := range s.temps {
+		if now >= t.Until {
+			delete(s.temps, k)
+		}
+	}
+}
+
+func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.ConfirmRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	client := []byte(from.Identity.PublicKey)
+	now := s.cfg.Now()
+	nowMS := now.UnixMilli()
+	h, held := s.pool.Lookup(req.Job)
+	if !held {
+		return nil, overlay.StatusErr(wire.StatusNotFound, fmt.Errorf("job %x not held here", req.Job))
+	}
+	_, spec, err := s.spec(req.Job)
+	if err != nil {
+		return nil, err
+	}
+	replies := make([]claim.Reply, 0, len(req.Replies))
+	sigs := newBatch(s.keys, len(req.Replies))
+	for _, b := range req.Replies {
+		r, err := s.checkReply(b, req.Job, client, now, sigs)
+		if err != nil {
+			s.mConfirm.WithLabelValues("refused").Inc()
+			return nil, overlay.StatusErr(wire.StatusUnauthorized, err)
+		}
+		replies = append(replies, r)
+	}
+	if bad := sigs.verify(); bad >= 0 {
+		s.mConfirm.WithLabelValues("refused").Inc()
+		return nil, overlay.StatusErr(wire.StatusUnauthorized,
+			fmt.Errorf("reply of node %s: %w", peer.ID(replies[bad].Node), claim.ErrBadSignature))
+	}
+	r := s.d.Replication()
+	view := s.d.NearestLocal(h.Pos, r+3)
+	near := func(node string) bool {
+		for _, p := range view {
+			if string(p) == node {
+				return true
+			}
+		}
+		return false
+	}
+	need := min(r, len(view))
+	s.mu.Lock()
+	temp := s.temps[string(req.Job)]
+	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, spec.TFinish, nowMS, s.cfg.TClaim.Milliseconds())
+	s.mu.Unlock()
+	if err != nil {
+		s.mConfirm.WithLabelValues("refused").Inc()
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: %w", req.Job, err))
+	}
+	merged, err := s.pool.Apply(req.Job, st)
+	if err != nil {
+		return nil, err
+	}
+	// The claim holds only if it is the job's state now (a release or a
+	// result may have been merged in meanwhile).
+	if merged.Phase != job.Claimed || string(merged.Client) != string(client) || merged.Start != st.Start || merged.Deadline != st.Deadline {
+		s.mConfirm.WithLabelValues("refused").Inc()
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: the claim was released", req.Job))
+	}
+	s.mu.Lock()
+	delete(s.temps, string(req.Job))
+	s.open[string(req.Job)] = append(s.open[string(req.Job)], len(s.log))
+	s.log = append(s.log, Record{Job: req.Job, Client: client, Start: st.Start, Deadline: st.Deadline})
+	s.mu.Unlock()
+	s.mConfirm.WithLabelValues("claimed").Inc()
+	return &wire.Ping{}, nil
+}
+
+// onChange marks the claims of a job that became ready before their
+// deadline as released: the release came by replication.
+func (s *Service) onChange(key []byte, st job.State, deleted bool) {
+	if deleted || st.Phase == job.Finished || st.Phase == job.Collected {
+		s.mu.Lock()
+		delete(s.open, string(key)) // past releasing
+		s.mu.Unlock()
+		return
+	}
+	if st.Phase != job.Ready {
+		return
+	}
+	now := s.cfg.Now().UnixMilli()
+	s.mu.Lock()
+	s.releasedLocked(key, func(r Record) bool { return now < r.Deadline })
+	s.mu.Unlock()
+}
+
+// releasedLocked marks the job's open claims that match as released.
+// s.mu is held.
+func (s *Service) releasedLocked(key []byte, match func(Record) bool) {
+	idx := s.open[string(key)]
+	keep := idx[:0]
+	for _, i := range idx {
+		if match(s.log[i]) {
+			s.log[i].Released = true
+		} else {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == 0 {
+		delete(s.open, string(key))
+	} else {
+		s.open[string(key)] = keep
+	}
+}
+
+// spec returns a held job's signed spec.
+func (s *Service) spec(key []byte) (*job.Signed, *job.Spec, error) {
+	b, _, err := s.pool.Get(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return job.Decode(b)
+}
+
+// checkReply checks one signed reply of a confirm: a node's, for this job
+// and client, from a valid node certificate; its signature by that
+// certificate's key is queued on sigs, for the caller to verify with the
+// others'.
+func (s *Service) checkReply(b, jobKey, client []byte, now time.Time, sigs *batch) (claim.Reply, error) {
+	signed, st, err := claim.Decode(b)
+	if err != nil {
+		return claim.Reply{}, err
+	}
+	if string(st.Job) != string(jobKey) || string(st.Client) != string(client) {
+		return claim.Reply{}, fmt.Errorf("a reply is for another job or client")
+	}
+	pub := s.id.Key.Public().(ed25519.PublicKey)
+	if peer.ID(st.Node) != s.ep.ID() {
+		id, err := s.ep.Admission().Verifier().VerifyCert(signed.Cert, now, certs.RoleNode)
+		if err != nil {
+			return claim.Reply{}, fmt.Errorf("reply of node %s: %w", peer.ID(st.Node), err)
+		}
+		pub = id.PublicKey
+	}
+	sigs.add(pub, signed.Message(), signed.Sig)
+	return claim.Reply{Node: string(st.Node), Kind: st.Kind, At: st.At}, nil
+}
+
+func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.ReleaseRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	client := []byte(from.Identity.PublicKey)
+	s.mu.Lock()
+	if t := s.temps[string(req.Job)]; t != nil && string(t.Client) == string(client) {
+		delete(s.temps, string(req.Job))
+	}
+	s.mu.Unlock()
+	if h, ok := s.pool.Lookup(req.Job); ok {
+		if rel, mine := claim.Release(h.State, client, s.cfg.Now().UnixMilli()); mine {
+			if _, err := s.pool.Apply(req.Job, rel); err != nil {
+				return nil, err
+			}
+			s.mu.Lock()
+			s.releasedLocked(req.Job, func(r Record) bool { return string(r.Client) == string(client) })
+			s.mu.Unlock()
+		}
+	}
+	return &wire.Ping{}, nil
+}

@@ -1,0 +1,275 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/client/sched"
+	"github.com/up-pool/up/indexnet"
+)
+
+// Client is a running worker.
+type Client struct {
+	cfg     Config
+	log     *slog.Logger
+	claimer *claimnet.Claimer
+	queries map[string]string
+
+	mu      sync.Mutex
+	sched   *sched.Scheduler
+	rng     *rand.Rand
+	backoff map[string]backoff
+	jobs    map[string]*JobStatus // by job CID, while in progress
+	units   map[string]bool       // units this client ran a copy of
+	pending []pendingHit          // entries served and not claimed yet (RunOne)
+	done    int
+	failed  int
+	started int
+}
+
+type backoff struct {
+	until time.Time
+	wait  time.Duration
+}
+
+// New checks the configuration and builds a worker.
+func New(cfg Config) (*Client, error) {
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Attributes.Memory == 0 {
+		cfg.Attributes.Memory = machineMemory()
+	}
+	cfg.Attributes = cfg.Attributes.withPlatform()
+	var ps []sched.Project
+	queries := map[string]string{}
+	for _, p := range cfg.Projects {
+		ps = append(ps, sched.Project{Name: p.Name, Share: p.Share})
+		q := p.Query
+		if q == "" {
+			q = QueryFor(p.Name, cfg.Attributes)
+		}
+		queries[p.Name] = q
+	}
+	s, err := sched.New(ps, cfg.Slots)
+	if err != nil {
+		return nil, err
+	}
+	a := cfg.Agent
+	return &Client{
+		cfg: cfg, log: cfg.Logger, queries: queries, sched: s,
+		claimer: claimnet.NewClaimer(a.Endpoint(), a.DHT(), cfg.Now, 0),
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0xc11e)),
+		backoff: map[string]backoff{},
+		jobs:    map[string]*JobStatus{},
+		units:   map[string]bool{},
+	}, nil
+}
+
+// Run works until ctx ends or MaxJobs jobs ran: Slots workers each pick a
+// project by the debt scheduler, find and claim a job, run it and submit
+// its result.
+func (c *Client) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range c.cfg.Slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.worker(ctx)
+		}()
+	}
+	wg.Wait()
+	if c.cfg.MaxJobs > 0 && c.Done() >= c.cfg.MaxJobs {
+		return nil
+	}
+	return ctx.Err()
+}
+
+func (c *Client) worker(ctx context.Context) {
+	for ctx.Err() == nil {
+		if !c.reserve() {
+			return // MaxJobs reached: the other slots finish theirs
+		}
+		proj, wait := c.pick()
+		if proj == "" {
+			c.unreserve()
+			sleep(ctx, wait)
+			continue
+		}
+		ran, err := c.RunOne(ctx, proj)
+		if !ran {
+			c.unreserve()
+		}
+		switch {
+		case err == nil:
+			c.clearBackoff(proj)
+		case errors.Is(err, ErrSameUnit):
+			c.setBackoff(proj) // released for another client; do not grab it again at once
+		case errors.Is(err, indexnet.ErrNoJob):
+			c.log.Debug("no job", "project", proj, "err", err)
+			c.setBackoff(proj)
+		case ctx.Err() != nil:
+			return
+		default:
+			c.log.Warn("job cycle failed", "project", proj, "err", err)
+			c.setBackoff(proj)
+		}
+	}
+}
+
+// reserve counts a job about to run against MaxJobs.
+func (c *Client) reserve() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg.MaxJobs > 0 && c.started >= c.cfg.MaxJobs {
+		return false
+	}
+	c.started++
+	return true
+}
+
+func (c *Client) unreserve() {
+	c.mu.Lock()
+	c.started--
+	c.mu.Unlock()
+}
+
+// pick chooses the project to work for: the highest debt among those not
+// backing off; or none, and how long until one is ready.
+func (c *Client) pick() (string, time.Duration) {
+	now := time.Now() // backoff is wall-clock time, whatever protocol clock is used
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name, ok := c.sched.Next(func(n string) bool { return !now.Before(c.backoff[n].until) })
+	if ok {
+		return name, 0
+	}
+	wait := c.cfg.BackoffMax
+	for _, b := range c.backoff {
+		if d := b.until.Sub(now); d < wait {
+			wait = d
+		}
+	}
+	return "", max(wait, 10*time.Millisecond)
+}
+
+func (c *Client) setBackoff(proj string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.backoff[proj]
+	if b.wait == 0 {
+		b.wait = c.cfg.BackoffMin
+	} else {
+		b.wait = min(2*b.wait, c.cfg.BackoffMax)
+	}
+	// Full jitter around the step: between half and the whole of it.
+	j := b.wait/2 + time.Duration(c.rng.Int64N(int64(b.wait/2)+1))
+	b.until = time.Now().Add(j)
+	c.backoff[proj] = b
+}
+
+func (c *Client) clearBackoff(proj string) {
+	c.mu.Lock()
+	delete(c.backoff, proj)
+	c.mu.Unlock()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// JobStatus is what the client shows about a job in progress.
+type JobStatus struct {
+	Job     string    `json:"job"`
+	Project string    `json:"project"`
+	App     string    `json:"app"`
+	State   string    `json:"state"` // claiming, fetching, running, submitting
+	Since   time.Time `json:"since"`
+	Elapsed string    `json:"elapsed"`
+}
+
+// Status is the client's /status document.
+type Status struct {
+	Done    int                      `json:"done"`
+	Failed  int                      `json:"failed"`
+	Running []JobStatus              `json:"running"`
+	Debts   map[string]time.Duration `json:"debts"`
+	Backoff map[string]string        `json:"backoff"`
+	// Claims counts the claim attempts by outcome (lost: aborted on
+	// another client's claim).
+	Claims claimnet.Stats `json:"claims"`
+}
+
+// Status reports what the client is doing.
+func (c *Client) Status() Status {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Status{Done: c.done, Failed: c.failed, Debts: c.sched.Debts(), Backoff: map[string]string{}, Claims: c.claimer.Stats()}
+	for _, j := range c.jobs {
+		js := *j
+		js.Elapsed = now.Sub(j.Since).Round(time.Millisecond).String()
+		st.Running = append(st.Running, js)
+	}
+	sort.Slice(st.Running, func(i, k int) bool { return st.Running[i].Since.Before(st.Running[k].Since) })
+	wall := time.Now()
+	for p, b := range c.backoff {
+		if wall.Before(b.until) {
+			st.Backoff[p] = b.until.Sub(wall).Round(time.Millisecond).String()
+		}
+	}
+	return st
+}
+
+// Done is the number of jobs whose result was submitted.
+func (c *Client) Done() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
+
+// track records a job's state and logs each change at Info, so the log
+// shows what the client is doing.
+func (c *Client) track(cid, project, state string) {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	j := c.jobs[cid]
+	if j == nil {
+		j = &JobStatus{Job: cid, Project: project, Since: now}
+		c.jobs[cid] = j
+	}
+	changed := j.State != state
+	j.State = state
+	app, since := j.App, j.Since
+	c.mu.Unlock()
+	if changed {
+		c.log.Info("job "+state, "job", cid, "project", project, "app", app, "elapsed", now.Sub(since).Round(time.Millisecond))
+	}
+}
+
+// setApp records a tracked job's application once its spec is known.
+func (c *Client) setApp(cid, app string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if j := c.jobs[cid]; j != nil {
+		j.App = app
+	}
+}
+
+func (c *Client) untrack(cid string) {
+	c.mu.Lock()
+	delete(c.jobs, cid)
+	c.mu.Unlock()
+}

@@ -1,0 +1,121 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/runner"
+)
+
+// Project is one attached project.
+type Project struct {
+	// Name is the project's name (its certificate's).
+	Name string
+	// Share is the volunteer's resource share for it (relative weight).
+	Share float64
+	// Query overrides the index query; default QueryFor(Name, Attributes).
+	Query string
+}
+
+// Config configures a worker client. Zero values take the defaults.
+type Config struct {
+	// Agent is the client's overlay presence. Required.
+	Agent *agent.Agent
+	// Projects are the attached projects. Required.
+	Projects []Project
+	// Runner runs applications; its allow-list decides what may run.
+	// Required.
+	Runner *runner.Runner
+	// Slots is how many jobs run in parallel. Default: the number of CPUs.
+	Slots int
+	// Attributes of the machine. Defaults: the memory the kernel reports
+	// and the platform the binary runs on.
+	Attributes Attributes
+	// MaxCPU caps the CPU time (user plus system, all threads) one job
+	// may use; a job over it is killed and reported to its project as an
+	// error result. A job's own limit is its wall-clock limit, 90 % of its
+	// T_finish: a slot is one CPU, so a job that burns more CPU time than
+	// that is taking more than its slot. 0: that limit alone. The runner
+	// enforces CPU time in whole seconds, rounded up.
+	MaxCPU time.Duration
+	// FindBatch is how many entries one query asks for. Default 1: every
+	// entry served is quarantined, so asking for more than the client
+	// claims holds jobs back from other clients.
+	FindBatch int
+	// BackoffMin and BackoffMax bound the exponential backoff when a
+	// project has no work or the network fails. Defaults 1 s and 5 min.
+	BackoffMin, BackoffMax time.Duration
+	// InputDir caches fetched inputs. Required when jobs have inputs.
+	InputDir string
+	// HTTP fetches inputs. Default: a client with a 5 min timeout.
+	HTTP *http.Client
+	// MaxInput bounds one input file, in bytes. Default 1 GiB.
+	MaxInput int64
+	// MaxJobs stops Run after this many jobs ran (0: run until stopped).
+	MaxJobs int
+	// Seed seeds the backoff jitter. Default 1.
+	Seed uint64
+	// Now reads the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives structured logs.
+	Logger *slog.Logger
+}
+
+func (c *Config) applyDefaults() {
+	if c.Slots == 0 {
+		c.Slots = runtime.NumCPU()
+	}
+	if c.FindBatch == 0 {
+		c.FindBatch = 1
+	}
+	if c.BackoffMin == 0 {
+		c.BackoffMin = time.Second
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = 5 * time.Minute
+	}
+	if c.HTTP == nil {
+		c.HTTP = &http.Client{Timeout: 5 * time.Minute}
+	}
+	if c.MaxInput == 0 {
+		c.MaxInput = 1 << 30
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports a missing or bad setting.
+func (c *Config) Validate() error {
+	switch {
+	case c.Agent == nil:
+		return errors.New("client config: no agent")
+	case c.Runner == nil:
+		return errors.New("client config: no runner")
+	case len(c.Projects) == 0:
+		return errors.New("client config: no project attached")
+	case c.Slots < 1:
+		return fmt.Errorf("client config: %d slots", c.Slots)
+	case c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin:
+		return errors.New("client config: backoff bounds")
+	case c.MaxCPU < 0:
+		return fmt.Errorf("client config: MaxCPU %v is negative", c.MaxCPU)
+	}
+	for _, p := range c.Projects {
+		if p.Name == "" || p.Share <= 0 {
+			return fmt.Errorf("client config: project %q with share %v", p.Name, p.Share)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,400 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/result"
+	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/wire"
+)
+
+// ErrSameUnit reports a claimed job that is a redundant copy of a unit
+// this client already ran; it is released for another client.
+var ErrSameUnit = errors.New("copy of a unit already run by this client")
+
+// ErrNotAllowed reports a claimed job whose application the volunteer did
+// not allow: it is released, not run.
+var ErrNotAllowed = errors.New("application not allowed")
+
+// RunOne does one cycle for a project: claim one of the entries served
+// earlier and not yet tried (or due for another try), else find jobs, and
+// run the job claimed (trying the next entry when a claim fails) and
+// submit its result. ran reports whether a job was claimed.
+//
+// An index node holds an entry it served back from other clients for the
+// quarantine (2 min), so the entries of a batch left untried, and those
+// whose claim failed for want of answers (a node of the job down or
+// restarting), are kept and tried again (after 5 s, 10 s) rather than
+// left hidden from everyone.
+func (c *Client) RunOne(ctx context.Context, project string) (ran bool, err error) {
+	hits := c.duePending(project)
+	if len(hits) == 0 {
+		found, err := c.cfg.Agent.Index().Find(ctx, c.queries[project], c.cfg.FindBatch)
+		if err != nil {
+			return false, err
+		}
+		for _, h := range found {
+			hits = append(hits, pendingHit{project: project, hit: h, since: c.cfg.Now()})
+		}
+	}
+	for i, ph := range hits {
+		h := ph.hit
+		hint := make([]peer.ID, 0, len(h.Replicas))
+		for _, r := range h.Replicas {
+			hint = append(hint, peer.ID(r))
+		}
+		cl, err := c.claimer.ClaimAt(ctx, h.Job, hint)
+		if err != nil {
+			msg := "claim failed"
+			switch {
+			case errors.Is(err, claimnet.ErrLost):
+				msg = "claim lost" // another client has it
+			case errors.Is(err, claimnet.ErrHeld), errors.Is(err, claimnet.ErrUnknown), ctx.Err() != nil:
+			default:
+				if ph.tries+1 < pendingTries {
+					ph.tries++
+					ph.notBefore = c.cfg.Now().Add(pendingRetry << (ph.tries - 1))
+					c.addPending(ph)
+					msg = "claim failed, will retry"
+				}
+			}
+			c.log.Info(msg, "job", jobName(h.Job), "project", project, "err", err)
+			continue
+		}
+		for _, rest := range hits[i+1:] {
+			c.addPending(rest)
+		}
+		return true, c.process(ctx, project, cl)
+	}
+	return false, nil // every entry was taken: find others at once
+}
+
+// pendingHit is an index entry served to this client and not claimed yet.
+type pendingHit struct {
+	project   string
+	hit       wire.IndexHit
+	since     time.Time // when it was served (its quarantine began)
+	tries     int       // claims that failed for want of answers
+	notBefore time.Time
+}
+
+// Bounds of the pending entries: a claim is tried pendingTries times at
+// most, pendingRetry apart and doubling; an entry is kept no longer than
+// pendingMaxAge (its quarantine is over: others see it again), and at
+// most pendingMax are kept.
+const (
+	pendingTries  = 3
+	pendingRetry  = 5 * time.Second
+	pendingMaxAge = 2 * time.Minute
+	pendingMax    = 64
+)
+
+func (c *Client) addPending(ph pendingHit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) < pendingMax {
+		c.pending = append(c.pending, ph)
+	}
+}
+
+// duePending takes the project's pending entries due for a try, oldest
+// first, and drops those past pendingMaxAge.
+func (c *Client) duePending(project string) []pendingHit {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var due []pendingHit
+	keep := c.pending[:0]
+	for _, ph := range c.pending {
+		switch {
+		case now.Sub(ph.since) >= pendingMaxAge:
+		case ph.project == project && !now.Before(ph.notBefore):
+			due = append(due, ph)
+		default:
+			keep = append(keep, ph)
+		}
+	}
+	clear(c.pending[len(keep):])
+	c.pending = keep
+	return due
+}
+
+// process runs a claimed job to its submitted result, releasing the claim
+// if it cannot.
+func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim) (err error) {
+	cid := jobName(cl.Job)
+	c.track(cid, project, "claimed")
+	defer c.untrack(cid)
+	submitted := false
+	unit := "" // set once this call marked the job's unit as run here
+	defer func() {
+		if !submitted {
+			if unit != "" {
+				// Not run after all: another copy of the unit may run here.
+				c.forgetUnit(unit)
+			}
+			c.claimer.Release(context.WithoutCancel(ctx), cl)
+			c.log.Info("job released", "job", cid, "project", project, "err", err)
+			if !errors.Is(err, ErrSameUnit) {
+				c.mu.Lock()
+				c.failed++
+				c.mu.Unlock()
+			}
+		}
+	}()
+	c.track(cid, project, "fetching")
+	signed, spec, err := c.fetchSpec(ctx, cl)
+	if err != nil {
+		return err
+	}
+	c.setApp(cid, spec.App)
+	if spec.Project != project {
+		return fmt.Errorf("job %s is of project %q, asked %q", cid, spec.Project, project)
+	}
+	seen, key := c.seenUnit(spec)
+	if seen {
+		// Another copy of a unit this client ran: a redundant copy must come
+		// from another client to count, so leave it to them.
+		c.log.Debug("job released: a copy of a unit already run here", "job", cid)
+		return fmt.Errorf("job %s: %w", cid, ErrSameUnit)
+	}
+	unit = key
+	if !c.cfg.Runner.Allowed(spec.Project, spec.App) {
+		c.log.Warn("job released: application not allowed", "job", cid, "project", spec.Project, "app", spec.App)
+		return fmt.Errorf("job %s: %w: %q of project %q", cid, ErrNotAllowed, spec.App, spec.Project)
+	}
+	inputs, err := c.fetchInputs(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", cid, err)
+	}
+	c.track(cid, project, "running")
+	started := c.cfg.Now()
+	wall, cpu := limits(spec.TFinish, c.cfg.MaxCPU)
+	out, runErr := c.cfg.Runner.Run(ctx, runner.Task{
+		Project: spec.Project, App: spec.App, Args: spec.Args, Inputs: inputs,
+		Wall: wall, CPU: cpu, Memory: jobMemory(c.cfg.Attributes.Memory),
+	})
+	if runErr != nil {
+		return fmt.Errorf("job %s: run %s: %w", cid, spec.App, runErr)
+	}
+	c.track(cid, project, "submitting")
+	id := c.cfg.Agent.Identity()
+	inner := result.Inner{
+		Job: signed.Key(), ClientCert: id.Cert.Raw, Output: out.Output, ExitCode: int32(out.ExitCode),
+		Error: describe(out), CPU: out.CPU.Milliseconds(), Wall: out.Wall.Milliseconds(), At: c.cfg.Now().UnixMilli(),
+	}
+	env, err := result.Seal(inner, id.Key, spec.ResultKey, nil)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", cid, err)
+	}
+	if _, err := c.claimer.SubmitResult(ctx, cl, env.Encode()); err != nil {
+		return fmt.Errorf("job %s: %w", cid, err)
+	}
+	submitted = true
+	c.mu.Lock()
+	c.done++
+	_ = c.sched.Charge(project, max(out.CPU, c.cfg.Now().Sub(started)/100, time.Millisecond))
+	c.mu.Unlock()
+	c.log.Info("job done", "job", cid, "project", project, "app", spec.App, "exit", out.ExitCode,
+		"killed", out.Killed, "cpu", out.CPU, "wall", out.Wall)
+	return nil
+}
+
+// limits are a job's wall-clock and CPU-time limits, from its T_finish in
+// ms and the client's MaxCPU (0: none): the wall-clock limit is 90 % of
+// T_finish, leaving the rest to submit the result before the claim
+// lapses; the CPU limit is the wall-clock limit (one slot is one CPU),
+// lowered to maxCPU when that is set.
+func limits(tFinishMS int64, maxCPU time.Duration) (wall, cpu time.Duration) {
+	wall = time.Duration(tFinishMS) * time.Millisecond * 9 / 10
+	cpu = wall
+	if maxCPU > 0 {
+		cpu = min(cpu, maxCPU)
+	}
+	return wall, cpu
+}
+
+// jobName is a job key as logs show it: its CID, or hex when it does not
+// parse.
+func jobName(key []byte) string {
+	if k, err := job.ParseKey(key); err == nil {
+		return k.String()
+	}
+	return fmt.Sprintf("%x", key)
+}
+
+// jobMemory is the address-space limit of a job on a machine with mem
+// bytes: the machine's memory plus 2 GiB for the Go runtime's reservations
+// (a built-in maps over 1 GB at start), none when unknown.
+func jobMemory(mem int64) int64 {
+	if mem <= 0 {
+		return 0
+	}
+	return mem + 2<<30
+}
+
+// describe is the error text of an outcome: why it was killed, or the end
+// of its stderr when it failed.
+func describe(out runner.Outcome) string {
+	switch {
+	case out.Killed != "":
+		return "killed: " + out.Killed
+	case out.ExitCode != 0:
+		return fmt.Sprintf("exit code %d: %s", out.ExitCode, out.Stderr)
+	}
+	return ""
+}
+
+// fetchSpec gets the job's signed spec from one of its nodes and checks
+// the project's signature and certificate.
+func (c *Client) fetchSpec(ctx context.Context, cl *claimnet.Claim) (*job.Signed, *job.Spec, error) {
+	var errs []error
+	for _, n := range cl.Nodes {
+		s, spec, err := c.getSpec(ctx, n, cl.Job)
+		if err == nil {
+			return s, spec, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, nil, fmt.Errorf("job %x: spec from none of its nodes: %w", cl.Job, errors.Join(errs...))
+}
+
+func (c *Client) getSpec(ctx context.Context, n peer.ID, key []byte) (*job.Signed, *job.Spec, error) {
+	var resp wire.GetResponse
+	if err := c.cfg.Agent.Endpoint().Call(ctx, n, wire.ProtoJobGet, &wire.GetRequest{Keys: [][]byte{key}}, wire.MaxJobFrame, &resp); err != nil {
+		return nil, nil, err
+	}
+	if len(resp.Jobs) != 1 {
+		return nil, nil, fmt.Errorf("node %s does not hold the job", n)
+	}
+	s, spec, err := job.Decode(resp.Jobs[0].Signed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if string(s.Key()) != string(key) {
+		return nil, nil, fmt.Errorf("node %s sent another job", n)
+	}
+	v := c.cfg.Agent.Endpoint().Admission().Verifier()
+	for _, der := range resp.Certs {
+		if string(job.CertRef(der)) != string(spec.CertRef) {
+			continue
+		}
+		id, err := v.VerifyCert(der, c.cfg.Now(), certs.RoleProject)
+		if err != nil {
+			return nil, nil, fmt.Errorf("job %s: project certificate: %w", s.CID(), err)
+		}
+		if id.Name != spec.Project {
+			return nil, nil, fmt.Errorf("job %s names project %q, signed by %q", s.CID(), spec.Project, id.Name)
+		}
+		if err := s.Verify(id.PublicKey); err != nil {
+			return nil, nil, fmt.Errorf("job %s: %w", s.CID(), err)
+		}
+		return s, spec, nil
+	}
+	return nil, nil, fmt.Errorf("job %s: no certificate of project %q sent", s.CID(), spec.Project)
+}
+
+// fetchInputs downloads the job's inputs into the cache (once per digest)
+// and checks their sha256.
+func (c *Client) fetchInputs(ctx context.Context, spec *job.Spec) (map[string]string, error) {
+	if len(spec.Inputs) == 0 {
+		return nil, nil
+	}
+	if c.cfg.InputDir == "" {
+		return nil, errors.New("job has inputs but the client has no input directory")
+	}
+	out := map[string]string{}
+	for i, in := range spec.Inputs {
+		path := filepath.Join(c.cfg.InputDir, fmt.Sprintf("%x", in.SHA256))
+		if _, err := os.Stat(path); err != nil {
+			if err := c.download(ctx, in, path); err != nil {
+				return nil, fmt.Errorf("input %d (%s): %w", i, in.URL, err)
+			}
+		}
+		out[fmt.Sprintf("input%d", i)] = path
+	}
+	return out, nil
+}
+
+func (c *Client) download(ctx context.Context, in job.Input, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.URL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.cfg.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %s", resp.Status)
+	}
+	if err := os.MkdirAll(c.cfg.InputDir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(c.cfg.InputDir, ".download-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, c.cfg.MaxInput+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if n > c.cfg.MaxInput {
+		return fmt.Errorf("larger than %d bytes", c.cfg.MaxInput)
+	}
+	if string(h.Sum(nil)) != string(in.SHA256) {
+		return fmt.Errorf("sha256 %x, want %x", h.Sum(nil), in.SHA256)
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// seenUnit reports whether this client ran a copy of the same unit (same
+// project, application, arguments and inputs) before, or runs one now,
+// and remembers it under the returned key.
+func (c *Client) seenUnit(spec *job.Spec) (bool, string) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %q", spec.Project, spec.App, spec.Args)
+	for _, in := range spec.Inputs {
+		h.Write(in.SHA256)
+	}
+	key := string(h.Sum(nil))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.units[key] {
+		return true, key
+	}
+	if len(c.units) >= 100000 {
+		clear(c.units)
+	}
+	c.units[key] = true
+	return false, key
+}
+
+// forgetUnit undoes seenUnit's mark for a copy that did not run to a
+// submitted result, so a later copy of the unit may run here: otherwise,
+// with as many clients as copies, a unit whose run failed once would never
+// be completed.
+func (c *Client) forgetUnit(key string) {
+	c.mu.Lock()
+	delete(c.units, key)
+	c.mu.Unlock()
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/keystore"
+)
+
+// caPaths names the files of a CA directory.
+type caPaths struct{ dir string }
+
+func (c caPaths) cert() string { return filepath.Join(c.dir, "ca.crt") }
+func (c caPaths) key() string  { return filepath.Join(c.dir, "ca.key") }
+func (c caPaths) crl() string  { return filepath.Join(c.dir, "crl.pem") }
+
+func newCACmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ca",
+		Short: "Run the certificate authority that admits nodes, projects and clients",
+		Long: `The CA issues the X.509 (Ed25519) certificates every party needs, and the
+signed revocation list that bans them. Its directory holds ca.crt (give it
+to everyone), ca.key (keep it offline) and crl.pem.`,
+	}
+	cmd.AddCommand(newCAInitCmd(), newCAIssueCmd(), newCARevokeCmd())
+	return cmd
+}
+
+func newCAInitCmd() *cobra.Command {
+	var dir, name string
+	var days int
+	cmd := &cobra.Command{
+		Use:     "init",
+		Short:   "Create a CA: a key and a self-signed certificate",
+		Example: `  up ca init --dir ca --name "U.P. volunteer CA"`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("dir", dir); err != nil {
+				return err
+			}
+			if days <= 0 {
+				return usageError{fmt.Errorf("--days must be positive, got %d", days)}
+			}
+			p := caPaths{dir}
+			if _, err := os.Stat(p.key()); err == nil {
+				return fmt.Errorf("%s already holds a CA (%s exists)", dir, p.key())
+			}
+			ca, err := certs.NewAuthority(name, time.Now(), time.Duration(days)*24*time.Hour, nil)
+			if err != nil {
+				return err
+			}
+			keyPEM, err := certs.EncodePrivateKeyPEM(ca.Key)
+			if err != nil {
+				return err
+			}
+			created := !exists(dir)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("create %s: %w", dir, err)
+			}
+			if err := keystore.WriteFileAtomic(p.cert(), certs.EncodeCertPEM(ca.Cert), 0o644); err != nil {
+				undo(created, dir)
+				return err
+			}
+			if err := keystore.WriteFileAtomic(p.key(), keyPEM, 0o600); err != nil {
+				os.Remove(p.cert())
+				undo(created, dir)
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "CA %q created in %s (certificate %s, valid until %s)\n",
+				name, dir, p.cert(), ca.Cert.NotAfter.UTC().Format(time.DateOnly))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "CA directory to create (required)")
+	cmd.Flags().StringVar(&name, "name", "U.P. CA", "CA name (certificate subject)")
+	cmd.Flags().IntVar(&days, "days", 3650, "validity of the CA certificate, in days")
+	return cmd
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+func undo(created bool, dir string) {
+	if created {
+		os.RemoveAll(dir)
+	}
+}
+
+func loadCA(dir string) (*certs.Authority, error) {
+	p := caPaths{dir}
+	certPEM, err := os.ReadFile(p.cert())
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(p.key())
+	if err != nil {
+		return nil, fmt.Errorf("CA key: %w", err)
+	}
+	ca, err := certs.LoadAuthority(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("CA in %s: %w", dir, err)
+	}
+	return ca, nil
+}
+
+func newCAIssueCmd() *cobra.Command {
+	var dir, roleName, in, out, name string
+	var days int
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "issue",
+		Short: "Issue a certificate for a node, project or client",
+		Long: `Issue a certificate from a certificate request (the .csr file 'up node init'
+writes) or a PEM public key. The role is the CA operator's decision.`,
+		Example: `  up ca issue --dir ca --role node --in n1/node.csr --out n1/node.crt`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("dir", dir, "role", roleName, "in", in, "out", out); err != nil {
+				return err
+			}
+			role, err := certs.ParseRole(roleName)
+			if err != nil || role == certs.RoleCA {
+				return usageError{fmt.Errorf("--role %q: want node, project or client", roleName)}
+			}
+			if days <= 0 {
+				return usageError{fmt.Errorf("--days must be positive, got %d", days)}
+			}
+			if exists(out) && !force {
+				return fmt.Errorf("%s exists (use --force to replace it)", out)
+			}
+			ca, err := loadCA(dir)
+			if err != nil {
+				return err
+			}
+			req, err := os.ReadFile(in)
+			if err != nil {
+				return fmt.Errorf("request: %w", err)
+			}
+			pub, reqName, err := certs.ReadSubjectKey(req)
+			if err != nil {
+				return fmt.Errorf("request %s: %w", in, err)
+			}
+			if name == "" {
+				name = reqName
+			}
+			if name == "" {
+				return usageError{fmt.Errorf("%s names no subject: give --name", in)}
+			}
+			now := time.Now()
+			c, err := ca.Issue(certs.IssueRequest{
+				PublicKey: pub, Role: role, Name: name,
+				NotBefore: now.Add(-5 * time.Minute), NotAfter: now.Add(time.Duration(days) * 24 * time.Hour),
+			})
+			if err != nil {
+				return err
+			}
+			if err := keystore.WriteFileAtomic(out, certs.EncodeCertPEM(c), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "issued %s certificate for %q, serial %x, valid until %s: %s\n",
+				role, name, c.SerialNumber, c.NotAfter.UTC().Format(time.DateOnly), out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "CA directory (required)")
+	f.StringVar(&roleName, "role", "", "role: node, project or client (required)")
+	f.StringVar(&in, "in", "", "certificate request (.csr) or PEM public key (required)")
+	f.StringVar(&out, "out", "", "where to write the certificate (required)")
+	f.StringVar(&name, "name", "", "subject name (default: the request's)")
+	f.IntVar(&days, "days", 365, "validity, in days")
+	f.BoolVar(&force, "force", false, "replace an existing --out file")
+	return cmd
+}
+
+func newCARevokeCmd() *cobra.Command {
+	var dir, out string
+	var serials, certFiles []string
+	var days int
+	cmd := &cobra.Command{
+		Use:   "revoke",
+		Short: "Revoke certificates: write a new signed revocation list",
+		Long: `Add serials to the CA's revocation list (crl.pem in the CA directory) and
+sign a new one. Copy it into any node's data directory as crl.pem; nodes
+pick it up within a minute and spread it through the overlay.`,
+		Example: `  up ca revoke --dir ca --cert n1/node.crt
+  up ca revoke --dir ca --serial 2f33efe20b855758836408cd6ddc3e0a`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("dir", dir); err != nil {
+				return err
+			}
+			if len(serials)+len(certFiles) == 0 {
+				return usageError{errors.New("nothing to revoke: give --serial or --cert")}
+			}
+			if days <= 0 {
+				return usageError{fmt.Errorf("--days must be positive, got %d", days)}
+			}
+			var list []*big.Int
+			for _, s := range serials {
+				n, ok := new(big.Int).SetString(strings.TrimPrefix(strings.ReplaceAll(s, ":", ""), "0x"), 16)
+				if !ok || n.Sign() <= 0 {
+					return usageError{fmt.Errorf("--serial %q is not a positive hexadecimal number", s)}
+				}
+				list = append(list, n)
+			}
+			ca, err := loadCA(dir)
+			if err != nil {
+				return err
+			}
+			for _, f := range certFiles {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return fmt.Errorf("certificate to revoke: %w", err)
+				}
+				c, err := certs.DecodeCertPEM(b)
+				if err != nil {
+					return fmt.Errorf("certificate to revoke %s: %w", f, err)
+				}
+				if err := c.CheckSignatureFrom(ca.Cert); err != nil {
+					return fmt.Errorf("certificate to revoke %s was not issued by this CA", f)
+				}
+				list = append(list, c.SerialNumber)
+			}
+			p := caPaths{dir}
+			var prev *certs.RevocationList
+			if b, err := os.ReadFile(p.crl()); err == nil {
+				if prev, err = certs.ParseRevocationList(b, ca.Cert); err != nil {
+					return fmt.Errorf("existing %s: %w", p.crl(), err)
+				}
+			}
+			rl, err := ca.Revoke(prev, list, time.Now(), time.Duration(days)*24*time.Hour)
+			if err != nil {
+				return err
+			}
+			if err := keystore.WriteFileAtomic(p.crl(), rl.PEM(), 0o644); err != nil {
+				return err
+			}
+			if out != "" {
+				if err := keystore.WriteFileAtomic(out, rl.PEM(), 0o644); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revocation list %s: number %s, %d revoked\n", p.crl(), rl.Number, len(rl.Serials()))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "CA directory (required)")
+	f.StringSliceVar(&serials, "serial", nil, "serial number to revoke, hexadecimal (repeatable)")
+	f.StringSliceVar(&certFiles, "cert", nil, "certificate file to revoke (repeatable)")
+	f.StringVar(&out, "out", "", "also write the list here")
+	f.IntVar(&days, "days", 7, "days until the list's next update")
+	return cmd
+}

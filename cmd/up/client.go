@@ -1,0 +1,329 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/client"
+	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/runner"
+)
+
+func newClientCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Run a worker client: find, claim and run jobs",
+		Long: `A worker client finds jobs of the projects it is attached to through the
+index, claims them, runs their applications under limits (only those the
+volunteer allowed) and returns sealed, signed results.`,
+	}
+	cmd.AddCommand(newClientInitCmd(), newClientRunCmd(), newClientStatusCmd())
+	return cmd
+}
+
+func newClientInitCmd() *cobra.Command {
+	var data, caFile, name string
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Create a client's data directory: keys, identity and certificate request",
+		Example: `  up client init --data w1 --ca ca/ca.crt --name alice-laptop
+  up ca issue --dir ca --role client --in w1/client.csr --out w1/client.crt`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("data", data, "ca", caFile, "name", name); err != nil {
+				return err
+			}
+			return initParty(cmd.OutOrStdout(), data, certs.RoleClient, name, caFile)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", "data directory to create (required)")
+	f.StringVar(&caFile, "ca", "", "the CA's certificate, ca.crt (required)")
+	f.StringVar(&name, "name", "", "this client's name, for its certificate (required)")
+	return cmd
+}
+
+// clientRunFlags are the flags of 'up client run'.
+type clientRunFlags struct {
+	data          string
+	bootstrap     []string
+	bootstrapFile string
+	projects      []string
+	allow         []string
+	external      []string
+	exclude       []string
+	slots         int
+	memory        string
+	bandwidth     string
+	work          string
+	httpAddr      string
+	maxJobs       int
+	backoffMax    time.Duration
+	logLevel      string
+	logFormat     string
+}
+
+// clientSetup is what the flags say, before any file or network is used.
+type clientSetup struct {
+	projects []client.Project
+	allow    map[string][]string
+	external map[string]string
+	memory   int64
+	bw       int64
+}
+
+// parse checks the flags. It touches no file and no network.
+func (f *clientRunFlags) parse() (clientSetup, error) {
+	var s clientSetup
+	if err := required("data", f.data); err != nil {
+		return s, err
+	}
+	if len(f.bootstrap) == 0 && f.bootstrapFile == "" {
+		return s, usageError{fmt.Errorf("missing --bootstrap: give at least one node to join through")}
+	}
+	if _, err := parseBootstrap(f.bootstrap); err != nil {
+		return s, err
+	}
+	if len(f.projects) == 0 {
+		return s, usageError{fmt.Errorf("missing --project: attach at least one project")}
+	}
+	seen := map[string]bool{}
+	for _, p := range f.projects {
+		name, share := p, 100.0
+		if i := strings.LastIndexByte(p, ':'); i > 0 {
+			v, err := strconv.ParseFloat(p[i+1:], 64)
+			if err != nil || v <= 0 {
+				return s, usageError{fmt.Errorf("--project %q: the share after ':' must be a positive number", p)}
+			}
+			name, share = p[:i], v
+		}
+		if name == "" || seen[name] {
+			return s, usageError{fmt.Errorf("--project %q: empty or repeated project", p)}
+		}
+		seen[name] = true
+		s.projects = append(s.projects, client.Project{Name: name, Share: share})
+	}
+	s.allow = map[string][]string{}
+	for _, a := range f.allow {
+		proj, list, ok := strings.Cut(a, "=")
+		if !ok || proj == "" || list == "" {
+			return s, usageError{fmt.Errorf("--allow %q: want PROJECT=APP[,APP...]", a)}
+		}
+		if !seen[proj] {
+			return s, usageError{fmt.Errorf("--allow %q: project %q is not attached with --project", a, proj)}
+		}
+		s.allow[proj] = append(s.allow[proj], strings.Split(list, ",")...)
+	}
+	s.external = map[string]string{}
+	for _, e := range f.external {
+		name, path, ok := strings.Cut(e, "=")
+		if !ok || name == "" || !filepath.IsAbs(path) {
+			return s, usageError{fmt.Errorf("--exec %q: want NAME=/absolute/path", e)}
+		}
+		s.external[name] = path
+	}
+	if f.slots < 0 || f.slots > 1024 {
+		return s, usageError{fmt.Errorf("--slots %d out of 0..1024", f.slots)}
+	}
+	if f.backoffMax < 0 {
+		return s, usageError{fmt.Errorf("--backoff-max %s is negative", f.backoffMax)}
+	}
+	if f.maxJobs < 0 {
+		return s, usageError{fmt.Errorf("--max-jobs %d is negative", f.maxJobs)}
+	}
+	if f.bandwidth != "" {
+		bw, err := parseBandwidth(f.bandwidth)
+		if err != nil {
+			return s, usageError{fmt.Errorf("--bandwidth %q: %v", f.bandwidth, err)}
+		}
+		s.bw = bw
+	}
+	if f.memory != "" {
+		m, err := parseBytes(f.memory)
+		if err != nil {
+			return s, usageError{fmt.Errorf("--memory %q: %v", f.memory, err)}
+		}
+		s.memory = m
+	}
+	return s, nil
+}
+
+// parseBytes parses sizes such as 512MiB, 2GiB, 1048576.
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive size such as 2GiB")
+	}
+	return n * mult, nil
+}
+
+func newClientRunCmd() *cobra.Command {
+	var fl clientRunFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the worker until interrupted",
+		Example: `  up client run --data w1 --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... \
+      --project lhc:75 --project cms:25 --allow lhc=sixtrack --allow cms=* \
+      --exec sixtrack=/opt/lhc/sixtrack --http 127.0.0.1:8050`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			setup, err := fl.parse()
+			if err != nil {
+				return err
+			}
+			logger, err := newLogger(cmd.ErrOrStderr(), fl.logLevel, fl.logFormat)
+			if err != nil {
+				return err
+			}
+			boot, err := bootstrapPeers(fl.bootstrap, fl.bootstrapFile)
+			if err != nil {
+				return err
+			}
+			id, err := keystore.Load(fl.data, certs.RoleClient, time.Now())
+			if err != nil {
+				return err
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the up binary for the launcher: %w", err)
+			}
+			work := fl.work
+			if work == "" {
+				work = filepath.Join(fl.data, "work")
+			}
+			run, err := runner.New(runner.Config{Launcher: []string{self, "app", "exec"}, WorkRoot: work,
+				Allow: setup.allow, External: setup.external})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			a, err := agent.Open(agent.Config{Identity: id, Logger: logger})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if err := a.Join(ctx, boot); err != nil {
+				return err
+			}
+			c, err := client.New(client.Config{Agent: a, Projects: setup.projects, Runner: run, Slots: fl.slots,
+				Attributes: client.Attributes{Memory: setup.memory, Bandwidth: setup.bw, Exclude: fl.exclude},
+				InputDir:   filepath.Join(fl.data, "inputs"), MaxJobs: fl.maxJobs, Logger: logger,
+				BackoffMin: min(time.Second, fl.backoffMax), BackoffMax: fl.backoffMax})
+			if err != nil {
+				return err
+			}
+			if fl.httpAddr != "" {
+				ln, err := net.Listen("tcp", fl.httpAddr)
+				if err != nil {
+					return fmt.Errorf("HTTP API on %s: %w", fl.httpAddr, err)
+				}
+				srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					enc := json.NewEncoder(w)
+					enc.SetIndent("", "  ")
+					_ = enc.Encode(c.Status())
+				})}
+				go func() { _ = srv.Serve(ln) }()
+				defer srv.Close()
+			}
+			logger.Info("client started", "projects", len(setup.projects), "slots", fl.slots)
+			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+				return err
+			}
+			st := c.Status()
+			fmt.Fprintf(cmd.OutOrStdout(), "%d jobs done, %d failed\n", st.Done, st.Failed)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.data, "data", "", "data directory made by 'up client init' (required)")
+	f.StringSliceVar(&fl.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable, required)")
+	f.StringVar(&fl.bootstrapFile, "bootstrap-file", "", "file of bootstrap multiaddrs, one per line")
+	f.StringSliceVar(&fl.projects, "project", nil, "attach a project: NAME or NAME:SHARE (repeatable, required)")
+	f.StringSliceVar(&fl.allow, "allow", nil, "allow applications: PROJECT=APP[,APP...], '*' for every built-in (repeatable)")
+	f.StringSliceVar(&fl.external, "exec", nil, "an external application: NAME=/absolute/path (repeatable)")
+	f.StringSliceVar(&fl.exclude, "exclude", nil, "resource keywords this machine cannot serve, e.g. bw:fast (repeatable)")
+	f.IntVar(&fl.slots, "slots", runtime.NumCPU(), "jobs run in parallel")
+	f.StringVar(&fl.memory, "memory", "", "memory offered to jobs, e.g. 2GiB (default: the machine's)")
+	f.StringVar(&fl.bandwidth, "bandwidth", "", "this machine's network bandwidth, e.g. 56kbit, 20Mbit, 1Gbit: rules out jobs needing more (bw:medium >= 1 Mbit/s, bw:high >= 10 Mbit/s); default unknown")
+	f.StringVar(&fl.work, "work", "", "work directories' root (default DATA/work)")
+	f.StringVar(&fl.httpAddr, "http", "", "address of the local status API, e.g. 127.0.0.1:8050; off when empty")
+	f.IntVar(&fl.maxJobs, "max-jobs", 0, "stop after this many jobs (0: run until interrupted)")
+	f.DurationVar(&fl.backoffMax, "backoff-max", 5*time.Minute, "longest wait when a project has no work or the network fails")
+	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text or json")
+	return cmd
+}
+
+func newClientStatusCmd() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Print a running client's status: jobs in progress, done, debts",
+		Example: `  up client status --http 127.0.0.1:8050`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("http", addr); err != nil {
+				return err
+			}
+			c := &http.Client{Timeout: 5 * time.Second}
+			resp, err := c.Get("http://" + addr + "/status")
+			if err != nil {
+				return fmt.Errorf("client status at %s: %w", addr, err)
+			}
+			defer resp.Body.Close()
+			_, err = io.Copy(cmd.OutOrStdout(), io.LimitReader(resp.Body, 1<<20))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&addr, "http", "", "the client's status API address (required)")
+	return cmd
+}
+
+// parseBandwidth parses a bandwidth in bit/s: a number with an optional
+// kbit, Mbit or Gbit suffix.
+func parseBandwidth(v string) (int64, error) {
+	mult := int64(1)
+	num := strings.TrimSpace(v)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"kbit", 1_000}, {"Mbit", 1_000_000}, {"Gbit", 1_000_000_000}} {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = n, u.mult
+			break
+		}
+	}
+	x, err := strconv.ParseFloat(num, 64)
+	if err != nil || x <= 0 || x*float64(mult) > 1e13 {
+		return 0, fmt.Errorf("want a positive number of bit/s with an optional kbit, Mbit or Gbit suffix")
+	}
+	return int64(x * float64(mult)), nil
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+	"github.com/spf13/cobra"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/node"
+)
+
+func newNodeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run a volunteer node of the overlay",
+		Long: `A node stores job replicas and index entries and answers the overlay's RPCs.
+Set one up with 'up node init', have the CA issue its certificate, then
+'up node run'.`,
+	}
+	cmd.AddCommand(newNodeInitCmd(), newNodeRunCmd(), newNodeStatusCmd())
+	return cmd
+}
+
+func newNodeInitCmd() *cobra.Command {
+	var data, caFile, name string
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Create a node's data directory: keys, identity and certificate request",
+		Example: `  up node init --data n1 --ca ca/ca.crt --name n1
+  up ca issue --dir ca --role node --in n1/node.csr --out n1/node.crt`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("data", data, "ca", caFile, "name", name); err != nil {
+				return err
+			}
+			return initParty(cmd.OutOrStdout(), data, certs.RoleNode, name, caFile)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", "data directory to create (required)")
+	f.StringVar(&caFile, "ca", "", "the CA's certificate, ca.crt (required)")
+	f.StringVar(&name, "name", "", "this node's name, for its certificate (required)")
+	return cmd
+}
+
+// initParty creates a party's data directory and tells what to do next.
+func initParty(w io.Writer, dir string, role certs.Role, name, caFile string) error {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("CA certificate: %w", err)
+	}
+	csr, err := keystore.Init(dir, role, name, caPEM, time.Now(), nil)
+	if err != nil {
+		return err
+	}
+	p := keystore.Paths{Dir: dir, Role: role}
+	fmt.Fprintf(w, "%s %q initialised in %s\nnext: have the CA run: up ca issue --role %s --in %s --out %s\n",
+		role, name, dir, role, csr, p.Cert())
+	return nil
+}
+
+// nodeRunFlags are the flags of 'up node run'.
+type nodeRunFlags struct {
+	data          string
+	listen        []string
+	bootstrap     []string
+	bootstrapFile string
+	http          string
+	logLevel      string
+	logFormat     string
+	r             int
+	cacheTTL      time.Duration
+	rewrite       time.Duration
+	republish     time.Duration
+	capacity      float64
+	balance       time.Duration // 0: the default period; negative: off
+	maxGrindBits  int
+}
+
+// config turns the flags into a node configuration, or a usage error naming
+// the bad value. It touches no file and no network.
+func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
+	if err := required("data", f.data); err != nil {
+		return node.Config{}, err
+	}
+	listen, err := parseMultiaddrs("--listen", f.listen)
+	if err != nil {
+		return node.Config{}, err
+	}
+	boot, err := bootstrapPeers(f.bootstrap, f.bootstrapFile)
+	if err != nil {
+		return node.Config{}, err
+	}
+	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return node.Config{}, err
+	}
+	if f.r < 1 || f.r > 20 {
+		return node.Config{}, usageError{fmt.Errorf("--replication %d out of 1..20", f.r)}
+	}
+	if f.cacheTTL < 0 {
+		return node.Config{}, usageError{fmt.Errorf("--lookup-cache %s is negative", f.cacheTTL)}
+	}
+	cfg := node.Config{DataDir: f.data, Listen: listen, Bootstrap: boot, HTTPAddr: f.http, Logger: logger, LibP2PMetrics: true}
+	cfg.DHT.Replication = f.r
+	cfg.DHT.LookupCacheTTL = f.cacheTTL
+	if f.cacheTTL == 0 {
+		cfg.DHT.LookupCacheTTL = -1 // off; the config's zero means the default
+	}
+	if f.rewrite < 0 || f.republish < 0 {
+		return node.Config{}, usageError{fmt.Errorf("--rewrite and --republish must not be negative")}
+	}
+	if f.rewrite > 0 {
+		cfg.Index.Writer.RewriteMin, cfg.Index.Writer.RewriteMax = f.rewrite, f.rewrite*3/2
+		cfg.Index.Writer.Tick = max(f.rewrite/10, time.Second)
+		cfg.Index.Server.Table.Expiry = (f.rewrite * 16 / 10).Milliseconds()
+	}
+	if f.republish > 0 {
+		cfg.Pool.RepublishInterval, cfg.Pool.RepublishJitter = f.republish, f.republish/5
+	}
+	if f.capacity < 0 || f.capacity > 1e6 {
+		return node.Config{}, usageError{fmt.Errorf("--capacity %g out of 0..1000000", f.capacity)}
+	}
+	if f.maxGrindBits < 0 || f.maxGrindBits > 40 {
+		return node.Config{}, usageError{fmt.Errorf("--max-grind-bits %d out of 0..40", f.maxGrindBits)}
+	}
+	cfg.Balance.Capacity = f.capacity
+	cfg.Balance.Interval = f.balance
+	cfg.Balance.MaxGrindBits = f.maxGrindBits
+	return cfg, nil
+}
+
+// parseMultiaddrs parses multiaddr flag values.
+func parseMultiaddrs(flag string, vals []string) ([]multiaddr.Multiaddr, error) {
+	var out []multiaddr.Multiaddr
+	for _, v := range vals {
+		a, err := multiaddr.NewMultiaddr(strings.TrimSpace(v))
+		if err != nil {
+			return nil, usageError{fmt.Errorf("%s %q is not a multiaddr: %v", flag, v, err)}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// parseBootstrap parses bootstrap multiaddrs, which must end in /p2p/<id>.
+func parseBootstrap(vals []string) ([]peer.AddrInfo, error) {
+	addrs, err := parseMultiaddrs("--bootstrap", vals)
+	if err != nil {
+		return nil, err
+	}
+	var out []peer.AddrInfo
+	for i, a := range addrs {
+		ai, err := peer.AddrInfoFromP2pAddr(a)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--bootstrap %q needs a /p2p/<peer id> part: %v", vals[i], err)}
+		}
+		out = append(out, *ai)
+	}
+	return out, nil
+}
+
+// newLogger builds the structured logger of the flags.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", format)}
+}
+
+func newNodeRunCmd() *cobra.Command {
+	var fl nodeRunFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the node daemon until interrupted",
+		Example: `  up node run --data n1 --listen /ip4/0.0.0.0/tcp/4001 --http 127.0.0.1:8040
+  up node run --data n2 --listen /ip4/0.0.0.0/tcp/4002 \
+      --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := fl.config(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			setLibp2pLogger(cfg.Logger)
+			// Open and Abandon undo a failed first start: no store is left.
+			n, err := node.Open(cfg)
+			if err != nil {
+				return err
+			}
+			if err := n.Start(ctx); err != nil {
+				_ = n.Abandon()
+				return err
+			}
+			for _, a := range n.Addrs() {
+				fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", a)
+			}
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-hup:
+					n.ReloadCRL()
+				case <-ctx.Done():
+					return n.Close()
+				}
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.data, "data", "", "data directory made by 'up node init' (required)")
+	f.StringSliceVar(&fl.listen, "listen", []string{"/ip4/0.0.0.0/tcp/4001"}, "multiaddr to listen on (repeatable)")
+	f.StringSliceVar(&fl.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable)")
+	f.StringVar(&fl.bootstrapFile, "bootstrap-file", "", "file of bootstrap multiaddrs, one per line")
+	f.StringVar(&fl.http, "http", "", "address of the local HTTP API (/status, /metrics), e.g. 127.0.0.1:8040; off when empty")
+	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text or json")
+	f.IntVar(&fl.r, "replication", 5, "r, the number of closest nodes that hold each job")
+	f.DurationVar(&fl.cacheTTL, "lookup-cache", 90*time.Second, "how long a closest-nodes lookup is reused; 0 turns the cache off")
+	f.DurationVar(&fl.rewrite, "rewrite", 0, "T_rewrite, how often index entries are rewritten (default 10-15 min; entries expire after 1.6x)")
+	f.DurationVar(&fl.republish, "republish", 0, "mean time between republish rounds (default 25 min, ± 5 min)")
+	f.Float64Var(&fl.capacity, "capacity", 0, "this node's capacity relative to a typical volunteer's (default 1): load balancing divides its load by it")
+	f.DurationVar(&fl.balance, "balance-interval", 0, "mean time between load-balancing probes (default 40 min, ± half); negative turns balancing off")
+	f.IntVar(&fl.maxGrindBits, "max-grind-bits", 0, "longest position prefix this node grinds an identity for when it moves (default 28; each bit doubles the cost)")
+	return cmd
+}
+
+func newNodeStatusCmd() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Print a running node's status from its HTTP API",
+		Example: `  up node status --http 127.0.0.1:8040`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("http", addr); err != nil {
+				return err
+			}
+			c := &http.Client{Timeout: 5 * time.Second}
+			resp, err := c.Get("http://" + addr + "/status")
+			if err != nil {
+				return fmt.Errorf("node status at %s: %w", addr, err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("node status at %s: HTTP %s", addr, resp.Status)
+			}
+			var st node.Status
+			if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
+				return fmt.Errorf("node status at %s: %w", addr, err)
+			}
+			out := json.NewEncoder(cmd.OutOrStdout())
+			out.SetIndent("", "  ")
+			return out.Encode(st)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "http", "", "the node's HTTP API address (required)")
+	return cmd
+}
+
+var _ = context.Background
+
+// bootstrapPeers reads bootstrap multiaddrs from flags and, when given, a
+// file of one multiaddr per line ('#' starts a comment).
+func bootstrapPeers(flags []string, file string) ([]peer.AddrInfo, error) {
+	vals := append([]string(nil), flags...)
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap file: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				vals = append(vals, line)
+			}
+		}
+	}
+	return parseBootstrap(vals)
+}

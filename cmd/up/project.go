@@ -1,0 +1,385 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/project"
+)
+
+func newProjectCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "project",
+		Short: "Submit jobs, harvest results and grant credit, from a project workstation",
+		Long: `A project signs its jobs, submits them to the overlay and harvests the
+results later; its data directory holds its keys and the ledger
+(ledger.db, SQLite), which records every job and result durably, so a
+crashed or interrupted command can simply be run again.`,
+	}
+	cmd.AddCommand(newProjectInitCmd(), newProjectSubmitCmd(), newProjectHarvestCmd(), newProjectStatusCmd(), newProjectResultsCmd())
+	return cmd
+}
+
+func newProjectInitCmd() *cobra.Command {
+	var data, caFile, name string
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Create a project's data directory: signing and result keys, certificate request",
+		Example: `  up project init --data lhc --ca ca/ca.crt --name lhc
+  up ca issue --dir ca --role project --in lhc/project.csr --out lhc/project.crt`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("data", data, "ca", caFile, "name", name); err != nil {
+				return err
+			}
+			return initParty(cmd.OutOrStdout(), data, certs.RoleProject, name, caFile)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", "data directory to create (required)")
+	f.StringVar(&caFile, "ca", "", "the CA's certificate, ca.crt (required)")
+	f.StringVar(&name, "name", "", "the project's name: its keyword and certificate name (required)")
+	return cmd
+}
+
+// projectConn are the flags every networked project command takes.
+type projectConn struct {
+	data          string
+	bootstrap     []string
+	bootstrapFile string
+	quiet         bool
+	logLevel      string
+}
+
+func (c *projectConn) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.data, "data", "", "data directory made by 'up project init' (required)")
+	f.StringSliceVar(&c.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable)")
+	f.StringVar(&c.bootstrapFile, "bootstrap-file", "", "file of bootstrap multiaddrs, one per line")
+	f.BoolVar(&c.quiet, "quiet", false, "no progress bar")
+	f.StringVar(&c.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+}
+
+// open loads the project, joins the overlay and opens the ledger.
+func (c *projectConn) open(ctx context.Context, stderr io.Writer) (*project.Project, *project.Ledger, func(), error) {
+	if err := required("data", c.data); err != nil {
+		return nil, nil, nil, err
+	}
+	boot, err := bootstrapPeers(c.bootstrap, c.bootstrapFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(boot) == 0 {
+		return nil, nil, nil, usageError{fmt.Errorf("missing --bootstrap or --bootstrap-file: give a node to join through")}
+	}
+	logger, err := newLogger(stderr, c.logLevel, "text")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	id, err := keystore.Load(c.data, certs.RoleProject, time.Now())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l, err := project.OpenLedger(filepath.Join(c.data, "ledger.db"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	a, err := agent.Open(agent.Config{Identity: id, Logger: logger})
+	if err != nil {
+		l.Close()
+		return nil, nil, nil, err
+	}
+	if err := a.Join(ctx, boot); err != nil {
+		a.Close()
+		l.Close()
+		return nil, nil, nil, err
+	}
+	p, err := project.New(a)
+	if err != nil {
+		a.Close()
+		l.Close()
+		return nil, nil, nil, err
+	}
+	return p, l, func() { a.Close(); l.Close() }, nil
+}
+
+// bar returns a progress function drawing a bar on w (nil when quiet).
+func bar(w io.Writer, quiet bool, what string) project.Progress {
+	if quiet {
+		return nil
+	}
+	var b *progressbar.ProgressBar
+	return func(done, total int) {
+		if b == nil {
+			b = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+				progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+		_ = b.Set(done)
+	}
+}
+
+func newProjectSubmitCmd() *cobra.Command {
+	var c projectConn
+	cmd := &cobra.Command{
+		Use:   "submit JOBFILE",
+		Short: "Submit the jobs of a job file (YAML or JSON; a template with a sweep)",
+		Long: `Sign and submit every job of a job file. Jobs are recorded in the ledger
+before they are sent, so running the same command again after a crash
+sends only what was not acknowledged by r replicas, never a job twice.
+
+Job file:
+  app: mandelbrot                 # application (the client must allow it)
+  args: ["{x}", "{y}", "64"]      # {name}: a sweep parameter
+  keywords: [fractal]             # the index keywords clients query
+  resources: [mem:small]          # resource classes (keywords too)
+  t_finish: 10m                   # how long a claim lasts
+  copies: 2                       # redundant copies (quorum validation)
+  inputs: [{url: https://..., sha256: <64 hex>}]
+  sweep: {x: {from: 0, to: 7}, y: [0.5, 1.5]}`,
+		Example: `  up project submit --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... jobs.yaml`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("want one job file, got %d arguments", len(args))}
+			}
+			file, err := os.ReadFile(args[0])
+			if err != nil {
+				return fmt.Errorf("job file: %w", err)
+			}
+			if _, _, err := project.ParseJobFile(file); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			p, l, done, err := c.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			rep, err := p.SubmitFile(ctx, l, file, args[0], bar(cmd.ErrOrStderr(), c.quiet, "submit"))
+			if err != nil {
+				return err
+			}
+			for i, e := range rep.Errors {
+				if i == 10 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "... and %d more errors\n", len(rep.Errors)-10)
+					break
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), e)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d units, %d jobs: %d submitted now, %d before, %d failed\n",
+				args[0], rep.Units, rep.Jobs, rep.Submitted, rep.Already, len(rep.Errors))
+			if len(rep.Errors) > 0 {
+				return fmt.Errorf("%d jobs not submitted (run the command again to retry them)", len(rep.Errors))
+			}
+			return nil
+		},
+	}
+	c.add(cmd)
+	return cmd
+}
+
+func newProjectHarvestCmd() *cobra.Command {
+	var c projectConn
+	var follow bool
+	var interval time.Duration
+	var maxCopies int
+	var validator string
+	cmd := &cobra.Command{
+		Use:   "harvest",
+		Short: "Fetch finished results, store them in the ledger, tell the nodes they are collected",
+		Long: `Harvest walks the index region of "<project>:finished", fetches each new
+result, decrypts it and checks the client's certificate and signature,
+stores it durably in the ledger, and only then tells the job's nodes it is
+collected. With copies >= 2 a unit's results are compared (byte equality,
+or the --validator program) and a quorum makes the canonical result;
+units whose copies disagree get another copy. With --follow it keeps
+harvesting until interrupted.`,
+		Example: `  up project harvest --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... --follow`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if interval <= 0 {
+				return usageError{fmt.Errorf("--interval %s must be positive", interval)}
+			}
+			var equal project.Equal
+			if validator != "" {
+				path, err := exec.LookPath(validator)
+				if err != nil {
+					return usageError{fmt.Errorf("--validator %q: %w", validator, err)}
+				}
+				equal = project.ExternalEqual(path)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			p, l, done, err := c.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			for {
+				rep, err := p.Harvest(ctx, l, project.HarvestOptions{MaxCopies: maxCopies, Equal: equal}, bar(cmd.ErrOrStderr(), c.quiet, "harvest"))
+				if err != nil {
+					return err
+				}
+				for _, e := range rep.Errors {
+					fmt.Fprintln(cmd.ErrOrStderr(), e)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d units decided, %d extra copies\n",
+					time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Decided, rep.Extra)
+				if !follow {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(interval):
+				}
+			}
+		},
+	}
+	c.add(cmd)
+	cmd.Flags().BoolVar(&follow, "follow", false, "keep harvesting until interrupted")
+	cmd.Flags().StringVar(&validator, "validator", "", "program that compares two copies' outputs: run as PROGRAM A B, exit 0 = they agree (default: byte equality)")
+	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "time between harvests with --follow")
+	cmd.Flags().IntVar(&maxCopies, "max-copies", 0, "most copies a unit may get when results disagree (default: asked + 2)")
+	return cmd
+}
+
+func newProjectStatusCmd() *cobra.Command {
+	var data string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Show jobs by state, throughput and credit per client (from the ledger; offline)",
+		Example: `  up project status --data lhc`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("data", data); err != nil {
+				return err
+			}
+			path := filepath.Join(data, "ledger.db")
+			if _, err := os.Stat(path); err != nil {
+				return fmt.Errorf("no ledger at %s: submit jobs first", path)
+			}
+			l, err := project.OpenLedger(path)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			st, err := l.Stats(time.Now())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			fmt.Fprintln(out, "jobs:")
+			for _, k := range sortedKeys(st.Jobs) {
+				fmt.Fprintf(out, "  %-10s %d\n", k, st.Jobs[k])
+			}
+			fmt.Fprintln(out, "units:")
+			for _, k := range sortedKeys(st.Units) {
+				fmt.Fprintf(out, "  %-13s %d\n", k, st.Units[k])
+			}
+			fmt.Fprintf(out, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
+			if st.OldestAge > 0 {
+				fmt.Fprintf(out, "oldest unfinished job: %s\n", st.OldestAge.Round(time.Second))
+			}
+			fmt.Fprintln(out, "credit (valid results):")
+			for _, c := range st.Credit {
+				fmt.Fprintf(out, "  %-24s %6d valid  %4d invalid  %s CPU\n", c.Client, c.Valid, c.Invalid, c.CPU.Round(time.Millisecond))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "project data directory (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func newProjectResultsCmd() *cobra.Command {
+	var data, outDir string
+	var jsonl, canonicalOnly bool
+	cmd := &cobra.Command{
+		Use:   "results",
+		Short: "Export harvested results as files or JSON lines",
+		Example: `  up project results --data lhc --out results/      # one file per unit (its canonical result)
+  up project results --data lhc --jsonl > results.jsonl`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required("data", data); err != nil {
+				return err
+			}
+			if (outDir == "") == !jsonl {
+				return usageError{fmt.Errorf("give either --out DIR or --jsonl")}
+			}
+			path := filepath.Join(data, "ledger.db")
+			if _, err := os.Stat(path); err != nil {
+				return fmt.Errorf("no ledger at %s: submit jobs first", path)
+			}
+			l, err := project.OpenLedger(path)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			if outDir != "" {
+				if err := os.MkdirAll(outDir, 0o755); err != nil {
+					return err
+				}
+			}
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			n := 0
+			err = l.EachResult(func(r project.Result, unit int, canonical string) error {
+				if canonicalOnly && r.CID != canonical {
+					return nil
+				}
+				n++
+				if jsonl {
+					return enc.Encode(map[string]any{"unit": unit, "job": r.CID, "canonical": r.CID == canonical, "client": r.Client,
+						"exit_code": r.ExitCode, "error": r.Error, "valid": r.Valid, "cpu_ms": r.CPU.Milliseconds(), "output": r.Output})
+				}
+				name := fmt.Sprintf("unit%06d-%s.out", unit, r.CID)
+				return keystore.WriteFileAtomic(filepath.Join(outDir, name), r.Output, 0o644)
+			})
+			if err != nil {
+				return err
+			}
+			if outDir != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%d results written to %s\n", n, outDir)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", "project data directory (required)")
+	f.StringVar(&outDir, "out", "", "write each result to a file in this directory")
+	f.BoolVar(&jsonl, "jsonl", false, "print JSON lines on stdout")
+	f.BoolVar(&canonicalOnly, "canonical", true, "only each unit's canonical result")
+	return cmd
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/up-pool/up/testnet/sim"
+)
+
+// simFlags are the flags of 'up testnet sim'.
+type simFlags struct {
+	scenario string
+	nodes    int
+	out      string
+	seed     uint64
+	duration time.Duration
+	limit    time.Duration
+	jobs     int
+	rate     float64
+	balance  string
+	churn    time.Duration
+	report   bool
+	set      map[string]bool // flags given on the command line
+}
+
+// config turns the flags into a simulation config; bad flags are usage
+// errors.
+func (f *simFlags) config() (sim.Config, error) {
+	if f.out == "" {
+		return sim.Config{}, usageError{fmt.Errorf("--out is required")}
+	}
+	if f.nodes < 2 || f.nodes > 100_000 {
+		return sim.Config{}, usageError{fmt.Errorf("--nodes %d out of 2..100000", f.nodes)}
+	}
+	c, err := sim.Preset(f.scenario, f.nodes)
+	if err != nil {
+		return sim.Config{}, usageError{err}
+	}
+	c.Seed = f.seed
+	if f.set["duration"] {
+		if f.duration <= 0 {
+			return sim.Config{}, usageError{fmt.Errorf("--duration %v must be positive", f.duration)}
+		}
+		c.Duration = f.duration
+	}
+	if f.set["limit"] {
+		if f.limit <= 0 {
+			return sim.Config{}, usageError{fmt.Errorf("--limit %v must be positive", f.limit)}
+		}
+		c.Limit = f.limit
+	}
+	if f.set["jobs"] {
+		if f.jobs < 1 {
+			return sim.Config{}, usageError{fmt.Errorf("--jobs %d must be positive", f.jobs)}
+		}
+		c.Jobs = f.jobs
+	}
+	if f.set["rate"] {
+		if !(f.rate > 0 && f.rate <= 10_000) {
+			return sim.Config{}, usageError{fmt.Errorf("--rate %v out of (0, 10000] jobs/s", f.rate)}
+		}
+		c.Rate = f.rate
+	}
+	switch f.balance {
+	case "":
+	case "on":
+		c.Balance = true
+	case "off":
+		c.Balance = false
+	default:
+		return sim.Config{}, usageError{fmt.Errorf("--balance %q: want on or off", f.balance)}
+	}
+	if f.set["churn"] {
+		if f.churn < 0 {
+			return sim.Config{}, usageError{fmt.Errorf("--churn %v must not be negative", f.churn)}
+		}
+		c.ChurnLife, c.ChurnDown = f.churn, f.churn
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		return sim.Config{}, usageError{err}
+	}
+	// The run's name says what differs from the preset.
+	var tags []string
+	if c.Workload != sim.Static {
+		tags = append(tags, fmt.Sprintf("%gjps", c.Rate))
+	} else {
+		tags = append(tags, fmt.Sprintf("%dj", c.Jobs))
+	}
+	if c.ChurnLife > 0 {
+		tags = append(tags, fmt.Sprintf("churn%gh", c.ChurnLife.Hours()))
+	}
+	c.Name = f.scenario + "-" + strings.Join(tags, "-")
+	return c, nil
+}
+
+func newTestnetSimCmd() *cobra.Command {
+	fl := simFlags{scenario: "static", nodes: 1024, seed: 1}
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run the discrete-event simulator of the thesis' chapter 4 experiments",
+		Long: `Simulates N nodes of the U.P. pool in virtual time, driving the same
+protocol cores the nodes run (job merge, claim, index, load balancing,
+republish plan) over a modelled overlay (XOR positions, Kademlia lookup
+costs with a 90 s cache, lognormal wide-area latency, churn).
+
+Scenarios: ` + strings.Join(sim.PresetNames(), ", ") + `.
+
+Writes into --out/<run>/ the per-second metrics (metrics.csv), every
+node's lifetime load (nodes.csv), summary.json and PNG plots laid out like
+the thesis' Figures 4.1–4.14, and regenerates --out/report.md over every
+run found in --out, with the thesis' figures beside U.P.'s and the
+targets of issue 9.`,
+		Example: `  up testnet sim --scenario static --nodes 1024 --out sim-out
+  up testnet sim --scenario loadbalance-dynamic --rate 30 --nodes 1024 --out sim-out
+  up testnet sim --scenario churn --churn 12h --jobs 5000 --nodes 256 --out sim-out`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fl.set = map[string]bool{}
+			for _, name := range []string{"duration", "limit", "jobs", "rate", "churn"} {
+				fl.set[name] = cmd.Flags().Changed(name)
+			}
+			if fl.report {
+				if fl.out == "" {
+					return usageError{fmt.Errorf("--out is required")}
+				}
+				if err := sim.WriteReport(fl.out); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", filepath.Join(fl.out, "report.md"))
+				return nil
+			}
+			c, err := fl.config()
+			if err != nil {
+				return err
+			}
+			// The simulator's heap is mostly long-lived job state: collect
+			// less often than the default.
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			s, err := sim.New(c)
+			if err != nil {
+				return usageError{err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			errw := cmd.ErrOrStderr()
+			start := time.Now()
+			fmt.Fprintf(errw, "simulating %s: %d nodes, %s\n", c.Name, c.Nodes, c.Workload)
+			last := start
+			err = s.Run(ctx, func(p sim.Progress) {
+				if time.Since(last) < 5*time.Second {
+					return
+				}
+				last = time.Now()
+				fmt.Fprintf(errw, "  %8v simulated, %7d jobs submitted, %7d collected, %s wall\n",
+					p.Now, p.Submitted, p.Collected, time.Since(start).Round(time.Second))
+			})
+			if err != nil {
+				return err
+			}
+			wall := time.Since(start)
+			sm := s.Summary(wall)
+			dir := filepath.Join(fl.out, sim.RunDir(c))
+			if err := s.WriteFiles(dir, sm); err != nil {
+				return err
+			}
+			if err := sim.WriteReport(fl.out); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s: %d nodes, %v simulated in %v\n", c.Name, c.Nodes, sm.Simulated, wall.Round(time.Millisecond))
+			fmt.Fprintf(out, "jobs: %d submitted, %d claimed, %d finished, %d collected; %d lost, %d double claims; %d moves\n",
+				sm.Submitted, sm.Claimed, sm.Finished, sm.Collected, sm.Lost, sm.Doubles, sm.Moves)
+			fmt.Fprintf(out, "RPC/s per node: mean %.2f; busiest node peak %.0f, median %.0f; busiest lifetime average %.1f (%.1f× the mean); lookups %.0f %% of RPCs\n",
+				sm.MeanRPC, sm.PeakRPCMax, sm.MedianRPCMax, sm.BusiestAvg, sm.BusiestOverMean, 100*sm.LookupShare)
+			fmt.Fprintf(out, "wrote %s and %s\n", dir, filepath.Join(fl.out, "report.md"))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.scenario, "scenario", fl.scenario, "scenario: "+strings.Join(sim.PresetNames(), ", "))
+	f.IntVar(&fl.nodes, "nodes", fl.nodes, "overlay nodes at the start")
+	f.StringVar(&fl.out, "out", "", "output directory (runs go in subdirectories; report.md covers them all)")
+	f.Uint64Var(&fl.seed, "seed", fl.seed, "seed of every random choice: a run replays from it")
+	f.DurationVar(&fl.duration, "duration", 0, "dynamic: submission time (default 5h); trace: trace length (default 37 days as 888h)")
+	f.DurationVar(&fl.limit, "limit", 0, "stop at this simulated time (default: when the workload is done)")
+	f.IntVar(&fl.jobs, "jobs", 0, "static: jobs in total (default 50000); trace: jobs over the trace")
+	f.Float64Var(&fl.rate, "rate", 0, "jobs/s submitted and claimed (default 15 static, 10 dynamic and trace)")
+	f.StringVar(&fl.balance, "balance", "", "load balancing on or off (default: the scenario's)")
+	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md from the runs already there")
+	f.DurationVar(&fl.churn, "churn", 0, "mean node lifetime and down time, e.g. 24h or 12h (0: no churn; default: the scenario's)")
+	return cmd
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/testnet/sim"
+)
+
+func TestSimFlags(t *testing.T) {
+	base := func() simFlags {
+		return simFlags{scenario: "static", nodes: 1024, out: "x", seed: 1, set: map[string]bool{}}
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*simFlags)
+		bad   string // substring of the usage error; "" for a good line
+		check func(sim.Config) bool
+	}{
+		{"defaults", func(*simFlags) {}, "", func(c sim.Config) bool {
+			return c.Workload == sim.Static && c.Jobs == 50_000 && c.Rate == 15 && c.R == 5 && !c.Balance && c.Name == "static-50000j"
+		}},
+		{"dynamic 30 jobs/s balancing", func(f *simFlags) {
+			f.scenario, f.rate, f.balance = "dynamic", 30, "on"
+			f.set["rate"] = true
+		}, "", func(c sim.Config) bool { return c.Rate == 30 && c.Balance && c.Duration == 5*time.Hour }},
+		{"churn 12h", func(f *simFlags) {
+			f.scenario, f.churn = "churn", 12*time.Hour
+			f.set["churn"] = true
+		}, "", func(c sim.Config) bool { return c.ChurnLife == 12*time.Hour && c.ChurnDown == 12*time.Hour }},
+		{"balance off overrides the preset", func(f *simFlags) { f.scenario, f.balance = "loadbalance", "off" }, "",
+			func(c sim.Config) bool { return !c.Balance }},
+		{"jobs and duration", func(f *simFlags) {
+			f.jobs, f.duration = 100, time.Hour
+			f.set["jobs"], f.set["duration"] = true, true
+		}, "", func(c sim.Config) bool { return c.Jobs == 100 && c.Duration == time.Hour }},
+		{"no out", func(f *simFlags) { f.out = "" }, "--out", nil},
+		{"unknown scenario", func(f *simFlags) { f.scenario = "nope" }, "unknown scenario", nil},
+		{"one node", func(f *simFlags) { f.nodes = 1 }, "--nodes", nil},
+		{"zero rate", func(f *simFlags) { f.set["rate"] = true }, "--rate", nil},
+		{"zero jobs", func(f *simFlags) { f.set["jobs"] = true }, "--jobs", nil},
+		{"negative duration", func(f *simFlags) { f.duration = -time.Second; f.set["duration"] = true }, "--duration", nil},
+		{"balance maybe", func(f *simFlags) { f.balance = "maybe" }, "--balance", nil},
+		{"negative churn", func(f *simFlags) { f.churn = -time.Hour; f.set["churn"] = true }, "--churn", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := base()
+			tc.edit(&f)
+			c, err := f.config()
+			if tc.bad != "" {
+				var ue usageError
+				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.bad) {
+					t.Fatalf("err %v, want a usage error about %s", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Fatalf("config %+v", c)
+			}
+		})
+	}
+}
+
+// TestSimCommand runs a tiny static scenario end to end and checks the
+// files it writes.
+func TestSimCommand(t *testing.T) {
+	out := t.TempDir()
+	stdout := mustRun(t, "testnet", "sim", "--scenario", "churn", "--nodes", "32", "--jobs", "60", "--rate", "20",
+		"--churn", "24h", "--out", out)
+	if !strings.Contains(stdout, "60 collected; 0 lost, 0 double claims") {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+	run := filepath.Join(out, "churn-60j-churn24h-32-lb-off")
+	for _, f := range []string{"metrics.csv", "nodes.csv", "summary.json", "overview.png", "rpc.png", "bars.png"} {
+		if st, err := os.Stat(filepath.Join(run, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	rep, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Beside the thesis", "4.1", "churn: zero jobs lost and zero double claims", "| pass |"} {
+		if !strings.Contains(string(rep), want) {
+			t.Fatalf("report.md lacks %q:\n%s", want, rep)
+		}
+	}
+	if err := os.Remove(filepath.Join(out, "report.md")); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "testnet", "sim", "--report-only", "--out", out)
+	if again, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || string(again) != string(rep) {
+		t.Fatalf("--report-only wrote a different report (%v)", err)
+	}
+	if code, _, errs := upRun(t, "testnet", "sim", "--scenario", "nope", "--out", out); code != 2 || !strings.Contains(errs, "unknown scenario") {
+		t.Fatalf("bad scenario: exit %d, stderr %q", code, errs)
+	}
+}

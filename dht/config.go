@@ -1,0 +1,97 @@
+package dht
+
+import (
+	"errors"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Mode says whether this party serves the DHT (nodes) or only queries it
+// (clients and projects).
+type Mode int
+
+// Modes.
+const (
+	ModeServer Mode = iota
+	ModeClient
+)
+
+// Config configures a DHT. Zero values take the defaults.
+type Config struct {
+	// Mode: server for volunteer nodes, client for clients and projects.
+	Mode Mode
+	// Replication is r, the number of closest nodes that hold a job.
+	// Default 5.
+	Replication int
+	// BucketSize is kad-dht's K. Default 20.
+	BucketSize int
+	// Concurrency is kad-dht's α. Default 10.
+	Concurrency int
+	// LookupCacheTTL is how long a closest-peers answer is reused, so a
+	// party does at most one lookup per key per TTL. Default 90 s; negative
+	// disables the cache.
+	LookupCacheTTL time.Duration
+	// LookupCacheSize bounds the number of cached keys. Default 65536.
+	LookupCacheSize int
+	// LookupTimeout bounds one lookup. Default 30 s.
+	LookupTimeout time.Duration
+	// ProbeTimeout bounds a liveness probe (a dial and handshake). Default 3 s.
+	ProbeTimeout time.Duration
+	// ProbeBackoff is how long a peer that failed a probe is skipped
+	// before it is probed again; it doubles on each failure, up to 16×.
+	// Default 30 s.
+	ProbeBackoff time.Duration
+	// DisableAutoRefresh turns off kad-dht's periodic routing-table refresh
+	// (tests fill routing tables directly).
+	DisableAutoRefresh bool
+	// Bootstrap peers are dialled on Bootstrap.
+	Bootstrap []peer.AddrInfo
+	// Now reads the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) applyDefaults() {
+	if c.Replication == 0 {
+		c.Replication = 5
+	}
+	if c.BucketSize == 0 {
+		c.BucketSize = 20
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 10
+	}
+	if c.LookupCacheTTL == 0 {
+		c.LookupCacheTTL = 90 * time.Second
+	}
+	if c.LookupCacheSize == 0 {
+		c.LookupCacheSize = 65536
+	}
+	if c.LookupTimeout == 0 {
+		c.LookupTimeout = 30 * time.Second
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = 3 * time.Second
+	}
+	if c.ProbeBackoff == 0 {
+		c.ProbeBackoff = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports a bad setting.
+func (c *Config) Validate() error {
+	switch {
+	case c.Replication < 1:
+		return errors.New("dht config: replication must be at least 1")
+	case c.BucketSize < c.Replication:
+		return errors.New("dht config: bucket size must be at least the replication")
+	case c.Concurrency < 1:
+		return errors.New("dht config: concurrency must be at least 1")
+	case c.Mode != ModeServer && c.Mode != ModeClient:
+		return errors.New("dht config: unknown mode")
+	}
+	return nil
+}

@@ -1,0 +1,270 @@
+package dht
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kaddht "github.com/libp2p/go-libp2p-kad-dht"
+	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	kb "github.com/libp2p/go-libp2p-kbucket"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/wire"
+)
+
+// DHT is one party's kad-dht instance and the U.P. keyspace services on it.
+type DHT struct {
+	cfg   Config
+	ep    *overlay.Endpoint
+	kad   *kaddht.IpfsDHT
+	cache *lookupCache
+	self  keyspace.Pos
+	live  liveness
+
+	lookups      atomic.Int64 // lookups that went to the network
+	cachedHits   atomic.Int64 // lookups answered from the cache
+	lookupRPCs   atomic.Int64 // FIND_NODE requests sent by lookups
+	mLookups     *prometheus.CounterVec
+	mLookupRPCs  prometheus.Counter
+	mDHTReceived *prometheus.CounterVec
+
+	sweepKick chan struct{} // a peer was dropped: sweep the routing table soon
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+}
+
+// New starts kad-dht on the endpoint's gated host, so only admitted peers
+// are served, and only admitted nodes enter the routing table.
+func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := &DHT{
+		cfg:   cfg,
+		ep:    ep,
+		cache: newLookupCache(cfg.LookupCacheSize),
+		self:  keyspace.PeerPos([]byte(ep.ID())),
+		live:  liveness{dead: make(map[peer.ID]deadMark)},
+
+		sweepKick: make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+	d.registerMetrics(ep.Metrics().Registry)
+	adm := ep.Admission()
+	mode := kaddht.ModeServer
+	if cfg.Mode == ModeClient {
+		mode = kaddht.ModeClient
+	}
+	opts := []kaddht.Option{
+		kaddht.Mode(mode),
+		kaddht.ProtocolPrefix(wire.DHTPrefix),
+		kaddht.BucketSize(cfg.BucketSize),
+		kaddht.Concurrency(cfg.Concurrency),
+		kaddht.DisableProviders(),
+		kaddht.DisableValues(),
+		kaddht.RoutingTableFilter(func(_ any, p peer.ID) bool {
+			return adm.IsAdmitted(p, certs.RoleNode)
+		}),
+		kaddht.QueryFilter(func(_ any, ai peer.AddrInfo) bool {
+			return !adm.IsBlocked(ai.ID)
+		}),
+		kaddht.OnRequestHook(func(_ context.Context, s network.Stream, req *pb.Message) {
+			role := "unknown"
+			if a, ok := adm.Get(s.Conn().RemotePeer()); ok {
+				role = string(a.Role())
+			}
+			d.mDHTReceived.WithLabelValues(req.GetType().String(), role).Inc()
+		}),
+	}
+	if cfg.DisableAutoRefresh {
+		opts = append(opts, kaddht.DisableAutoRefresh())
+	}
+	if len(cfg.Bootstrap) > 0 {
+		opts = append(opts, kaddht.BootstrapPeers(cfg.Bootstrap...))
+	}
+	kad, err := kaddht.New(ep.Host(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("start kad-dht: %w", err)
+	}
+	d.kad = kad
+	// Admission decides routing-table membership: a node enters as soon as
+	// it has proven itself, and leaves when it loses admission.
+	ep.OnAdmit(func(a *overlay.Admitted) {
+		if a.Role() == certs.RoleNode {
+			d.markAlive(a.Peer)
+			_, _ = kad.RoutingTable().TryAddPeer(a.Peer, true, false)
+			// The peer may have been dropped (say, revoked) between its
+			// admission and this hook, after the drop's RemovePeer ran.
+			if !adm.IsAdmitted(a.Peer, certs.RoleNode) {
+				kad.RoutingTable().RemovePeer(a.Peer)
+			}
+		}
+	})
+	adm.OnDrop(func(p peer.ID, _ error) {
+		kad.RoutingTable().RemovePeer(p)
+		d.cache.purgePeer(p)
+		select {
+		case d.sweepKick <- struct{}{}:
+		default:
+		}
+	})
+	go d.sweepLoop(adm)
+	if cfg.Mode == ModeServer {
+		ep.Handle(wire.ProtoNear, wire.MaxNearFrame, nil, d.handleNear)
+	}
+	return d, nil
+}
+
+func (d *DHT) registerMetrics(r *prometheus.Registry) {
+	d.mLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_lookups_total", Help: "Closest-peers lookups, by source (cache, network).",
+	}, []string{"source"})
+	d.mLookupRPCs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "up_lookup_rpcs_total", Help: "FIND_NODE requests sent by this party's lookups.",
+	})
+	d.mDHTReceived = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_dht_requests_received_total", Help: "kad-dht requests served, by message type and peer role.",
+	}, []string{"type", "role"})
+	r.MustRegister(d.mLookups, d.mLookupRPCs, d.mDHTReceived)
+}
+
+// Kad is the underlying kad-dht instance.
+func (d *DHT) Kad() *kaddht.IpfsDHT { return d.kad }
+
+// Replication is r.
+func (d *DHT) Replication() int { return d.cfg.Replication }
+
+// ID is this party's peer ID.
+func (d *DHT) ID() peer.ID { return d.ep.ID() }
+
+// IsServer reports whether this party serves the DHT (is a node).
+func (d *DHT) IsServer() bool { return d.cfg.Mode == ModeServer }
+
+// Endpoint is the party's overlay endpoint.
+func (d *DHT) Endpoint() *overlay.Endpoint { return d.ep }
+
+// Self is this party's position.
+func (d *DHT) Self() keyspace.Pos { return d.self }
+
+// Close stops kad-dht.
+func (d *DHT) Close() error {
+	d.closeOnce.Do(func() { close(d.done) })
+	return d.kad.Close()
+}
+
+// sweepInterval is how often the routing table is swept of peers no
+// longer admitted; sweepDelay is how long after a drop it is swept again.
+const sweepInterval, sweepDelay = 30 * time.Second, time.Second
+
+// sweepLoop sweeps the routing table now and then, and shortly after each
+// drop: kad-dht checks the routing-table filter when it finds a peer but
+// adds it later, from a queue, so a peer found just before its drop can
+// enter the table after the drop removed it.
+func (d *DHT) sweepLoop(adm *overlay.Admission) {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.done:
+			return
+		case <-t.C:
+		case <-d.sweepKick:
+			delay := time.NewTimer(sweepDelay)
+			select {
+			case <-d.done:
+				delay.Stop()
+				return
+			case <-delay.C:
+			}
+		}
+		d.sweepRoutingTable(adm)
+	}
+}
+
+// sweepRoutingTable removes the peers not admitted as nodes from the
+// routing table and returns how many it removed.
+func (d *DHT) sweepRoutingTable(adm *overlay.Admission) int {
+	n := 0
+	for _, p := range d.kad.RoutingTable().ListPeers() {
+		if !adm.IsAdmitted(p, certs.RoleNode) {
+			d.kad.RoutingTable().RemovePeer(p)
+			n++
+		}
+	}
+	return n
+}
+
+// Bootstrap dials the configured bootstrap peers and refreshes the routing
+// table once.
+func (d *DHT) Bootstrap(ctx context.Context) error {
+	return d.kad.Bootstrap(ctx)
+}
+
+// RoutingTableSize is the number of peers in the routing table.
+func (d *DHT) RoutingTableSize() int { return d.kad.RoutingTable().Size() }
+
+// RoutingTablePeers lists the routing table.
+func (d *DHT) RoutingTablePeers() []peer.ID { return d.kad.RoutingTable().ListPeers() }
+
+// AddToRoutingTable puts an admitted node straight into the routing table
+// (the testnet's fast bootstrap).
+func (d *DHT) AddToRoutingTable(p peer.ID) (bool, error) {
+	return d.kad.RoutingTable().TryAddPeer(p, true, false)
+}
+
+// LookupStats are counts of lookups since start.
+type LookupStats struct {
+	Network int64 `json:"network"` // lookups that went to the network
+	Cached  int64 `json:"cached"`  // lookups answered from the cache
+	RPCs    int64 `json:"rpcs"`    // FIND_NODE requests the network lookups sent
+}
+
+// Stats returns the lookup counts so far.
+func (d *DHT) Stats() LookupStats {
+	return LookupStats{Network: d.lookups.Load(), Cached: d.cachedHits.Load(), RPCs: d.lookupRPCs.Load()}
+}
+
+// NearestLocal returns up to n peers nearest to the raw position pos from
+// the local view: the routing table, plus this party itself when it serves
+// the DHT. Nearest first; no RPC.
+func (d *DHT) NearestLocal(pos keyspace.Pos, n int) []peer.ID {
+	ps := d.kad.RoutingTable().NearestPeers(kb.ID(pos[:]), n)
+	if d.cfg.Mode == ModeServer {
+		ps = append(ps, d.ep.ID())
+	}
+	SortPeers(pos, ps)
+	if len(ps) > n {
+		ps = ps[:n]
+	}
+	return ps
+}
+
+// SortPeers sorts peers by the XOR distance of their positions to pos.
+func SortPeers(pos keyspace.Pos, ps []peer.ID) {
+	if len(ps) < 2 {
+		return
+	}
+	// One hash per peer, not two per comparison.
+	type byDist struct {
+		d keyspace.Pos
+		p peer.ID
+	}
+	tmp := make([]byDist, len(ps))
+	for i, p := range ps {
+		tmp[i] = byDist{keyspace.Distance(keyspace.PeerPos([]byte(p)), pos), p}
+	}
+	slices.SortStableFunc(tmp, func(a, b byDist) int { return keyspace.Compare(a.d, b.d) })
+	for i := range tmp {
+		ps[i] = tmp[i].p
+	}
+}

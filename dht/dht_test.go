@@ -1,0 +1,199 @@
+package dht_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/wire"
+)
+
+func startNet(t *testing.T, opts testnet.Options) *testnet.Network {
+	t.Helper()
+	opts.Dir = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	net, err := testnet.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("start testnet: %v", err)
+	}
+	t.Cleanup(func() { _ = net.Close() })
+	return net
+}
+
+// TestLookupCache: a second lookup of a key is answered from the cache
+// without an RPC until the TTL passes on the injected clock; Invalidate
+// forgets the answer at once; ClosestPeers and ClosestN share the entry.
+func TestLookupCache(t *testing.T) {
+	clock := testnet.NewClock(time.Now())
+	const ttl = 90 * time.Second
+	net := startNet(t, testnet.Options{Nodes: 8, Seed: 11, Now: clock.Now, DHT: dht.Config{LookupCacheTTL: ttl}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := net.Node(0).DHT()
+	key := []byte("cache-key")
+	lookup := func(what string, wantNetwork bool) {
+		t.Helper()
+		before := d.Stats()
+		got, err := d.ClosestPeers(ctx, key)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if want := net.TrueClosest(key, d.Replication()); !slices.Equal(got, want) {
+			t.Fatalf("%s: closest %v, want %v", what, got, want)
+		}
+		after := d.Stats()
+		network, rpcs, cached := after.Network-before.Network, after.RPCs-before.RPCs, after.Cached-before.Cached
+		switch {
+		case wantNetwork && (network != 1 || rpcs == 0 || cached != 0):
+			t.Fatalf("%s: want a network lookup, got network %d, rpcs %d, cached %d", what, network, rpcs, cached)
+		case !wantNetwork && (network != 0 || rpcs != 0 || cached != 1):
+			t.Fatalf("%s: want a cache hit, got network %d, rpcs %d, cached %d", what, network, rpcs, cached)
+		}
+	}
+	lookup("first lookup", true)
+	lookup("second lookup", false)
+	clock.Advance(ttl - time.Second)
+	lookup("lookup just before the TTL", false)
+	if got, err := d.ClosestN(ctx, key, 2); err != nil || len(got) != 2 || d.Stats().Network != 1 {
+		t.Fatalf("ClosestN(2) from the cache: %v %v, %d network lookups", got, err, d.Stats().Network)
+	}
+	clock.Advance(time.Second)
+	lookup("lookup at the TTL", true)
+	lookup("lookup after refreshing", false)
+	d.Invalidate(key)
+	lookup("lookup after Invalidate", true)
+	d.Invalidate([]byte("never looked up")) // harmless
+	lookup("lookup after invalidating another key", false)
+}
+
+// TestLookupCacheOff: a negative TTL turns the cache off, so every lookup
+// goes to the network.
+func TestLookupCacheOff(t *testing.T) {
+	net := startNet(t, testnet.Options{Nodes: 4, Seed: 12, DHT: dht.Config{LookupCacheTTL: -1}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := net.Node(1).DHT()
+	for range 3 {
+		if _, err := d.ClosestPeers(ctx, []byte("k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := d.Stats(); st.Network != 3 || st.Cached != 0 {
+		t.Fatalf("stats %+v, want 3 network lookups and no cache hit", st)
+	}
+}
+
+// TestNear: /up/near answers the asked node's n nearest known peers,
+// itself included, to a raw position, nearest first. Every routing table
+// holds every node, so the answer must equal the truth computed from all
+// nodes' positions, whoever is asked.
+func TestNear(t *testing.T) {
+	const nodes = 12
+	net := startNet(t, testnet.Options{Nodes: nodes, Seed: 13})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	live := net.Live()
+	var all []peer.ID
+	for _, nd := range live {
+		all = append(all, nd.ID())
+		if n := nd.DHT().RoutingTableSize(); n != nodes-1 {
+			t.Fatalf("%s has %d peers in its routing table, want %d", nd.Name(), n, nodes-1)
+		}
+	}
+	truth := func(pos keyspace.Pos, n int) []peer.ID {
+		ps := slices.Clone(all)
+		slices.SortFunc(ps, func(a, b peer.ID) int {
+			return keyspace.Compare(keyspace.Distance(keyspace.PeerPos([]byte(a)), pos), keyspace.Distance(keyspace.PeerPos([]byte(b)), pos))
+		})
+		return ps[:min(n, len(ps))]
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	asker := live[0].DHT()
+	var targets []keyspace.Pos
+	for range 8 {
+		targets = append(targets, keyspace.NewRegion(keyspace.Pos{}, 0).RandomPoint(rng))
+	}
+	// Positions of nodes themselves, and one that shares a long prefix.
+	targets = append(targets, keyspace.PeerPos([]byte(live[3].ID())), keyspace.PeerPos([]byte(live[5].ID())).FlipBit(255))
+	for ti, pos := range targets {
+		for _, nd := range live[1:] {
+			for _, n := range []int{1, 3, nodes + 5} {
+				got, err := asker.Near(ctx, nd.ID(), pos, n)
+				if err != nil {
+					t.Fatalf("near from %s: %v", nd.Name(), err)
+				}
+				if want := truth(pos, n); !slices.Equal(got, want) {
+					t.Fatalf("target %d, %s asked for %d: got %v, want %v", ti, nd.Name(), n, got, want)
+				}
+			}
+		}
+	}
+	for _, n := range []int{0, wire.MaxNearCount + 1} {
+		if _, err := asker.Near(ctx, live[1].ID(), targets[0], n); err == nil {
+			t.Fatalf("near with count %d accepted", n)
+		}
+	}
+}
+
+// TestNearLocalView: with routing tables that hold only part of the
+// network, /up/near answers from the asked node's own view: its routing
+// table and itself, not the whole network.
+func TestNearLocalView(t *testing.T) {
+	net := startNet(t, testnet.Options{Nodes: 10, Seed: 15})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	asker, asked := net.Node(0), net.Node(1)
+	// The asked node forgets all but three peers (the asker among them).
+	rt := asked.DHT().Kad().RoutingTable()
+	keep := map[peer.ID]bool{asker.ID(): true, net.Node(2).ID(): true, net.Node(3).ID(): true}
+	for _, p := range rt.ListPeers() {
+		if !keep[p] {
+			rt.RemovePeer(p)
+		}
+	}
+	view := []peer.ID{asked.ID()}
+	for p := range keep {
+		view = append(view, p)
+	}
+	for i := range 5 {
+		pos := keyspace.KeyPos(fmt.Appendf(nil, "near-%d", i))
+		want := slices.Clone(view)
+		dht.SortPeers(pos, want)
+		got, err := asker.DHT().Near(ctx, asked.ID(), pos, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("near %d: got %v, want the asked node's view %v", i, got, want)
+		}
+	}
+}
+
+// TestSweepRemovesUnadmitted: a peer in the routing table that is not an
+// admitted node (kad-dht added it from its queue after its drop) is swept
+// out; admitted nodes stay.
+func TestSweepRemovesUnadmitted(t *testing.T) {
+	net := startNet(t, testnet.Options{Nodes: 4, Seed: 12})
+	d := net.Node(0).DHT()
+	stranger := peer.ID("not a node of this overlay")
+	if ok, _ := d.AddToRoutingTable(stranger); !ok {
+		t.Fatal("could not put the stranger in the routing table")
+	}
+	before := len(d.RoutingTablePeers())
+	if n := d.SweepRoutingTable(); n != 1 {
+		t.Fatalf("sweep removed %d peers, want 1", n)
+	}
+	after := d.RoutingTablePeers()
+	if slices.Contains(after, stranger) || len(after) != before-1 {
+		t.Fatalf("after the sweep: %v (before %d peers)", after, before)
+	}
+}

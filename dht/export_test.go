@@ -1,0 +1,4 @@
+package dht
+
+// SweepRoutingTable runs one sweep now.
+func (d *DHT) SweepRoutingTable() int { return d.sweepRoutingTable(d.ep.Admission()) }

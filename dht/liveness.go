@@ -1,0 +1,170 @@
+package dht
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/dht/keyspace"
+)
+
+// liveness remembers peers that failed to answer, so the closest-live
+// views used for replication skip them, and re-probes them after a
+// backoff so a healed partition is noticed. A peer that proves itself in a
+// hello is alive again at once.
+type liveness struct {
+	mu   sync.Mutex
+	dead map[peer.ID]deadMark
+}
+
+type deadMark struct {
+	retryAt time.Time
+	backoff time.Duration
+}
+
+// IsAlive reports whether p answers: this party, a connected peer, or one
+// that can be dialled within the probe timeout. A peer that fails is
+// skipped until its backoff passes.
+func (d *DHT) IsAlive(ctx context.Context, p peer.ID) bool {
+	if p == d.ep.ID() {
+		return true
+	}
+	now := d.cfg.Now()
+	d.live.mu.Lock()
+	mark, dead := d.live.dead[p]
+	d.live.mu.Unlock()
+	if dead && now.Before(mark.retryAt) {
+		return false
+	}
+	h := d.ep.Raw()
+	if h.Network().Connectedness(p) == network.Connected {
+		if _, ok := d.ep.Admission().Get(p); ok {
+			d.markAlive(p)
+			return true
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ProbeTimeout)
+	defer cancel()
+	err := h.Connect(ctx, peer.AddrInfo{ID: p})
+	if err == nil {
+		_, err = d.ep.WaitAdmitted(ctx, p)
+	}
+	if err != nil {
+		d.MarkDead(p)
+		return false
+	}
+	d.markAlive(p)
+	return true
+}
+
+// MarkDead records that p failed to answer: views skip it until the
+// backoff (ProbeBackoff, doubling up to 16×) passes, and cached lookups
+// naming it are dropped.
+func (d *DHT) MarkDead(p peer.ID) {
+	now := d.cfg.Now()
+	d.live.mu.Lock()
+	mark := d.live.dead[p]
+	switch {
+	case mark.backoff == 0:
+		mark.backoff = d.cfg.ProbeBackoff
+	case mark.backoff < 16*d.cfg.ProbeBackoff:
+		mark.backoff *= 2
+	}
+	mark.retryAt = now.Add(mark.backoff)
+	d.live.dead[p] = mark
+	d.live.mu.Unlock()
+	d.cache.purgePeer(p)
+}
+
+func (d *DHT) markAlive(p peer.ID) {
+	d.live.mu.Lock()
+	delete(d.live.dead, p)
+	d.live.mu.Unlock()
+}
+
+// IsMarkedDead reports whether p is currently skipped.
+func (d *DHT) IsMarkedDead(p peer.ID) bool {
+	d.live.mu.Lock()
+	defer d.live.mu.Unlock()
+	mark, ok := d.live.dead[p]
+	return ok && d.cfg.Now().Before(mark.retryAt)
+}
+
+// NearestLive returns the n live peers nearest to the raw position pos from
+// the local view (this party included when it is a node), probing those
+// not known to be alive. Nearest first.
+func (d *DHT) NearestLive(ctx context.Context, pos keyspace.Pos, n int) []peer.ID {
+	for extra := 4; ; extra *= 2 {
+		cands := d.NearestLocal(pos, n+extra)
+		var out []peer.ID
+		for _, p := range cands {
+			if d.IsAlive(ctx, p) {
+				out = append(out, p)
+				if len(out) == n {
+					return out
+				}
+			}
+		}
+		if len(cands) < n+extra || ctx.Err() != nil {
+			return out
+		}
+	}
+}
+
+// Prober checks liveness with a real RPC, each peer at most once: one
+// republish round uses one, so a peer that died since the last round is
+// noticed even while its connection looks open.
+type Prober struct {
+	d    *DHT
+	seen map[peer.ID]bool
+}
+
+// NewProber starts a set of probes.
+func (d *DHT) NewProber() *Prober { return &Prober{d: d, seen: map[peer.ID]bool{}} }
+
+// Alive pings p (once per Prober) unless it is marked dead; a failed ping
+// marks it dead.
+func (pr *Prober) Alive(ctx context.Context, p peer.ID) bool {
+	if p == pr.d.ep.ID() {
+		return true
+	}
+	if ok, done := pr.seen[p]; done {
+		return ok
+	}
+	ok := false
+	if !pr.d.IsMarkedDead(p) {
+		cctx, cancel := context.WithTimeout(ctx, pr.d.cfg.ProbeTimeout)
+		err := pr.d.ep.Ping(cctx, p)
+		cancel()
+		if err != nil {
+			pr.d.MarkDead(p)
+		} else {
+			pr.d.markAlive(p)
+			ok = true
+		}
+	}
+	pr.seen[p] = ok
+	return ok
+}
+
+// NearestLive is DHT.NearestLive with this prober's probes.
+func (pr *Prober) NearestLive(ctx context.Context, pos keyspace.Pos, n int) []peer.ID {
+	for extra := 4; ; extra *= 2 {
+		cands := pr.d.NearestLocal(pos, n+extra)
+		var out []peer.ID
+		for _, p := range cands {
+			if pr.Alive(ctx, p) {
+				out = append(out, p)
+				if len(out) == n {
+					return out
+				}
+			}
+		}
+		if len(cands) < n+extra || ctx.Err() != nil {
+			return out
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package dht
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/wire"
+)
+
+// handleNear answers /up/near/1.0.0: this node's nearest known peers
+// (itself included) to a raw position, from its routing table.
+func (d *DHT) handleNear(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
+	var req wire.NearRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	var target keyspace.Pos
+	copy(target[:], req.Target)
+	ps := d.NearestLocal(target, int(req.Count))
+	resp := &wire.NearResponse{Peers: make([]wire.PeerRecord, 0, len(ps))}
+	pstore := d.ep.Raw().Peerstore()
+	for _, p := range ps {
+		rec := wire.PeerRecord{ID: []byte(p)}
+		var addrs []multiaddr.Multiaddr
+		if p == d.ep.ID() {
+			addrs = d.ep.Raw().Addrs()
+		} else {
+			addrs = pstore.Addrs(p)
+		}
+		for _, a := range addrs {
+			if len(rec.Addrs) == wire.MaxAddrs {
+				break
+			}
+			rec.Addrs = append(rec.Addrs, a.Bytes())
+		}
+		resp.Peers = append(resp.Peers, rec)
+	}
+	return resp, nil
+}
+
+// Near asks node p for its n nearest known peers to the raw position pos
+// (one RPC), records their addresses, and returns them nearest first.
+func (d *DHT) Near(ctx context.Context, p peer.ID, pos keyspace.Pos, n int) ([]peer.ID, error) {
+	if n < 1 || n > wire.MaxNearCount {
+		return nil, fmt.Errorf("near count %d out of 1..%d", n, wire.MaxNearCount)
+	}
+	var resp wire.NearResponse
+	req := &wire.NearRequest{Target: pos[:], Count: uint16(n)}
+	if err := d.ep.Call(ctx, p, wire.ProtoNear, req, wire.MaxNearFrame, &resp); err != nil {
+		return nil, err
+	}
+	pstore := d.ep.Raw().Peerstore()
+	out := make([]peer.ID, 0, len(resp.Peers))
+	for _, rec := range resp.Peers {
+		ai, err := ParsePeerRecord(rec)
+		if err != nil {
+			continue
+		}
+		if ai.ID != d.ep.ID() && len(ai.Addrs) > 0 {
+			pstore.AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+		}
+		out = append(out, ai.ID)
+	}
+	SortPeers(pos, out)
+	return out, nil
+}
+
+// ParsePeerRecord reads a peer record from the network or the store: its
+// peer ID, which must parse, and those of its addresses that do (a bad
+// address is skipped, not fatal).
+func ParsePeerRecord(rec wire.PeerRecord) (peer.AddrInfo, error) {
+	id, err := peer.IDFromBytes(rec.ID)
+	if err != nil {
+		return peer.AddrInfo{}, fmt.Errorf("peer record: %w", err)
+	}
+	ai := peer.AddrInfo{ID: id}
+	for _, b := range rec.Addrs {
+		if a, err := multiaddr.NewMultiaddrBytes(b); err == nil {
+			ai.Addrs = append(ai.Addrs, a)
+		}
+	}
+	return ai, nil
+}

@@ -1,0 +1,494 @@
+package indexnet
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/index"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/wire"
+)
+
+// ServerConfig configures an index server. Zero values take the defaults.
+type ServerConfig struct {
+	// Table tunes the entry table (expiry, quarantine, l).
+	Table index.Config
+	// ExpiryInterval is how often expired entries are deleted. Default 30 s.
+	ExpiryInterval time.Duration
+	// DisableLoops turns off the expiry loop (tests call Expire).
+	DisableLoops bool
+	// VerifiedCache bounds the listings whose signature is remembered as
+	// checked. Default 65536.
+	VerifiedCache int
+	// QueryLimit is the sustained queries per second one client may ask
+	// this node, QueryBurst the burst. Defaults 20 and 40.
+	QueryLimit float64
+	QueryBurst int
+	// Seed seeds the selection among the oldest l. Default 1.
+	Seed uint64
+	// Now reads the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives structured logs.
+	Logger *slog.Logger
+}
+
+// Server is a node's share of the index. Safe for concurrent use: one
+// mutex guards the table, which one goroutine at a time owns.
+type Server struct {
+	cfg ServerConfig
+	ep  *overlay.Endpoint
+
+	mu       sync.Mutex
+	table    *index.Table
+	rng      *rand.Rand
+	verified map[[32]byte]*job.Listing
+	certs    map[string]certs.Identity  // project certificates by project name
+	closest  func(keyspace.Pos) peer.ID // the node's view, for redirects; nil: accept all
+	limiter  *overlay.RateLimiter       // per client identity
+
+	mEntries prometheus.GaugeFunc
+	mWrites  *prometheus.CounterVec
+	mQueries *prometheus.CounterVec
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewServer starts the index server on a node's endpoint.
+func NewServer(ep *overlay.Endpoint, cfg ServerConfig) *Server {
+	if cfg.ExpiryInterval == 0 {
+		cfg.ExpiryInterval = 30 * time.Second
+	}
+	if cfg.VerifiedCache == 0 {
+		cfg.VerifiedCache = 65536
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.QueryLimit == 0 {
+		cfg.QueryLimit = 20
+	}
+	if cfg.QueryBurst == 0 {
+		cfg.QueryBurst = 40
+	}
+	s := &Server{
+		limiter: overlay.NewRateLimiter(cfg.QueryLimit, cfg.QueryBurst, cfg.Now),
+		cfg:     cfg, ep: ep, table: index.NewTable(cfg.Table),
+		rng:      rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
+		verified: map[[32]byte]*job.Listing{},
+		certs:    map[string]certs.Identity{},
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.registerMetrics(ep.Metrics().Registry)
+	nodes := []certs.Role{certs.RoleNode}
+	ep.Handle(wire.ProtoIndexWrite, wire.MaxIndexFrame, nodes, s.handleWrite)
+	ep.Handle(wire.ProtoIndexWithdraw, wire.MaxIndexFrame, nodes, s.handleWithdraw)
+	ep.Handle(wire.ProtoIndexQuery, 4<<10, nil, s.handleQuery)
+	if !cfg.DisableLoops {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			t := time.NewTicker(cfg.ExpiryInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-s.ctx.Done():
+					return
+				case <-t.C:
+					s.Expire()
+				}
+			}
+		}()
+	}
+	return s
+}
+
+func (s *Server) registerMetrics(reg *prometheus.Registry) {
+	s.mEntries = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "up_index_entries", Help: "Index entries held by this node.",
+	}, func() float64 { return float64(s.Len()) })
+	s.mWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_index_writes_total", Help: "Index entries written, by result (new, rewrite, refused).",
+	}, []string{"result"})
+	s.mQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_index_queries_total", Help: "Index queries answered, by kind (select, page).",
+	}, []string{"kind"})
+	reg.MustRegister(s.mEntries, s.mWrites, s.mQueries)
+}
+
+// Close stops the expiry loop.
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) nowMS() int64 { return s.cfg.Now().UnixMilli() }
+
+// Len is the number of entries held (the load-balancing n_index).
+func (s *Server) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.Len()
+}
+
+// Keywords returns the entries held per primary keyword.
+func (s *Server) Keywords() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.Keywords()
+}
+
+// Expire deletes entries not rewritten in time.
+func (s *Server) Expire() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.Expire(s.nowMS())
+}
+
+func (s *Server) handleWrite(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.IndexWriteRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	return &wire.IndexWriteResponse{Results: s.Write(from.Peer, req.Entries, req.Certs, req.Handoff)}, nil
+}
+
+// SetView gives the server its node's view of the keyspace: closest names
+// the node nearest to a raw position. With it the server redirects a
+// writer whose entry's point now belongs to another node (one that moved
+// in) instead of holding the entry itself.
+func (s *Server) SetView(closest func(keyspace.Pos) peer.ID) {
+	s.mu.Lock()
+	s.closest = closest
+	s.mu.Unlock()
+}
+
+// Write verifies and holds entries sent by node from (the local form of
+// the write protocol), one result per entry. A hand-over (from a node that
+// moves or splits its load) is held without the redirect check and keeps
+// the writer it names; otherwise from becomes the entry's writer, the one
+// node whose withdrawal removes it.
+func (s *Server) Write(from peer.ID, entries []wire.IndexWrite, certDERs [][]byte, handoff bool) []wire.StoreResult {
+	now := s.cfg.Now()
+	offered := map[string][]byte{}
+	for _, der := range certDERs {
+		offered[string(job.CertRef(der))] = der
+	}
+	out := make([]wire.StoreResult, len(entries))
+	for i, e := range entries {
+		var point keyspace.Pos
+		copy(point[:], e.Point)
+		if !handoff && len(e.Point) == 32 {
+			s.mu.Lock()
+			closest := s.closest
+			s.mu.Unlock()
+			if closest != nil {
+				if p := closest(point); p != "" && p != s.ep.ID() {
+					out[i] = wire.StoreResult{Status: wire.StatusMoved, Msg: p.String()}
+					continue
+				}
+			}
+		}
+		l, err := s.verifyListing(e.Listing, offered, now)
+		if err == nil && !l.Allows(e.Keyword) {
+			err = fmt.Errorf("listing of job %x does not allow keyword %q", l.Job, e.Keyword)
+		}
+		if err != nil {
+			out[i] = wire.StoreResult{Status: wire.StatusUnauthorized, Msg: err.Error()}
+			s.mWrites.WithLabelValues("refused").Inc()
+			continue
+		}
+		// Queries see the job's keywords and the one it is listed under
+		// (a finished keyword is not among the listing's).
+		kws := l.Keywords
+		if i, found := slices.BinarySearch(kws, e.Keyword); !found {
+			kws = slices.Insert(slices.Clone(kws), i, e.Keyword)
+		}
+		s.mu.Lock()
+		reps := make([]string, len(e.Replicas))
+		for i, r := range e.Replicas {
+			reps[i] = string(r)
+		}
+		writer := string(from)
+		if handoff {
+			writer = string(e.Writer)
+		}
+		isNew := s.table.Put(index.Entry{Keyword: e.Keyword, Job: l.Job, Project: l.Project, Created: l.Created, Keywords: kws,
+			Replicas: reps, Point: point, Listing: e.Listing, Writer: writer}, now.UnixMilli())
+		if e.Reset {
+			s.table.Unquarantine(e.Keyword, l.Job)
+		}
+		s.mu.Unlock()
+		if isNew {
+			s.mWrites.WithLabelValues("new").Inc()
+		} else {
+			s.mWrites.WithLabelValues("rewrite").Inc()
+		}
+	}
+	return out
+}
+
+// errNoCert reports a listing whose project certificate was not sent.
+var errNoCert = errors.New("project certificate not sent")
+
+// verifyListing checks a signed listing once: decoded, signed by a valid,
+// unrevoked project certificate of the project it names. Verified
+// listings are remembered by hash; the certificate's validity and
+// revocation are checked on every use.
+func (s *Server) verifyListing(b []byte, offered map[string][]byte, now time.Time) (*job.Listing, error) {
+	h := sha256.Sum256(b)
+	s.mu.Lock()
+	l, ok := s.verified[h]
+	s.mu.Unlock()
+	v := s.ep.Admission().Verifier()
+	if ok {
+		s.mu.Lock()
+		id, known := s.certs[l.Project]
+		s.mu.Unlock()
+		if known && !v.IsRevoked(id.Serial) && now.Before(id.NotAfter) {
+			return l, nil
+		}
+	}
+	signed, l, err := job.DecodeListing(b)
+	if err != nil {
+		return nil, err
+	}
+	var id *certs.Identity
+	for _, der := range offered {
+		c, err := x509.ParseCertificate(der)
+		if err != nil || c.Subject.CommonName != l.Project {
+			continue
+		}
+		if id, err = v.VerifyCert(der, now, certs.RoleProject); err != nil {
+			return nil, fmt.Errorf("certificate of project %q: %w", l.Project, err)
+		}
+		break
+	}
+	if id == nil {
+		s.mu.Lock()
+		known, ok := s.certs[l.Project]
+		s.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("listing of project %q: %w", l.Project, errNoCert)
+		}
+		cand, err := v.VerifyCert(known.Cert.Raw, now, certs.RoleProject)
+		if err != nil {
+			return nil, fmt.Errorf("project certificate: %w", err)
+		}
+		id = cand
+	}
+	if err := signed.Verify(id.PublicKey); err != nil {
+		return nil, fmt.Errorf("listing of project %q: %w", l.Project, err)
+	}
+	s.mu.Lock()
+	if len(s.verified) >= s.cfg.VerifiedCache {
+		for k := range s.verified { // evict an arbitrary eighth
+			delete(s.verified, k)
+			if len(s.verified) < s.cfg.VerifiedCache*7/8 {
+				break
+			}
+		}
+	}
+	s.verified[h] = l
+	s.certs[l.Project] = *id
+	s.mu.Unlock()
+	return l, nil
+}
+
+func (s *Server) handleWithdraw(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.IndexWithdrawRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	return &wire.IndexWithdrawResponse{Removed: uint32(s.Withdraw(from.Peer, req.Items))}, nil
+}
+
+// Withdraw removes the entries node by wrote (the local form of the
+// withdraw protocol); those another node wrote since are kept.
+func (s *Server) Withdraw(by peer.ID, items []wire.IndexRef) int {
+	now := s.nowMS()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, it := range items {
+		if s.table.Withdraw(it.Keyword, it.Job, string(by), now) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) handleQuery(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	if from.Role() == certs.RoleClient && !s.limiter.Allow(string(from.Identity.PublicKey)) {
+		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("queries from client %q over %.0f/s", from.Identity.Name, s.cfg.QueryLimit))
+	}
+	var req wire.IndexQueryRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	resp, err := s.Query(&req)
+	if err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	return resp, nil
+}
+
+// Query answers a query (the local form of the query protocol).
+func (s *Server) Query(req *wire.IndexQueryRequest) (*wire.IndexQueryResponse, error) {
+	q, err := index.Parse(req.Query)
+	if err != nil {
+		return nil, err
+	}
+	required := false
+	for _, kw := range q.Required() {
+		required = required || kw == req.Keyword
+	}
+	if !required {
+		return nil, fmt.Errorf("%w: keyword %q is not one every match of %q must have", index.ErrBadQuery, req.Keyword, q)
+	}
+	now := s.nowMS()
+	resp := &wire.IndexQueryResponse{}
+	var hits []index.Entry
+	s.mu.Lock()
+	if req.Page {
+		var after *index.Cursor
+		if len(req.AfterJob) > 0 {
+			after = &index.Cursor{Created: req.AfterCreated, Job: req.AfterJob}
+		}
+		hits, resp.More = s.table.Page(q, req.Keyword, after, int(req.N), now)
+	} else {
+		hits = s.table.Select(q, req.Keyword, int(req.N), now, s.rng)
+	}
+	s.mu.Unlock()
+	kind := "select"
+	if req.Page {
+		kind = "page"
+	}
+	s.mQueries.WithLabelValues(kind).Inc()
+	for _, h := range hits {
+		hit := wire.IndexHit{Job: h.Job, Project: h.Project, Created: h.Created, Keywords: h.Keywords}
+		for _, r := range h.Replicas {
+			hit.Replicas = append(hit.Replicas, []byte(r))
+		}
+		resp.Hits = append(resp.Hits, hit)
+	}
+	return resp, nil
+}
+
+// Points returns the points of every entry held (zero for entries written
+// without one): the index items a load split divides.
+func (s *Server) Points() []keyspace.Pos {
+	now := s.nowMS()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]keyspace.Pos, 0, s.table.Len())
+	s.table.Each(now, func(e index.Entry) bool {
+		out = append(out, e.Point)
+		return true
+	})
+	return out
+}
+
+// Take removes and returns the live entries keep selects (a hand-over).
+func (s *Server) Take(take func(index.Entry) bool) []index.Entry {
+	now := s.nowMS()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []index.Entry
+	s.table.Each(now, func(e index.Entry) bool {
+		if len(e.Listing) > 0 && take(e) {
+			out = append(out, e)
+		}
+		return true
+	})
+	for _, e := range out {
+		s.table.Withdraw(e.Keyword, e.Job, "", now)
+	}
+	return out
+}
+
+// Send hands entries over to the nodes target chooses, as hand-over
+// writes with the certificates they need; it returns how many were taken.
+// Entries a target refuses or that cannot be sent are lost to this node
+// and come back with their writers' next rewrite.
+func (s *Server) Send(ctx context.Context, entries []index.Entry, target func(index.Entry) peer.ID) int {
+	byNode := map[peer.ID][]index.Entry{}
+	for _, e := range entries {
+		if t := target(e); t != "" {
+			byNode[t] = append(byNode[t], e)
+		}
+	}
+	sent := 0
+	for t, es := range byNode {
+		for start := 0; start < len(es); start += wire.MaxIndexWrites {
+			part := es[start:min(start+wire.MaxIndexWrites, len(es))]
+			req := &wire.IndexWriteRequest{Handoff: true}
+			projects := map[string]bool{}
+			for _, e := range part {
+				w := wire.IndexWrite{Keyword: e.Keyword, Listing: e.Listing, Point: append([]byte(nil), e.Point[:]...), Writer: []byte(e.Writer)}
+				for _, r := range e.Replicas {
+					w.Replicas = append(w.Replicas, []byte(r))
+				}
+				req.Entries = append(req.Entries, w)
+				if !projects[e.Project] {
+					projects[e.Project] = true
+					s.mu.Lock()
+					id, ok := s.certs[e.Project]
+					s.mu.Unlock()
+					if ok && len(req.Certs) < wire.MaxCertsPerMsg {
+						req.Certs = append(req.Certs, id.Cert.Raw)
+					}
+				}
+			}
+			var resp wire.IndexWriteResponse
+			if t == s.ep.ID() {
+				resp.Results = s.Write(s.ep.ID(), req.Entries, req.Certs, true)
+			} else if err := s.ep.Call(ctx, t, wire.ProtoIndexWrite, req, wire.MaxIndexFrame, &resp); err != nil {
+				continue
+			}
+			for _, r := range resp.Results {
+				if r.Status == wire.StatusOK {
+					sent++
+				}
+			}
+		}
+	}
+	return sent
+}
+
+// Has reports whether this index node holds the entry of the job under
+// the keyword.
+func (s *Server) Has(keyword string, jobKey []byte) bool {
+	_, ok := s.Entry(keyword, jobKey)
+	return ok
+}
+
+// Entry returns, for diagnostics, this index node's entry of the job
+// under the keyword.
+func (s *Server) Entry(keyword string, jobKey []byte) (index.Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.Get(keyword, jobKey)
+}

@@ -1,0 +1,537 @@
+package indexnet
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/index"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/pool"
+	"github.com/up-pool/up/wire"
+)
+
+// WriterConfig configures a Writer. Zero values take the defaults.
+type WriterConfig struct {
+	// RewriteMin and RewriteMax bound T_rewrite: each entry is rewritten
+	// after a uniform random time in between. Defaults 10 and 15 min.
+	RewriteMin, RewriteMax time.Duration
+	// Tick is how often due rewrites and pending changes are processed.
+	// Default 10 s.
+	Tick time.Duration
+	// RPCTimeout bounds one write or withdraw. Default 10 s.
+	RPCTimeout time.Duration
+	// DisableLoops turns off the background rounds (tests call Round).
+	DisableLoops bool
+	// Seed seeds the rewrite jitter. Default 1.
+	Seed uint64
+	// Now reads the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives structured logs.
+	Logger *slog.Logger
+}
+
+// Writer keeps the index entries of the jobs a node is the closest to:
+// written when the job arrives or becomes ready, rewritten every
+// T_rewrite to the same index node, withdrawn when it is claimed or when
+// another node becomes its closest; a finished job is listed under its
+// project's finished keyword until collected. It remembers where it wrote
+// (thesis 3.3.3), so withdrawing costs no lookup.
+type Writer struct {
+	cfg     WriterConfig
+	pool    *pool.Pool
+	d       *dht.DHT
+	ep      *overlay.Endpoint
+	regions *Regions
+	local   *Server
+
+	// busy serialises Flush and Round: a caller's Flush waits for a
+	// background flush already sending, instead of finding the dirty set
+	// empty and returning before those writes landed.
+	busy sync.Mutex
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	state   map[string]*written
+	dirty   map[string]bool
+	claimed map[string]bool // jobs seen leaving "ready" since their entries were written
+	kick    chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// written is where one job's entries are.
+type written struct {
+	where map[string]placed // keyword → where its entry is
+	next  int64             // ms: when to rewrite
+}
+
+// placed is an entry's index node and the point of the region it was
+// placed at (sent along, so the index node can split its load and hand
+// entries over by point).
+type placed struct {
+	at    peer.ID
+	point keyspace.Pos
+}
+
+// NewWriter starts keeping the pool's entries written.
+func NewWriter(p *pool.Pool, d *dht.DHT, regions *Regions, local *Server, cfg WriterConfig) *Writer {
+	if cfg.RewriteMin == 0 {
+		cfg.RewriteMin = 10 * time.Minute
+	}
+	if cfg.RewriteMax <= cfg.RewriteMin {
+		cfg.RewriteMax = cfg.RewriteMin + 5*time.Minute
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = 10 * time.Second
+	}
+	if cfg.RPCTimeout == 0 {
+		cfg.RPCTimeout = 10 * time.Second
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	w := &Writer{
+		cfg: cfg, pool: p, d: d, ep: d.Endpoint(), regions: regions, local: local,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(d.ID()), 7))),
+		state:   map[string]*written{},
+		dirty:   map[string]bool{},
+		claimed: map[string]bool{},
+		kick:    make(chan struct{}, 1),
+	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	p.OnChange(func(key []byte, st job.State, _ bool) {
+		w.mu.Lock()
+		w.dirty[string(key)] = true
+		if st.Phase != job.Ready {
+			w.claimed[string(key)] = true
+		}
+		w.mu.Unlock()
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	})
+	if !cfg.DisableLoops {
+		w.wg.Add(1)
+		go w.loop()
+	}
+	return w
+}
+
+// Close stops the background rounds.
+func (w *Writer) Close() error {
+	w.cancel()
+	w.wg.Wait()
+	return nil
+}
+
+func (w *Writer) loop() {
+	defer w.wg.Done()
+	t := time.NewTicker(w.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-w.kick:
+			w.Flush(w.ctx)
+		case <-t.C:
+			w.Round(w.ctx)
+		}
+	}
+}
+
+// WriteStats counts what a round did.
+type WriteStats struct {
+	Written, Rewritten, Withdrawn, Failed int
+}
+
+// Flush processes the jobs that changed since the last flush.
+func (w *Writer) Flush(ctx context.Context) WriteStats {
+	w.busy.Lock()
+	defer w.busy.Unlock()
+	w.mu.Lock()
+	keys := w.dirty
+	w.dirty = map[string]bool{}
+	w.mu.Unlock()
+	if len(keys) == 0 {
+		return WriteStats{}
+	}
+	var helds []pool.Held
+	gone := map[string]bool{}
+	for k := range keys {
+		if h, ok := w.pool.Lookup([]byte(k)); ok {
+			helds = append(helds, h)
+		} else {
+			gone[k] = true
+		}
+	}
+	return w.process(ctx, helds, gone, false)
+}
+
+// Round processes every job: writes what is missing, rewrites what is due,
+// withdraws what should no longer be listed.
+func (w *Writer) Round(ctx context.Context) WriteStats {
+	w.busy.Lock()
+	defer w.busy.Unlock()
+	w.mu.Lock()
+	w.dirty = map[string]bool{}
+	w.mu.Unlock()
+	var helds []pool.Held
+	w.pool.Each(func(h pool.Held) bool {
+		helds = append(helds, h)
+		return true
+	})
+	return w.process(ctx, helds, nil, true)
+}
+
+// op is one planned write or withdraw.
+type op struct {
+	key      string
+	keyword  string
+	listing  []byte
+	certRef  []byte
+	replicas [][]byte
+	reset    bool
+	point    keyspace.Pos
+}
+
+// process plans and sends the writes and withdraws for the given held
+// jobs (rewriting those due when rewrite is set) and for the jobs gone
+// from the pool: those in gone, or, on a full round (gone nil), every
+// job written for that is no longer held.
+func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string]bool, rewrite bool) WriteStats {
+	now := w.cfg.Now().UnixMilli()
+	writes := map[peer.ID][]op{}
+	withdraws := map[peer.ID][]op{}
+	var unplaced []op
+	held := map[string]bool{}
+	for _, h := range helds {
+		held[string(h.Key)] = true
+	}
+	// A full round probes the nodes ahead of this one, so the next closest
+	// takes over from a dead writer within one T_rewrite.
+	var probe *dht.Prober
+	if rewrite {
+		probe = w.d.NewProber()
+		w.dropDeadTargets(ctx, probe)
+	}
+	for _, h := range helds {
+		k := string(h.Key)
+		closest := w.isClosest(ctx, h.Pos, probe)
+		var listing []byte
+		var keywords []string
+		var certRef []byte
+		var replicas [][]byte
+		if closest && (h.State.Phase == job.Ready || h.State.Phase == job.Finished) {
+			env, err := w.pool.Envelope(h.Key)
+			if err != nil {
+				continue
+			}
+			_, l, err := job.DecodeListing(env.Listing)
+			if err != nil {
+				continue
+			}
+			_, spec, err := job.Decode(env.Signed)
+			if err != nil {
+				continue
+			}
+			listing, keywords, certRef = env.Listing, l.Keywords, spec.CertRef
+			for _, p := range w.d.NearestLocal(h.Pos, w.d.Replication()) {
+				if !w.d.IsMarkedDead(p) {
+					replicas = append(replicas, []byte(p))
+				}
+			}
+		}
+		want := index.Desired(closest, h.State, keywords, h.Project)
+		w.mu.Lock()
+		st := w.state[k]
+		if st == nil {
+			st = &written{where: map[string]placed{}}
+			w.state[k] = st
+		}
+		due := rewrite && now >= st.next
+		// A job claimed and given back before its entries were withdrawn:
+		// rewrite them at once, ending the quarantine its claimer caused.
+		reset := h.State.Phase == job.Ready && w.claimed[k]
+		if h.State.Phase == job.Ready {
+			delete(w.claimed, k)
+		}
+		for kw, pl := range st.where {
+			if !slices.Contains(want, kw) {
+				withdraws[pl.at] = append(withdraws[pl.at], op{key: k, keyword: kw})
+				delete(st.where, kw)
+			}
+		}
+		for _, kw := range want {
+			pl, ok := st.where[kw]
+			switch {
+			case !ok:
+				// reset too: the withdrawal that emptied st.where may have
+				// failed or been refused (the entry was last written by
+				// another node), leaving the served entry quarantined there.
+				unplaced = append(unplaced, op{key: k, keyword: kw, listing: listing, certRef: certRef, replicas: replicas, reset: reset})
+			case due || reset:
+				writes[pl.at] = append(writes[pl.at], op{key: k, keyword: kw, listing: listing, certRef: certRef, replicas: replicas, reset: reset, point: pl.point})
+			}
+		}
+		if due || len(st.where) == 0 {
+			st.next = now + w.jitter()
+		}
+		if len(want) == 0 && len(st.where) == 0 {
+			delete(w.state, k)
+		}
+		w.mu.Unlock()
+	}
+	// Jobs gone from the pool: withdraw what was written for them.
+	w.mu.Lock()
+	for k, st := range w.state {
+		if !held[k] && (gone == nil || gone[k]) {
+			for kw, pl := range st.where {
+				withdraws[pl.at] = append(withdraws[pl.at], op{key: k, keyword: kw})
+			}
+			delete(w.state, k)
+		}
+	}
+	w.mu.Unlock()
+	var stats WriteStats
+	for _, o := range unplaced {
+		x, at, err := w.regions.Target(ctx, o.keyword)
+		if err != nil {
+			stats.Failed++
+			continue
+		}
+		o.point = x
+		writes[at] = append(writes[at], o)
+	}
+	for at, ops := range withdraws {
+		if err := w.withdraw(ctx, at, ops); err != nil {
+			stats.Failed++
+			continue
+		}
+		stats.Withdrawn += len(ops)
+	}
+	// Write. An entry whose index node redirects it (a node moved in next
+	// to its point) follows the redirect; one whose node failed is placed
+	// anew at once (the node is marked dead and the region views dropped).
+	for attempt := 0; attempt < 3 && len(writes) > 0; attempt++ {
+		retry := map[peer.ID][]op{}
+		for at, ops := range writes {
+			res := w.write(ctx, at, ops)
+			for i, o := range ops {
+				w.mu.Lock()
+				st := w.state[o.key]
+				if st != nil && res[i].ok {
+					if _, was := st.where[o.keyword]; was {
+						stats.Rewritten++
+					} else {
+						stats.Written++
+					}
+					st.where[o.keyword] = placed{at: at, point: o.point}
+				} else if st != nil {
+					delete(st.where, o.keyword)
+				}
+				w.mu.Unlock()
+				switch {
+				case res[i].ok:
+				case res[i].moved != "" && res[i].moved != at && attempt < 2:
+					retry[res[i].moved] = append(retry[res[i].moved], o)
+				case attempt == 0 && res[i].moved == "":
+					if x, next, err := w.regions.Target(ctx, o.keyword); err == nil && next != at {
+						o.point = x
+						retry[next] = append(retry[next], o)
+						continue
+					}
+					stats.Failed++
+				default:
+					stats.Failed++
+				}
+			}
+		}
+		writes = retry
+	}
+	return stats
+}
+
+// dropDeadTargets forgets the entries written to index nodes that no
+// longer answer, so this round places them anew instead of waiting for
+// T_rewrite.
+func (w *Writer) dropDeadTargets(ctx context.Context, probe *dht.Prober) {
+	w.mu.Lock()
+	targets := map[peer.ID]bool{}
+	for _, st := range w.state {
+		for _, pl := range st.where {
+			if pl.at != w.d.ID() {
+				targets[pl.at] = true
+			}
+		}
+	}
+	w.mu.Unlock()
+	dead := map[peer.ID]bool{}
+	for at := range targets {
+		if !probe.Alive(ctx, at) {
+			dead[at] = true
+		}
+	}
+	if len(dead) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, st := range w.state {
+		for kw, pl := range st.where {
+			if dead[pl.at] {
+				delete(st.where, kw)
+				w.regions.Invalidate(kw)
+			}
+		}
+	}
+}
+
+// isClosest reports whether this node is the closest live node to pos in
+// its view: peers ahead of it that are marked dead (or, with a prober,
+// fail a probe) do not count.
+func (w *Writer) isClosest(ctx context.Context, pos keyspace.Pos, probe *dht.Prober) bool {
+	self := w.d.ID()
+	for _, p := range w.d.NearestLocal(pos, 8) {
+		if p == self {
+			return true
+		}
+		if w.d.IsMarkedDead(p) {
+			continue
+		}
+		if probe != nil && !probe.Alive(ctx, p) {
+			continue
+		}
+		return false
+	}
+	return false
+}
+
+func (w *Writer) jitter() int64 {
+	lo, hi := w.cfg.RewriteMin.Milliseconds(), w.cfg.RewriteMax.Milliseconds()
+	return lo + w.rng.Int64N(hi-lo+1)
+}
+
+// writeResult is what happened to one written entry: accepted, or
+// redirected to the node now closest to its point.
+type writeResult struct {
+	ok    bool
+	moved peer.ID
+}
+
+// write sends entries to index node at (or to the local server). A node
+// that fails is marked dead and its regions' views dropped.
+func (w *Writer) write(ctx context.Context, at peer.ID, ops []op) []writeResult {
+	out := make([]writeResult, len(ops))
+	for start := 0; start < len(ops); start += wire.MaxIndexWrites {
+		part := ops[start:min(start+wire.MaxIndexWrites, len(ops))]
+		req := &wire.IndexWriteRequest{}
+		refs := map[string]bool{}
+		for _, o := range part {
+			req.Entries = append(req.Entries, wire.IndexWrite{Keyword: o.keyword, Listing: o.listing, Replicas: o.replicas,
+				Reset: o.reset, Point: append([]byte(nil), o.point[:]...)})
+			if !refs[string(o.certRef)] && len(req.Certs) < wire.MaxCertsPerMsg {
+				if der, found := w.pool.Cert(o.certRef); found {
+					refs[string(o.certRef)] = true
+					req.Certs = append(req.Certs, der)
+				}
+			}
+		}
+		var results []wire.StoreResult
+		if at == w.d.ID() && w.local != nil {
+			results = w.local.Write(w.ep.ID(), req.Entries, req.Certs, false)
+		} else {
+			var resp wire.IndexWriteResponse
+			cctx, cancel := context.WithTimeout(ctx, w.cfg.RPCTimeout)
+			err := w.ep.Call(cctx, at, wire.ProtoIndexWrite, req, wire.MaxIndexFrame, &resp)
+			cancel()
+			if err != nil {
+				w.d.MarkDead(at)
+				for _, o := range part {
+					w.regions.Invalidate(o.keyword)
+				}
+				continue
+			}
+			results = resp.Results
+		}
+		for i := range part {
+			if i >= len(results) {
+				continue
+			}
+			switch results[i].Status {
+			case wire.StatusOK:
+				out[start+i].ok = true
+			case wire.StatusMoved:
+				if p, err := peer.Decode(results[i].Msg); err == nil {
+					out[start+i].moved = p
+				}
+			}
+		}
+	}
+	return out
+}
+
+// withdraw removes entries from index node at.
+func (w *Writer) withdraw(ctx context.Context, at peer.ID, ops []op) error {
+	items := make([]wire.IndexRef, len(ops))
+	for i, o := range ops {
+		items[i] = wire.IndexRef{Keyword: o.keyword, Job: []byte(o.key)}
+	}
+	if at == w.d.ID() && w.local != nil {
+		w.local.Withdraw(w.ep.ID(), items)
+		return nil
+	}
+	for start := 0; start < len(items); start += wire.MaxIndexWrites {
+		req := &wire.IndexWithdrawRequest{Items: items[start:min(start+wire.MaxIndexWrites, len(items))]}
+		cctx, cancel := context.WithTimeout(ctx, w.cfg.RPCTimeout)
+		err := w.ep.Call(cctx, at, wire.ProtoIndexWithdraw, req, 1024, &wire.IndexWithdrawResponse{})
+		cancel()
+		if err != nil {
+			return err // the entries expire at the index node anyway
+		}
+	}
+	return nil
+}
+
+// Entries reports how many entries the writer keeps written.
+func (w *Writer) Entries() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, st := range w.state {
+		n += len(st.where)
+	}
+	return n
+}
+
+// Placed tells, for diagnostics, where this writer last placed the job's
+// entries: keyword → index node.
+func (w *Writer) Placed(key []byte) map[string]peer.ID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]peer.ID{}
+	if st := w.state[string(key)]; st != nil {
+		for kw, pl := range st.where {
+			out[kw] = pl.at
+		}
+	}
+	return out
+}

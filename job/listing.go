@@ -1,0 +1,126 @@
+package job
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"slices"
+
+	"github.com/up-pool/up/codec"
+)
+
+// FinishedSuffix makes a project's finished keyword: "<project>:finished".
+const FinishedSuffix = ":finished"
+
+// FinishedKeyword is the keyword under which a project's finished jobs are
+// indexed.
+func FinishedKeyword(project string) string { return project + FinishedSuffix }
+
+// Listing is what a project allows the index to say about a job: its key,
+// project, creation time and keywords (the spec's keywords and resource
+// classes). The project signs it at submission; index nodes verify it, so
+// nobody can index a job under keywords its project did not give it.
+// Besides Keywords, the job may be listed under FinishedKeyword(Project).
+type Listing struct {
+	_        struct{} `cbor:",toarray"`
+	Job      []byte   // the job's key (CID bytes)
+	Project  string
+	Created  int64    // the spec's creation time, Unix ms
+	Keywords []string // sorted, distinct
+}
+
+// SignedListing is a Listing and the project's signature over its
+// canonical encoding.
+type SignedListing struct {
+	_       struct{} `cbor:",toarray"`
+	Listing []byte
+	Sig     []byte
+}
+
+const listingDomain = "up/listing/v1\x00"
+
+// MaxListingSize bounds an encoded SignedListing, in bytes.
+const MaxListingSize = 8 << 10
+
+// ListingOf builds the listing of a signed spec.
+func ListingOf(s *Signed, spec *Spec) *Listing {
+	kw := append(append([]string(nil), spec.Keywords...), spec.Resources...)
+	slices.Sort(kw)
+	kw = slices.Compact(kw)
+	return &Listing{Job: s.Key(), Project: spec.Project, Created: spec.Created, Keywords: kw}
+}
+
+// Allows reports whether the listing lets the job be indexed under kw.
+func (l *Listing) Allows(kw string) bool {
+	_, found := slices.BinarySearch(l.Keywords, kw)
+	return found || kw == FinishedKeyword(l.Project)
+}
+
+// Matches reports whether the listing agrees with the signed spec it names.
+func (l *Listing) Matches(s *Signed, spec *Spec) bool {
+	want := ListingOf(s, spec)
+	return string(l.Job) == string(want.Job) && l.Project == want.Project &&
+		l.Created == want.Created && slices.Equal(l.Keywords, want.Keywords)
+}
+
+// SignListing signs a listing with the project key.
+func SignListing(l *Listing, key ed25519.PrivateKey) (*SignedListing, error) {
+	b, err := codec.Marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	return &SignedListing{Listing: b, Sig: ed25519.Sign(key, append([]byte(listingDomain), b...))}, nil
+}
+
+// Encode is the canonical encoding of a signed listing.
+func (s *SignedListing) Encode() []byte {
+	b, err := codec.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// DecodeListing parses an encoded signed listing and checks its bounds.
+func DecodeListing(b []byte) (*SignedListing, *Listing, error) {
+	if len(b) > MaxListingSize {
+		return nil, nil, fmt.Errorf("%w: listing of %d bytes (max %d)", ErrMalformed, len(b), MaxListingSize)
+	}
+	var s SignedListing
+	if err := codec.Unmarshal(b, &s); err != nil {
+		return nil, nil, fmt.Errorf("%w: listing: %v", ErrMalformed, err)
+	}
+	if len(s.Sig) != ed25519.SignatureSize {
+		return nil, nil, fmt.Errorf("%w: listing signature of %d bytes", ErrMalformed, len(s.Sig))
+	}
+	var l Listing
+	if err := codec.Unmarshal(s.Listing, &l); err != nil {
+		return nil, nil, fmt.Errorf("%w: listing: %v", ErrMalformed, err)
+	}
+	if _, err := ParseKey(l.Job); err != nil {
+		return nil, nil, err
+	}
+	if l.Project == "" || len(l.Project) > MaxNameLen || l.Created <= 0 {
+		return nil, nil, fmt.Errorf("%w: listing of project %q created %d", ErrMalformed, truncate(l.Project), l.Created)
+	}
+	if len(l.Keywords) == 0 || len(l.Keywords) > MaxKeywords+MaxResources || !slices.IsSorted(l.Keywords) ||
+		len(slices.Compact(slices.Clone(l.Keywords))) != len(l.Keywords) {
+		return nil, nil, fmt.Errorf("%w: listing keywords must be 1..%d, sorted and distinct", ErrMalformed, MaxKeywords+MaxResources)
+	}
+	for _, k := range l.Keywords {
+		if err := ValidateKeyword(k); err != nil {
+			return nil, nil, err
+		}
+	}
+	if re, err := codec.Marshal(&l); err != nil || string(re) != string(s.Listing) {
+		return nil, nil, fmt.Errorf("%w: listing not canonically encoded", ErrMalformed)
+	}
+	return &s, &l, nil
+}
+
+// Verify checks the listing's signature with the project's key.
+func (s *SignedListing) Verify(pub ed25519.PublicKey) error {
+	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, append([]byte(listingDomain), s.Listing...), s.Sig) {
+		return fmt.Errorf("listing: %w", ErrBadSignature)
+	}
+	return nil
+}

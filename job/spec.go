@@ -1,0 +1,248 @@
+package job
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
+
+	"github.com/up-pool/up/codec"
+)
+
+// SpecVersion is the version of Spec this code writes and reads.
+const SpecVersion = 1
+
+// Bounds of a spec, enforced on every decode.
+const (
+	MaxSignedSize  = 64 << 10 // encoded Signed, in bytes
+	MaxNameLen     = 64       // Project
+	MaxAppLen      = 128      // App
+	MaxArgs        = 64
+	MaxArgLen      = 1024
+	MaxInputs      = 64
+	MaxURLLen      = 2048
+	MaxKeywords    = 32
+	MaxKeywordLen  = 128
+	MaxResources   = 16
+	NonceLen       = 16
+	CertRefLen     = sha256.Size
+	ResultKeyLen   = 32
+	signDomain     = "up/job/v1\x00"
+	signatureBytes = ed25519.SignatureSize
+)
+
+// ErrMalformed reports a spec or state that breaks the format or its bounds.
+var ErrMalformed = fmt.Errorf("malformed job: %w", codec.ErrMalformed)
+
+// ErrBadSignature reports a spec whose signature does not verify.
+var ErrBadSignature = errors.New("job signature does not verify")
+
+// Input is a reference to an input file: where to fetch it and what its
+// bytes must hash to.
+type Input struct {
+	_      struct{} `cbor:",toarray"`
+	URL    string
+	SHA256 []byte // 32 bytes
+	Size   int64  // bytes; 0 = unknown
+}
+
+// Spec is what a project asks a client to run. It is signed by the
+// project's key and never changes once signed.
+type Spec struct {
+	_         struct{} `cbor:",toarray"`
+	Version   uint16
+	Project   string   // the project's name, as in its certificate
+	App       string   // application name, from the volunteer's allow-list
+	Args      []string // arguments to the application
+	Inputs    []Input
+	Keywords  []string // index keywords, e.g. "LHC", "LHC:mem:<128MB"
+	Resources []string // resource classes, e.g. "mem:<128MB", "bw:cable"
+	TFinish   int64    // milliseconds a claim may last before the job is ready again
+	Created   int64    // creation time, Unix milliseconds
+	Nonce     []byte   // NonceLen random bytes: redundant copies land apart
+	CertRef   []byte   // sha256 of the project certificate's DER
+	ResultKey []byte   // the project's X25519 public key: results are sealed to it
+}
+
+// Validate checks the spec's bounds.
+func (s *Spec) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
+	}
+	switch {
+	case s.Version != SpecVersion:
+		return bad("version %d, want %d", s.Version, SpecVersion)
+	case s.Project == "" || len(s.Project) > MaxNameLen || !utf8.ValidString(s.Project):
+		return bad("project name of %d bytes", len(s.Project))
+	case s.App == "" || len(s.App) > MaxAppLen || !utf8.ValidString(s.App):
+		return bad("application name of %d bytes", len(s.App))
+	case len(s.Args) > MaxArgs:
+		return bad("%d arguments (max %d)", len(s.Args), MaxArgs)
+	case len(s.Inputs) > MaxInputs:
+		return bad("%d inputs (max %d)", len(s.Inputs), MaxInputs)
+	case len(s.Keywords) == 0 || len(s.Keywords) > MaxKeywords:
+		return bad("%d keywords (want 1..%d)", len(s.Keywords), MaxKeywords)
+	case len(s.Resources) > MaxResources:
+		return bad("%d resource classes (max %d)", len(s.Resources), MaxResources)
+	case s.TFinish <= 0:
+		return bad("T_finish %d ms is not positive", s.TFinish)
+	case s.Created <= 0:
+		return bad("creation time %d", s.Created)
+	case len(s.Nonce) != NonceLen:
+		return bad("nonce of %d bytes, want %d", len(s.Nonce), NonceLen)
+	case len(s.CertRef) != CertRefLen:
+		return bad("certificate reference of %d bytes, want %d", len(s.CertRef), CertRefLen)
+	case len(s.ResultKey) != ResultKeyLen:
+		return bad("result key of %d bytes, want %d", len(s.ResultKey), ResultKeyLen)
+	}
+	for _, a := range s.Args {
+		if len(a) > MaxArgLen || !utf8.ValidString(a) {
+			return bad("argument of %d bytes (max %d, UTF-8)", len(a), MaxArgLen)
+		}
+	}
+	for _, in := range s.Inputs {
+		if in.URL == "" || len(in.URL) > MaxURLLen || !utf8.ValidString(in.URL) || len(in.SHA256) != sha256.Size || in.Size < 0 {
+			return bad("input %q: want a URL, a 32-byte sha256 and a size >= 0", truncate(in.URL))
+		}
+	}
+	for _, k := range append(append([]string(nil), s.Keywords...), s.Resources...) {
+		if err := ValidateKeyword(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateKeyword checks one keyword: 1..MaxKeywordLen bytes of graphic
+// UTF-8 without spaces or parentheses (they separate keywords in queries).
+func ValidateKeyword(k string) error {
+	if k == "" || len(k) > MaxKeywordLen || !utf8.ValidString(k) {
+		return fmt.Errorf("%w: keyword %q", ErrMalformed, truncate(k))
+	}
+	for _, r := range k {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) || r == '(' || r == ')' {
+			return fmt.Errorf("%w: keyword %q holds %q", ErrMalformed, truncate(k), r)
+		}
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// Signed is a signed spec: the canonical encoding of a Spec and the
+// project's Ed25519 signature over it. Its canonical encoding is what the
+// job's CID hashes.
+type Signed struct {
+	_    struct{} `cbor:",toarray"`
+	Spec []byte
+	Sig  []byte
+}
+
+// Sign encodes spec canonically and signs it with the project key.
+func Sign(spec *Spec, key ed25519.PrivateKey) (*Signed, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := codec.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	signed := &Signed{Spec: b, Sig: ed25519.Sign(key, signPayload(b))}
+	if n := len(signed.Encode()); n > MaxSignedSize {
+		// Decode would refuse it: do not sign what no node accepts.
+		return nil, fmt.Errorf("%w: signed spec of %d bytes (max %d)", ErrMalformed, n, MaxSignedSize)
+	}
+	return signed, nil
+}
+
+func signPayload(spec []byte) []byte {
+	return append([]byte(signDomain), spec...)
+}
+
+// Encode is the canonical encoding of the signed spec.
+func (s *Signed) Encode() []byte {
+	b, err := codec.Marshal(s)
+	if err != nil {
+		panic(err) // two byte strings always encode
+	}
+	return b
+}
+
+// Decode parses an encoded signed spec and its spec, checking bounds and
+// that both encodings are canonical (so one job has one CID).
+func Decode(b []byte) (*Signed, *Spec, error) {
+	if len(b) > MaxSignedSize {
+		return nil, nil, fmt.Errorf("%w: %d bytes (max %d)", ErrMalformed, len(b), MaxSignedSize)
+	}
+	var s Signed
+	if err := codec.Unmarshal(b, &s); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if len(s.Sig) != signatureBytes {
+		return nil, nil, fmt.Errorf("%w: signature of %d bytes", ErrMalformed, len(s.Sig))
+	}
+	var spec Spec
+	if err := codec.Unmarshal(s.Spec, &spec); err != nil {
+		return nil, nil, fmt.Errorf("%w: spec: %v", ErrMalformed, err)
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if re, err := codec.Marshal(&spec); err != nil || !bytes.Equal(re, s.Spec) {
+		return nil, nil, fmt.Errorf("%w: spec not canonically encoded", ErrMalformed)
+	}
+	if !bytes.Equal(s.Encode(), b) {
+		return nil, nil, fmt.Errorf("%w: signed spec not canonically encoded", ErrMalformed)
+	}
+	return &s, &spec, nil
+}
+
+// Verify checks the signature with the project's public key.
+func (s *Signed) Verify(pub ed25519.PublicKey) error {
+	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, signPayload(s.Spec), s.Sig) {
+		return ErrBadSignature
+	}
+	return nil
+}
+
+// CID is the job's identifier: CIDv1, dag-cbor, sha2-256 of Encode().
+func (s *Signed) CID() cid.Cid {
+	mh, err := multihash.Sum(s.Encode(), multihash.SHA2_256, -1)
+	if err != nil {
+		panic(err)
+	}
+	return cid.NewCidV1(cid.DagCBOR, mh)
+}
+
+// Key is the job's key in the overlay: the CID's bytes.
+func (s *Signed) Key() []byte { return s.CID().Bytes() }
+
+// CertRef is the reference a spec carries to its project's certificate.
+func CertRef(certDER []byte) []byte {
+	h := sha256.Sum256(certDER)
+	return h[:]
+}
+
+// ParseKey parses a job key (CID bytes), checking it is a CIDv1 dag-cbor
+// sha2-256 CID.
+func ParseKey(b []byte) (cid.Cid, error) {
+	c, err := cid.Cast(b)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("%w: job key: %v", ErrMalformed, err)
+	}
+	if p := c.Prefix(); c.Version() != 1 || c.Type() != cid.DagCBOR || p.MhType != multihash.SHA2_256 || p.MhLength != sha256.Size {
+		return cid.Undef, fmt.Errorf("%w: job key %s is not a CIDv1 dag-cbor sha2-256", ErrMalformed, c)
+	}
+	return c, nil
+}

@@ -1,0 +1,127 @@
+package node
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/metrics"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/pool"
+)
+
+// Config configures a node. Zero values take the defaults.
+type Config struct {
+	// DataDir holds the node's identity, certificate and store. Required.
+	DataDir string
+	// Listen are the multiaddrs to listen on. Default /ip4/0.0.0.0/tcp/4001.
+	Listen []multiaddr.Multiaddr
+	// Bootstrap are peers dialled at start, besides the known peers
+	// remembered in the store.
+	Bootstrap []peer.AddrInfo
+	// HTTPAddr is the local HTTP API's address (/status, /metrics); empty
+	// turns it off. Use a loopback address.
+	HTTPAddr string
+	// DHT configures kad-dht and lookups; Mode is forced to server.
+	DHT dht.Config
+	// Pool configures the job pool (republish, expiry, timeouts).
+	Pool pool.Config
+	// Index configures the index server, entry writer and region views.
+	Index indexnet.Config
+	// Claim configures the claim service (T_claim, per-client limits).
+	Claim claimnet.Config
+	// HelloTimeout bounds the admission handshake. Default 10 s.
+	HelloTimeout time.Duration
+	// CRLReload is how often DataDir/crl.pem is re-read. Default 1 min.
+	CRLReload time.Duration
+	// MaxKnownPeers bounds the remembered peers dialled at start. Default 32.
+	MaxKnownPeers int
+	// JoinRetries is how many more times Start tries to join when no
+	// bootstrap or remembered peer could be reached (a node restarted while
+	// its peers still hold its old connection), 1 s apart and doubling.
+	// Default 5 (about a minute); negative: no retry.
+	JoinRetries int
+	// PeerSaveInterval is how often newly admitted nodes are written to the
+	// store's peer book (also written at close). Default 30 s.
+	PeerSaveInterval time.Duration
+	// Now reads the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives structured logs. Default slog.Default().
+	Logger *slog.Logger
+	// Host is an already built libp2p host (mocknet in tests) whose identity
+	// must be the data directory's peer key; nil builds a TCP host.
+	Host host.Host
+	// NewHost, when set, builds the host for a new identity after a move
+	// (mocknet in tests); nil builds a TCP host on Listen.
+	NewHost func(key crypto.PrivKey) (host.Host, error)
+	// Balance configures load balancing by moving positions.
+	Balance BalanceConfig
+	// OnMove, when set, is told the old and new peer ID after each move.
+	OnMove func(old, new peer.ID)
+	// Bandwidth, when set, counts the bytes a TCP host sends and receives.
+	Bandwidth metrics.Reporter
+	// LibP2PMetrics exports libp2p's own metrics on /metrics; leave it off
+	// when many nodes share a process, as libp2p's collectors are global.
+	LibP2PMetrics bool
+}
+
+func (c *Config) applyDefaults() {
+	if len(c.Listen) == 0 && c.Host == nil {
+		c.Listen = []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/0.0.0.0/tcp/4001")}
+	}
+	if c.HelloTimeout == 0 {
+		c.HelloTimeout = 10 * time.Second
+	}
+	if c.CRLReload == 0 {
+		c.CRLReload = time.Minute
+	}
+	if c.MaxKnownPeers == 0 {
+		c.MaxKnownPeers = 32
+	}
+	if c.JoinRetries == 0 {
+		c.JoinRetries = 5
+	}
+	if c.PeerSaveInterval == 0 {
+		c.PeerSaveInterval = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.DHT.Mode = dht.ModeServer
+	if c.Pool.Now == nil {
+		c.Pool.Now = c.Now
+	}
+	if c.Index.Server.Now == nil {
+		c.Index.Server.Now = c.Now
+	}
+	if c.Index.Writer.Now == nil {
+		c.Index.Writer.Now = c.Now
+	}
+	if c.Claim.Now == nil {
+		c.Claim.Now = c.Now
+	}
+	if c.DHT.Now == nil {
+		c.DHT.Now = c.Now
+	}
+}
+
+// Validate reports a missing or bad setting.
+func (c *Config) Validate() error {
+	switch {
+	case c.DataDir == "":
+		return errors.New("node config: no data directory")
+	case c.HelloTimeout < 0 || c.CRLReload < 0:
+		return errors.New("node config: negative duration")
+	}
+	return nil
+}

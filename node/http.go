@@ -1,0 +1,106 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+)
+
+// Status is the node's /status document.
+type Status struct {
+	Name         string          `json:"name"`
+	PeerID       string          `json:"peer_id"`
+	Position     string          `json:"position"`
+	PositionSeq  uint64          `json:"position_seq"`
+	Addrs        []string        `json:"addrs"`
+	Uptime       string          `json:"uptime"`
+	RoutingTable int             `json:"routing_table"`
+	Connections  int             `json:"connections"`
+	Admitted     map[string]int  `json:"admitted"`
+	CRLNumber    uint64          `json:"crl_number"`
+	Lookups      dht.LookupStats `json:"lookups"`
+	JobsHeld     int             `json:"jobs_held"`
+	IndexEntries int             `json:"index_entries"`
+	Neighbours   []Neighbour     `json:"neighbours"`
+}
+
+// Neighbour is a peer near the node's own position.
+type Neighbour struct {
+	PeerID       string `json:"peer_id"`
+	Position     string `json:"position"`
+	CommonPrefix int    `json:"common_prefix_bits"`
+}
+
+// Status reports the node's current state.
+func (n *Node) Status() Status {
+	in := n.cur()
+	self := in.dht.Self()
+	st := Status{
+		Name:         n.id.Name,
+		PeerID:       n.ID().String(),
+		Position:     self.String(),
+		PositionSeq:  n.id.Position.Position.Seq,
+		Uptime:       n.cfg.Now().Sub(n.started).Round(time.Second).String(),
+		RoutingTable: in.dht.RoutingTableSize(),
+		Connections:  len(in.host.Network().Conns()),
+		Admitted:     map[string]int{},
+		Lookups:      in.dht.Stats(),
+		JobsHeld:     in.pool.Len(),
+		IndexEntries: in.index.Len(),
+	}
+	for _, a := range n.Addrs() {
+		st.Addrs = append(st.Addrs, a.String())
+	}
+	for _, a := range in.ep.Admission().Peers() {
+		st.Admitted[string(a.Role())]++
+	}
+	if rl := in.ep.Admission().Verifier().RevocationList(); rl != nil {
+		st.CRLNumber = rl.Number.Uint64()
+	}
+	for _, p := range in.dht.NearestLocal(self, 9) {
+		if p == n.ID() {
+			continue
+		}
+		pos := keyspace.PeerPos([]byte(p))
+		st.Neighbours = append(st.Neighbours, Neighbour{
+			PeerID: p.String(), Position: pos.String(), CommonPrefix: keyspace.CommonPrefixLen(self, pos),
+		})
+	}
+	return st
+}
+
+func (n *Node) serveHTTP() error {
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("HTTP API on %s: %w", n.cfg.HTTPAddr, err)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		n.log.Warn("HTTP API is reachable beyond this machine", "addr", ln.Addr())
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(n.Status())
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		promhttp.HandlerFor(n.cur().ep.Metrics().Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	})
+	n.httpLn = ln
+	n.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	n.goLoop(func() {
+		if err := n.httpSrv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			n.log.Error("HTTP API", "err", err)
+		}
+	})
+	n.log.Info("HTTP API listening", "addr", ln.Addr().String())
+	return nil
+}

@@ -1,0 +1,156 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/pool"
+)
+
+// instance is the node's network presence at one position: host,
+// admission, kad-dht and every protocol service. A move replaces it with
+// one at the new position; the store and the identity files outlive it.
+type instance struct {
+	host   host.Host
+	ep     *overlay.Endpoint
+	dht    *dht.DHT
+	pool   *pool.Pool
+	index  *indexnet.Server
+	writer *indexnet.Writer
+	finder *indexnet.Client
+	claims *claimnet.Service
+}
+
+// openInstance starts the network stack under the identity's current
+// peer key. h, when set, is a host already built for that key.
+func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
+	cfg, id, log := n.cfg, n.id, n.log
+	in := &instance{host: h}
+	defer func() {
+		if err != nil {
+			in.close()
+		}
+	}()
+	metrics := overlay.NewMetrics()
+	blocklist := overlay.NewBlocklist(cfg.Now)
+	switch {
+	case in.host != nil:
+	case cfg.NewHost != nil:
+		if in.host, err = cfg.NewHost(id.PeerKey); err != nil {
+			return nil, err
+		}
+	default:
+		hc := overlay.HostConfig{Key: id.PeerKey, Listen: cfg.Listen, Blocklist: blocklist, Bandwidth: cfg.Bandwidth}
+		if cfg.LibP2PMetrics {
+			hc.Registerer = metrics.Registry
+		}
+		if in.host, err = overlay.NewHost(hc); err != nil {
+			return nil, err
+		}
+	}
+	if in.host.ID() != id.PeerID {
+		return nil, fmt.Errorf("host identity %s is not the data directory's %s", in.host.ID(), id.PeerID)
+	}
+	in.ep, err = overlay.New(in.host, overlay.Config{
+		Verifier:     id.NewVerifier(),
+		Cert:         id.Cert.Raw,
+		Position:     id.Position.Marshal(),
+		HelloTimeout: cfg.HelloTimeout,
+		Now:          cfg.Now,
+		Logger:       log,
+		Metrics:      metrics,
+		Blocklist:    blocklist,
+		// Another node's moves: at most one per cool-down (less a minute of
+		// clock skew).
+		MinMoveInterval: max(time.Duration(n.balanceCfg().Params.MinMoveInterval)*time.Millisecond-time.Minute, 0),
+		OnCRL: func(rl *certs.RevocationList) {
+			if err := id.SaveCRL(rl); err != nil {
+				log.Error("save revocation list", "err", err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if in.dht, err = dht.New(in.ep, cfg.DHT); err != nil {
+		return nil, err
+	}
+	poolCfg := cfg.Pool
+	if poolCfg.Logger == nil {
+		poolCfg.Logger = log
+	}
+	if in.pool, err = pool.New(in.ep, in.dht, n.store, poolCfg); err != nil {
+		return nil, err
+	}
+	ic := cfg.Index
+	if ic.Server.Logger == nil {
+		ic.Server.Logger = log
+	}
+	if ic.Writer.Logger == nil {
+		ic.Writer.Logger = log
+	}
+	in.index = indexnet.NewServer(in.ep, ic.Server)
+	d, hst := in.dht, in.host
+	in.index.SetView(func(pos keyspace.Pos) peer.ID {
+		// Redirect only to a live node: probe one we are not connected to
+		// (a dead one stays in routing tables for a while).
+		for _, p := range d.NearestLocal(pos, 4) {
+			if p == hst.ID() {
+				return p
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			alive := d.IsAlive(ctx, p)
+			cancel()
+			if alive {
+				return p
+			}
+		}
+		return ""
+	})
+	regions := indexnet.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(id.PeerID), ic.Writer.Seed+1), cfg.Now)
+	in.writer = indexnet.NewWriter(in.pool, in.dht, regions, in.index, ic.Writer)
+	in.finder = indexnet.NewClient(in.dht, regions, in.index, ic.FindTries)
+	cc := cfg.Claim
+	if cc.Logger == nil {
+		cc.Logger = log
+	}
+	in.claims = claimnet.NewService(in.ep, in.dht, in.pool, id, cc)
+	n.rememberPeers(in)
+	n.serveBalance(in)
+	return in, nil
+}
+
+// close stops the instance's services, kad-dht and host (not the store).
+func (in *instance) close() error {
+	var errs []error
+	if in.writer != nil {
+		errs = append(errs, in.writer.Close())
+	}
+	if in.index != nil {
+		errs = append(errs, in.index.Close())
+	}
+	if in.pool != nil {
+		errs = append(errs, in.pool.Close())
+	}
+	if in.dht != nil {
+		errs = append(errs, in.dht.Close())
+	}
+	if in.ep != nil {
+		errs = append(errs, in.ep.Close())
+	}
+	if in.host != nil {
+		errs = append(errs, in.host.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,322 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/pool"
+	"github.com/up-pool/up/store"
+)
+
+// Node is a running volunteer node. Its network presence (instance) is
+// replaced when the node moves to a new position; the accessors return
+// the current one.
+type Node struct {
+	cfg     Config
+	id      *keystore.Identity
+	log     *slog.Logger
+	store   *store.Store
+	started time.Time
+	peers   peerBook
+	lb      balance
+
+	mu     sync.RWMutex
+	inst   *instance
+	moving sync.Mutex     // one move at a time
+	lbWG   sync.WaitGroup // nudged balancing in progress
+
+	httpSrv *http.Server
+	httpLn  net.Listener
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	running    atomic.Bool // Start succeeded
+	freshStore bool        // Open created the store directory
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open loads the node's identity from cfg.DataDir and starts its host,
+// admission, kad-dht and store. It dials nobody yet: call Start.
+func Open(cfg Config) (_ *Node, err error) {
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	id, err := keystore.Load(cfg.DataDir, certs.RoleNode, cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("node", id.Name)
+	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now()}
+	// The current position record counts as the last move: peers refuse a
+	// newer one within the minimum move interval of it, so a fresh node
+	// must not try to move before then either.
+	n.lb.lastMove = id.Position.Position.IssuedAt.UnixMilli()
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if _, serr := os.Stat(id.Paths.Store()); errors.Is(serr, fs.ErrNotExist) {
+		n.freshStore = true
+	}
+	defer func() {
+		if err != nil {
+			_ = n.Abandon() // the cause is err; closing what half-opened adds nothing
+		}
+	}()
+	if n.store, err = store.Open(id.Paths.Store()); err != nil {
+		return nil, err
+	}
+	in, err := n.openInstance(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	n.inst = in
+	return n, nil
+}
+
+// cur is the current instance.
+func (n *Node) cur() *instance {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.inst
+}
+
+// Start serves the HTTP API, dials the bootstrap and remembered peers,
+// refreshes the routing table and starts the node's background loops.
+func (n *Node) Start(ctx context.Context) error {
+	if n.cfg.HTTPAddr != "" {
+		if err := n.serveHTTP(); err != nil {
+			return err
+		}
+	}
+	n.goLoop(n.reloadCRLLoop)
+	n.goLoop(n.savePeersLoop)
+	n.goLoop(n.balanceLoop)
+	peers := append([]peer.AddrInfo(nil), n.cfg.Bootstrap...)
+	peers = append(peers, n.knownPeers(n.cfg.MaxKnownPeers)...)
+	if len(peers) > 0 {
+		wait := time.Second
+		for try := 0; ; try++ {
+			err := n.Join(ctx, peers)
+			if err == nil {
+				break
+			}
+			if try >= n.cfg.JoinRetries || ctx.Err() != nil {
+				return err
+			}
+			n.log.Warn("join failed, retrying", "in", wait, "err", err)
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return err
+			}
+			wait *= 2
+		}
+	}
+	in := n.cur()
+	n.running.Store(true)
+	n.log.Info("node started", "peer", n.ID(), "position", in.dht.Self().Short(),
+		"addrs", in.host.Addrs(), "routing_table", in.dht.RoutingTableSize())
+	return nil
+}
+
+// Join dials peers in parallel, waits until the reachable ones are
+// admitted, and refreshes the routing table with a lookup of the node's
+// own position. It fails only when none could be reached.
+func (n *Node) Join(ctx context.Context, peers []peer.AddrInfo) error {
+	in := n.cur()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	ok := 0
+	for _, ai := range peers {
+		if ai.ID == n.ID() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, n.cfg.HelloTimeout)
+			defer cancel()
+			_, err := in.ep.Join(cctx, ai) // follows a node that moved since ai was written
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("join via %s: %w", ai.ID, err))
+				return
+			}
+			ok++
+		}()
+	}
+	wg.Wait()
+	if ok == 0 && len(errs) > 0 {
+		return fmt.Errorf("no bootstrap peer reachable: %w", errors.Join(errs...))
+	}
+	for _, err := range errs {
+		n.log.Warn("bootstrap peer unreachable", "err", err)
+	}
+	// A lookup of our own position fills the routing table around us.
+	if _, err := in.dht.ClosestN(ctx, []byte(n.ID()), in.dht.Replication()); err != nil {
+		n.log.Warn("self lookup", "err", err)
+	}
+	in.dht.Invalidate([]byte(n.ID()))
+	return nil
+}
+
+func (n *Node) goLoop(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// reloadCRLLoop re-reads crl.pem so an operator can drop in a new list.
+func (n *Node) reloadCRLLoop() {
+	t := time.NewTicker(n.cfg.CRLReload)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+			n.ReloadCRL()
+		}
+	}
+}
+
+// ReloadCRL reads the data directory's crl.pem and adopts it if newer.
+func (n *Node) ReloadCRL() {
+	b, err := os.ReadFile(n.id.Paths.CRL())
+	if err != nil {
+		return
+	}
+	rl, err := certs.ParseRevocationList(b, n.id.CA)
+	if err != nil {
+		n.log.Warn("revocation list file refused", "path", n.id.Paths.CRL(), "err", err)
+		return
+	}
+	n.cur().ep.AdoptCRL(rl)
+}
+
+// Close stops the node: HTTP API, loops, kad-dht, host and store, in that
+// order. Safe to call more than once.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.mu.Lock() // startBalance adds to lbWG only before this
+		n.cancel()
+		n.mu.Unlock()
+		var errs []error
+		if n.httpSrv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			errs = append(errs, n.httpSrv.Shutdown(ctx))
+			cancel()
+		}
+		n.wg.Wait()
+		n.lbWG.Wait()
+		n.mu.Lock()
+		in := n.inst
+		n.mu.Unlock()
+		if in != nil {
+			if n.store != nil {
+				n.flushPeers()
+			}
+			errs = append(errs, in.close())
+		}
+		if n.store != nil {
+			errs = append(errs, n.store.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+		if n.running.Load() {
+			n.log.Info("node stopped")
+		}
+	})
+	return n.closeErr
+}
+
+// Abandon closes a node that failed to open or start and, when this Open
+// created the store directory, removes it again, so a failed first start
+// leaves the data directory as 'up node init' made it.
+func (n *Node) Abandon() error {
+	err := n.Close()
+	if n.freshStore && !n.running.Load() {
+		if rerr := os.RemoveAll(n.id.Paths.Store()); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("remove the new store: %w", rerr))
+		}
+	}
+	return err
+}
+
+// ID is the node's current peer ID.
+func (n *Node) ID() peer.ID { return n.cur().host.ID() }
+
+// Name is the node's certificate name.
+func (n *Node) Name() string { return n.id.Name }
+
+// AddrInfo is the node's peer ID and listen addresses.
+func (n *Node) AddrInfo() peer.AddrInfo {
+	h := n.cur().host
+	return peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}
+}
+
+// Addrs are the node's full multiaddrs, /p2p/ included.
+func (n *Node) Addrs() []multiaddr.Multiaddr {
+	ai := n.AddrInfo()
+	addrs, _ := peer.AddrInfoToP2pAddrs(&ai)
+	return addrs
+}
+
+// Endpoint is the node's overlay endpoint.
+func (n *Node) Endpoint() *overlay.Endpoint { return n.cur().ep }
+
+// DHT is the node's kad-dht and keyspace services.
+func (n *Node) DHT() *dht.DHT { return n.cur().dht }
+
+// Pool is the node's share of the job pool.
+func (n *Node) Pool() *pool.Pool { return n.cur().pool }
+
+// Index is the node's index server.
+func (n *Node) Index() *indexnet.Server { return n.cur().index }
+
+// Writer keeps the index entries of the node's jobs.
+func (n *Node) Writer() *indexnet.Writer { return n.cur().writer }
+
+// Finder queries the index.
+func (n *Node) Finder() *indexnet.Client { return n.cur().finder }
+
+// Claims is the node's claim service.
+func (n *Node) Claims() *claimnet.Service { return n.cur().claims }
+
+// Store is the node's on-disk store.
+func (n *Node) Store() *store.Store { return n.store }
+
+// Identity is the node's loaded data directory.
+func (n *Node) Identity() *keystore.Identity { return n.id }
+
+// HTTPAddr is the bound address of the HTTP API, empty when off.
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
+}

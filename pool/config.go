@@ -1,0 +1,78 @@
+package pool
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Config configures a Pool. Zero values take the defaults (thesis 4.3).
+type Config struct {
+	// RepublishInterval is the mean time between republish rounds.
+	// Default 25 min.
+	RepublishInterval time.Duration
+	// RepublishJitter spreads rounds uniformly over Interval ± Jitter, so
+	// nodes do not republish in lockstep. Default 5 min.
+	RepublishJitter time.Duration
+	// ReplicaExpiry is how long a node keeps a job after it last found
+	// itself among the job's r closest. Default 1 h.
+	ReplicaExpiry time.Duration
+	// TCollect is how long a collected job is kept (so its state can win
+	// every merge) before it is deleted. Default 2 h.
+	TCollect time.Duration
+	// ExpiryInterval is how often claims lapse and collected jobs are
+	// deleted. Default 10 s.
+	ExpiryInterval time.Duration
+	// RPCTimeout bounds one job RPC. Default 30 s.
+	RPCTimeout time.Duration
+	// DisableLoops turns off the background rounds; tests drive them with
+	// RepublishRound and ExpireNow.
+	DisableLoops bool
+	// Seed seeds the round jitter. Default 1.
+	Seed uint64
+	// Now reads the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives structured logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) applyDefaults() {
+	if c.RepublishInterval == 0 {
+		c.RepublishInterval = 25 * time.Minute
+	}
+	if c.RepublishJitter == 0 {
+		c.RepublishJitter = 5 * time.Minute
+	}
+	if c.ReplicaExpiry == 0 {
+		c.ReplicaExpiry = time.Hour
+	}
+	if c.TCollect == 0 {
+		c.TCollect = 2 * time.Hour
+	}
+	if c.ExpiryInterval == 0 {
+		c.ExpiryInterval = 10 * time.Second
+	}
+	if c.RPCTimeout == 0 {
+		c.RPCTimeout = 30 * time.Second
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports a bad setting.
+func (c *Config) Validate() error {
+	switch {
+	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0:
+		return errors.New("pool config: negative duration")
+	case c.RepublishJitter >= c.RepublishInterval:
+		return errors.New("pool config: republish jitter must be below the interval")
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+// Package pool owns a node's share of the job pool: the signed jobs it
+// holds and their replica states, persisted in the node's store; the job
+// protocols (store with replication to the r closest, get, and the
+// two-way republish sync); verification of every job against its
+// project's certificate, once per job; and the timers that republish,
+// repair and hand over replicas, lapse expired claims and delete collected
+// jobs. Decisions on states are job.Merge and job.Expire; which jobs go to
+// whom is plan.go, a pure function of the node's view.
+package pool

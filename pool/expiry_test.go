@@ -1,0 +1,90 @@
+package pool_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/job"
+)
+
+// TestExpiry: a claim lapses at its deadline (T_finish) and the job is
+// ready again; a collected job is deleted T_collect after collection.
+func TestExpiry(t *testing.T) {
+	pn := startPoolNet(t, 6, 20, 28)
+	nd := pn.net.Node(0)
+	keys := nd.Pool().Keys()
+	if len(keys) < 2 {
+		t.Fatalf("node holds %d jobs", len(keys))
+	}
+	now := pn.clock.Now().UnixMilli()
+	claimed, collected := keys[0], keys[1]
+	if _, err := nd.Pool().Apply(claimed, job.State{Phase: job.Claimed, Client: []byte("c"), Start: now, Deadline: now + 60_000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nd.Pool().Apply(collected, job.State{Phase: job.Collected, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	// The collected state reaches every replica within two periods (to the
+	// closest, then from it; the project also tells all r nodes itself);
+	// T_collect is what lets it win.
+	pn.net.RepublishAll(context.Background())
+	pn.net.RepublishAll(context.Background())
+	for _, i := range pn.net.Holders(collected) {
+		if st, _ := pn.net.Node(i).Pool().State(collected); st.Phase != job.Collected {
+			t.Fatalf("node %d holds the collected job as %s", i, st.Phase)
+		}
+	}
+	if lapsed, deleted := nd.Pool().ExpireNow(); lapsed != 0 || deleted != 0 {
+		t.Fatalf("expired early: %d lapsed, %d deleted", lapsed, deleted)
+	}
+	pn.clock.Advance(time.Minute)
+	if lapsed, _ := nd.Pool().ExpireNow(); lapsed != 1 {
+		t.Fatalf("%d claims lapsed at the deadline, want 1", lapsed)
+	}
+	if st, _ := nd.Pool().State(claimed); st.Phase != job.Ready {
+		t.Fatalf("lapsed claim is %s", st.Phase)
+	}
+	pn.clock.Advance(2 * time.Hour)
+	if _, deleted := nd.Pool().ExpireNow(); deleted != 1 {
+		t.Fatalf("%d collected jobs deleted after T_collect, want 1", deleted)
+	}
+	if _, ok := nd.Pool().State(collected); ok {
+		t.Fatal("collected job still held after T_collect")
+	}
+	// The rest of its replicas expire the same way; nothing resurrects it.
+	for _, other := range pn.net.Live() {
+		other.Pool().ExpireNow()
+	}
+	pn.net.RepublishAll(context.Background())
+	if h := pn.net.Holders(collected); len(h) != 0 {
+		t.Fatalf("collected job back on %v", h)
+	}
+}
+
+// TestNewNodeGetsJobs: a node that joins after submission receives the
+// jobs it is now among the r closest of within one period; the nodes it
+// displaced drop theirs after the replica expiry.
+func TestNewNodeGetsJobs(t *testing.T) {
+	pn := startPoolNet(t, 16, 0, 29)
+	const late = 6
+	if err := pn.net.Kill(late); err != nil {
+		t.Fatal(err)
+	}
+	pn.keys = submit(t, pn.proj, 300)
+	if err := pn.net.Restart(context.Background(), late); err != nil {
+		t.Fatal(err)
+	}
+	if err := pn.net.Refill(); err != nil {
+		t.Fatal(err)
+	}
+	if n := pn.net.Node(late).Pool().Len(); n != 0 {
+		t.Fatalf("late node starts with %d jobs", n)
+	}
+	st := pn.net.RepublishAll(context.Background())
+	t.Logf("one round: %+v; late node now holds %d", st, pn.net.Node(late).Pool().Len())
+	pn.checkPlacement(t, false)
+	pn.clock.Advance(61 * time.Minute)
+	pn.net.RepublishAll(context.Background())
+	pn.checkPlacement(t, true)
+}

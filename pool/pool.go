@@ -1,0 +1,419 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/store"
+	"github.com/up-pool/up/wire"
+)
+
+// Store key namespaces.
+const (
+	jobNS  = "job"
+	certNS = "cert"
+)
+
+// record is a job as persisted: the signed spec, its replica state and when
+// the node last found itself among the job's r closest.
+type record struct {
+	_           struct{} `cbor:",toarray"`
+	Signed      []byte
+	State       job.State
+	Responsible int64
+	Listing     []byte
+}
+
+// entry is a held job in memory; the signed spec stays on disk.
+type entry struct {
+	pos         keyspace.Pos
+	state       job.State
+	responsible int64
+	certRef     string
+	project     string
+	created     int64
+	keywords    []string
+}
+
+// Pool is a node's share of the job pool. Safe for concurrent use.
+type Pool struct {
+	cfg Config
+	ep  *overlay.Endpoint
+	dht *dht.DHT
+	st  *store.Store
+	log *slog.Logger
+	r   int
+
+	mu    sync.Mutex
+	jobs  map[string]*entry // by job key (CID bytes)
+	certs map[string][]byte // project certificate DER by CertRef
+	rng   *rand.Rand
+
+	hooks []func(key []byte, st job.State, deleted bool)
+
+	mJobs     prometheus.GaugeFunc
+	mStored   *prometheus.CounterVec
+	mRefused  prometheus.Counter
+	mSynced   prometheus.Counter
+	mRepaired prometheus.Counter
+	mDropped  prometheus.Counter
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	inflight sync.WaitGroup // hand-ons in progress
+}
+
+// New opens the node's job pool on its store, loads the jobs held, and
+// serves the job protocols.
+func New(ep *overlay.Endpoint, d *dht.DHT, st *store.Store, cfg Config) (*Pool, error) {
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pool{
+		cfg: cfg, ep: ep, dht: d, st: st, log: cfg.Logger, r: d.Replication(),
+		jobs:  make(map[string]*entry),
+		certs: make(map[string][]byte),
+		rng:   rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	p.registerMetrics(ep.Metrics().Registry)
+	ep.Handle(wire.ProtoJobStore, wire.MaxJobFrame, []certs.Role{certs.RoleNode, certs.RoleProject}, p.handleStore)
+	ep.Handle(wire.ProtoJobGet, 64<<10, nil, p.handleGet)
+	ep.Handle(wire.ProtoJobSync, wire.MaxJobFrame, []certs.Role{certs.RoleNode}, p.handleSync)
+	p.registerResultProtocols()
+	if !cfg.DisableLoops {
+		p.goLoop(p.republishLoop)
+		p.goLoop(p.expiryLoop)
+	}
+	return p, nil
+}
+
+func (p *Pool) registerMetrics(reg *prometheus.Registry) {
+	p.mJobs = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "up_jobs_held", Help: "Job replicas held by this node.",
+	}, func() float64 { return float64(p.Len()) })
+	p.mStored = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_jobs_stored_total", Help: "Jobs newly stored, by source (project, node).",
+	}, []string{"source"})
+	p.mRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "up_jobs_refused_total", Help: "Jobs refused: malformed, forged, revoked or foreign.",
+	})
+	p.mSynced = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "up_job_sync_items_total", Help: "Job states sent in republish syncs.",
+	})
+	p.mRepaired = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "up_job_replicas_repaired_total", Help: "Jobs sent to a replica that lacked them.",
+	})
+	p.mDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "up_jobs_dropped_total", Help: "Jobs deleted: collected and kept T_collect, or no longer among the r closest.",
+	})
+	reg.MustRegister(p.mJobs, p.mStored, p.mRefused, p.mSynced, p.mRepaired, p.mDropped)
+}
+
+func (p *Pool) goLoop(f func()) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+}
+
+// Close stops the background rounds. The store is the node's to close.
+func (p *Pool) Close() error {
+	p.cancel()
+	p.wg.Wait()
+	p.inflight.Wait()
+	return nil
+}
+
+func (p *Pool) nowMS() int64 { return p.cfg.Now().UnixMilli() }
+
+// load reads every held job and certificate from the store.
+func (p *Pool) load() error {
+	var errs []error
+	err := p.st.Scan(store.Key(certNS), func(k, v []byte) bool {
+		p.certs[string(k[len(certNS)+1:])] = append([]byte(nil), v...)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	err = p.st.Scan(store.Key(jobNS), func(k, v []byte) bool {
+		var rec record
+		if err := codec.Unmarshal(v, &rec); err != nil {
+			errs = append(errs, fmt.Errorf("stored job %x: %w", k, err))
+			return true
+		}
+		signed, spec, err := job.Decode(rec.Signed)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stored job %x: %w", k, err))
+			return true
+		}
+		key := string(signed.Key())
+		// A restarted node gets a fresh replica-expiry grace for its jobs:
+		// the next rounds tell whether it is still among their r closest.
+		p.jobs[key] = newEntry(key, spec, rec.State, max(rec.Responsible, p.nowMS()))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range errs {
+		p.log.Error("job store", "err", e)
+	}
+	return nil
+}
+
+func newEntry(key string, spec *job.Spec, st job.State, responsible int64) *entry {
+	return &entry{
+		pos: keyspace.KeyPos([]byte(key)), state: st, responsible: responsible,
+		certRef: string(spec.CertRef), project: spec.Project, created: spec.Created, keywords: spec.Keywords,
+	}
+}
+
+// Len is the number of jobs held.
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.jobs)
+}
+
+// Keys lists the keys of the jobs held.
+func (p *Pool) Keys() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([][]byte, 0, len(p.jobs))
+	for k := range p.jobs {
+		out = append(out, []byte(k))
+	}
+	return out
+}
+
+// State returns the replica state of a held job, with expiry applied.
+func (p *Pool) State(key []byte) (job.State, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		return job.State{}, false
+	}
+	return job.Expire(e.state, p.nowMS()), true
+}
+
+// Get returns a held job's encoded signed spec and state.
+func (p *Pool) Get(key []byte) ([]byte, job.State, error) {
+	env, err := p.Envelope(key)
+	return env.Signed, env.State, err
+}
+
+// Envelope returns a held job as it travels: signed spec, listing and
+// state (expiry applied).
+func (p *Pool) Envelope(key []byte) (wire.JobEnvelope, error) {
+	st, ok := p.State(key)
+	if !ok {
+		return wire.JobEnvelope{}, store.ErrNotFound
+	}
+	v, err := p.st.Get(store.Key(jobNS, key))
+	if err != nil {
+		return wire.JobEnvelope{}, err
+	}
+	var rec record
+	if err := codec.Unmarshal(v, &rec); err != nil {
+		return wire.JobEnvelope{}, fmt.Errorf("stored job: %w", err)
+	}
+	return wire.JobEnvelope{Signed: rec.Signed, State: st, Listing: rec.Listing}, nil
+}
+
+// OnChange registers f to be called, outside the pool's lock, whenever a
+// held job is added (with its state), changes state, or is deleted.
+func (p *Pool) OnChange(f func(key []byte, st job.State, deleted bool)) {
+	p.mu.Lock()
+	p.hooks = append(p.hooks, f)
+	p.mu.Unlock()
+}
+
+type change struct {
+	key     []byte
+	st      job.State
+	deleted bool
+}
+
+func (p *Pool) notify(changes ...change) {
+	p.mu.Lock()
+	hooks := p.hooks
+	p.mu.Unlock()
+	for _, c := range changes {
+		for _, f := range hooks {
+			f(c.key, c.st, c.deleted)
+		}
+	}
+}
+
+// Held is what Each reports of one held job.
+type Held struct {
+	Key      []byte
+	State    job.State // expiry applied
+	Pos      keyspace.Pos
+	Project  string
+	Created  int64
+	Keywords []string
+}
+
+// Lookup returns what Each would report of one job, if held.
+func (p *Pool) Lookup(key []byte) (Held, bool) {
+	now := p.nowMS()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		return Held{}, false
+	}
+	return Held{Key: key, State: job.Expire(e.state, now), Pos: e.pos, Project: e.project, Created: e.created, Keywords: e.keywords}, true
+}
+
+// Each calls f for every held job (in no order) until f returns false.
+func (p *Pool) Each(f func(Held) bool) {
+	now := p.nowMS()
+	p.mu.Lock()
+	all := make([]Held, 0, len(p.jobs))
+	for k, e := range p.jobs {
+		all = append(all, Held{Key: []byte(k), State: job.Expire(e.state, now), Pos: e.pos,
+			Project: e.project, Created: e.created, Keywords: e.keywords})
+	}
+	p.mu.Unlock()
+	for _, h := range all {
+		if !f(h) {
+			return
+		}
+	}
+}
+
+// Cert returns a project certificate by its reference.
+func (p *Pool) Cert(ref []byte) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	der, ok := p.certs[string(ref)]
+	return der, ok
+}
+
+// ErrUnknownJob reports a state change for a job the node does not hold.
+var ErrUnknownJob = errors.New("job not held")
+
+// Apply merges a state into a held job's replica state, persists the
+// result and returns it. As the design states, expiry comes first: both
+// the held and the incoming state are expired at now, then joined
+// (job.Merge). A lapsed or released claim expires to a Ready tombstone
+// that still merges above the claim it ended, and job.Expire commutes
+// with job.Merge, so the result does not depend on whether this node's
+// expiry loop already ran.
+func (p *Pool) Apply(key []byte, st job.State) (job.State, error) {
+	if err := st.Validate(); err != nil {
+		return job.State{}, err
+	}
+	now := p.nowMS()
+	p.mu.Lock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		p.mu.Unlock()
+		return job.State{}, ErrUnknownJob
+	}
+	merged := job.Merge(job.Expire(e.state, now), job.Expire(st, now))
+	if job.Equal(merged, e.state) {
+		p.mu.Unlock()
+		return merged, nil
+	}
+	err := p.persistLocked(key, e, merged)
+	p.mu.Unlock()
+	if err != nil {
+		return job.State{}, err
+	}
+	p.notify(change{key: key, st: merged})
+	return merged, nil
+}
+
+// persistLocked writes a held job's new state. p.mu is held.
+func (p *Pool) persistLocked(key []byte, e *entry, st job.State) error {
+	k := store.Key(jobNS, key)
+	v, err := p.st.Get(k)
+	if err != nil {
+		return fmt.Errorf("job %x: %w", key, err)
+	}
+	var rec record
+	if err := codec.Unmarshal(v, &rec); err != nil {
+		return fmt.Errorf("job %x: %w", key, err)
+	}
+	rec.State, rec.Responsible = st, e.responsible
+	b, err := codec.Marshal(&rec)
+	if err != nil {
+		return err
+	}
+	if err := p.st.Put(k, b); err != nil {
+		return err
+	}
+	e.state = st
+	return nil
+}
+
+// Forget deletes a held job (tests use it to lose a replica).
+func (p *Pool) Forget(key []byte) error {
+	p.mu.Lock()
+	_, held := p.jobs[string(key)]
+	delete(p.jobs, string(key))
+	err := p.st.Delete(store.Key(jobNS, key))
+	_ = p.st.Delete(store.Key(resultNS, key))
+	p.mu.Unlock()
+	if held {
+		p.notify(change{key: key, deleted: true})
+	}
+	return err
+}
+
+// Counts reports the jobs held, and those for which this node is the
+// closest in its local view (the load-balancing n_job).
+func (p *Pool) Counts() (held, closest int) {
+	p.mu.Lock()
+	items := make([]keyspace.Pos, 0, len(p.jobs))
+	for _, e := range p.jobs {
+		items = append(items, e.pos)
+	}
+	p.mu.Unlock()
+	self := p.ep.ID()
+	for _, pos := range items {
+		if v := p.dht.NearestLocal(pos, 1); len(v) == 1 && v[0] == self {
+			closest++
+		}
+	}
+	return len(items), closest
+}
+
+// self is this node's peer ID.
+func (p *Pool) self() peer.ID { return p.ep.ID() }
+
+// jitter returns the next round's wait: Interval ± Jitter, uniformly.
+func (p *Pool) jitter() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	j := p.cfg.RepublishJitter
+	return p.cfg.RepublishInterval - j + time.Duration(p.rng.Int64N(int64(2*j)+1))
+}
+
+func keyPos(key []byte) keyspace.Pos { return keyspace.KeyPos(key) }

@@ -1,0 +1,241 @@
+package pool_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet"
+)
+
+// poolNet is a network with a fake clock and a project that submitted jobs.
+type poolNet struct {
+	net   *testnet.Network
+	clock *testnet.Clock
+	proj  *project.Project
+	keys  [][]byte // the project's list of submitted jobs
+}
+
+func startPoolNet(t *testing.T, nodes, jobs int, seed uint64) *poolNet {
+	t.Helper()
+	clock := testnet.NewClock(time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Close() })
+	proj, err := net.NewProject(ctx, "lhc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proj.Agent().Close() })
+	pn := &poolNet{net: net, clock: clock, proj: proj}
+	if jobs > 0 {
+		pn.keys = submit(t, proj, jobs)
+	}
+	return pn
+}
+
+func submit(t *testing.T, proj *project.Project, n int) [][]byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	signed := make([]*project.Prepared, n)
+	for i := range signed {
+		spec, err := proj.NewSpec("hashchain", []string{fmt.Sprint(i)}, []string{"lhc", "lhc:mem:small"}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if signed[i], err = proj.Sign(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := proj.Submit(ctx, signed)
+	keys := make([][]byte, n)
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("submit job %d: %v", i, r.Err)
+		}
+		keys[i] = signed[i].Key()
+	}
+	return keys
+}
+
+// checkPlacement asserts that every job of the project's list is held by
+// its r closest running nodes (exactly those if exact, at least those
+// otherwise) with one state everywhere. A job no running node holds is
+// lost, and fails the test too.
+func (pn *poolNet) checkPlacement(t *testing.T, exact bool) {
+	t.Helper()
+	bad, lost := 0, 0
+	for _, k := range pn.keys {
+		holders := pn.net.Holders(k)
+		if len(holders) == 0 {
+			if lost < 3 {
+				t.Errorf("job %x lost: no running node holds it", k[len(k)-4:])
+			}
+			lost++
+			continue
+		}
+		want := pn.net.TrueClosest(k, 5)
+		var wantIdx []int
+		for _, p := range want {
+			wantIdx = append(wantIdx, pn.net.Index(p))
+		}
+		slices.Sort(wantIdx)
+		ok := true
+		if exact {
+			ok = slices.Equal(holders, wantIdx)
+		} else {
+			for _, i := range wantIdx {
+				ok = ok && slices.Contains(holders, i)
+			}
+		}
+		var first job.State
+		for j, i := range holders {
+			st, _ := pn.net.Node(i).Pool().State(k)
+			if j == 0 {
+				first = st
+			} else if !job.Equal(st, first) {
+				ok = false
+			}
+		}
+		if !ok {
+			if bad < 3 {
+				t.Errorf("job %x: held by %v, want %v, states differ or placement wrong", k[len(k)-4:], holders, wantIdx)
+			}
+			bad++
+		}
+	}
+	if bad > 0 || lost > 0 {
+		t.Fatalf("%d of %d jobs misplaced, %d lost", bad, len(pn.keys), lost)
+	}
+}
+
+// TestSettle: 16 nodes, 500 jobs: every job on exactly its 5 closest
+// nodes, one state everywhere.
+func TestSettle(t *testing.T) {
+	pn := startPoolNet(t, 16, 500, 21)
+	pn.checkPlacement(t, true)
+	st := pn.net.RepublishAll(context.Background())
+	t.Logf("round after submit: %+v", st)
+	if st.Repaired != 0 || st.Merged != 0 {
+		t.Fatalf("a settled pool needed repairs: %+v", st)
+	}
+	pn.checkPlacement(t, true)
+}
+
+// TestKill30Percent: kill 30 % of the nodes at random; within one
+// republish period every job is back on its r closest live nodes.
+func TestKill30Percent(t *testing.T) {
+	pn := startPoolNet(t, 16, 500, 22)
+	rng := rand.New(rand.NewPCG(22, 22))
+	killed := rng.Perm(16)[:5]
+	// Jobs that lose every replica cannot be repaired by anyone.
+	unavoidable := 0
+	for _, k := range pn.keys {
+		if len(diff(pn.net.Holders(k), killed)) == 0 {
+			unavoidable++
+		}
+	}
+	for _, i := range killed {
+		if err := pn.net.Kill(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if unavoidable > 0 {
+		t.Fatalf("the seed kills every holder of %d jobs: pick another", unavoidable)
+	}
+	st := pn.net.RepublishAll(context.Background())
+	t.Logf("killed %v; one round: %+v", killed, st)
+	pn.checkPlacement(t, false)
+	// After the replica expiry the extra copies are gone: exactly r.
+	pn.clock.Advance(61 * time.Minute)
+	pn.net.RepublishAll(context.Background())
+	pn.checkPlacement(t, true)
+}
+
+// TestLoseTwoReplicasOfEveryJob: 2 of the 5 holders of every job lose it;
+// one republish period restores all of them.
+func TestLoseTwoReplicasOfEveryJob(t *testing.T) {
+	pn := startPoolNet(t, 16, 500, 23)
+	rng := rand.New(rand.NewPCG(23, 23))
+	for _, k := range pn.keys {
+		h := pn.net.Holders(k)
+		for _, j := range rng.Perm(len(h))[:2] {
+			if err := pn.net.Node(h[j]).Pool().Forget(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := pn.net.RepublishAll(context.Background())
+	t.Logf("one round: %+v", st)
+	if st.Repaired == 0 {
+		t.Fatal("nothing repaired")
+	}
+	pn.checkPlacement(t, true)
+}
+
+func diff(a, b []int) []int {
+	var out []int
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// TestRestartKeepsJobs: a node restarted on its data directory still has
+// its jobs and their states.
+func TestRestartKeepsJobs(t *testing.T) {
+	pn := startPoolNet(t, 8, 100, 24)
+	const i = 2
+	nd := pn.net.Node(i)
+	client := []byte("client-1")
+	now := pn.clock.Now().UnixMilli()
+	before := map[string]job.State{}
+	for n, k := range nd.Pool().Keys() {
+		st := job.State{Phase: job.Claimed, Client: client, Start: now, Deadline: now + 3600_000}
+		if n%3 == 0 {
+			st = job.State{Phase: job.Finished, Client: client, At: now, Result: []byte{1, 2, 3}}
+		}
+		got, err := nd.Pool().Apply(k, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[string(k)] = got
+	}
+	if len(before) == 0 {
+		t.Fatal("node holds no jobs")
+	}
+	if err := pn.net.Kill(i); err != nil {
+		t.Fatal(err)
+	}
+	if err := pn.net.Restart(context.Background(), i); err != nil {
+		t.Fatal(err)
+	}
+	after := pn.net.Node(i).Pool()
+	if after.Len() != len(before) {
+		t.Fatalf("restarted node holds %d jobs, held %d", after.Len(), len(before))
+	}
+	for k, want := range before {
+		got, ok := after.State([]byte(k))
+		if !ok || !job.Equal(got, want) {
+			t.Fatalf("job %x: state %+v after restart, want %+v", k, got, want)
+		}
+		if _, _, err := after.Get([]byte(k)); err != nil {
+			t.Fatalf("job %x: spec lost: %v", k, err)
+		}
+	}
+}
+
+func keyPosOf(k []byte) keyspace.Pos { return keyspace.KeyPos(k) }

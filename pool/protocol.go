@@ -1,0 +1,276 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/wire"
+)
+
+// handleStore serves /up/job/store/1.0.0.
+func (p *Pool) handleStore(ctx context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.StoreRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	var project *overlay.Admitted
+	switch from.Role() {
+	case certs.RoleProject:
+		if !req.Replicate {
+			return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("a project's store must ask for replication"))
+		}
+		project = from
+	case certs.RoleNode:
+		if req.Replicate {
+			return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("only a project's store asks for replication"))
+		}
+	}
+	acc := p.accept(req.Jobs, req.Certs, project)
+	resp := &wire.StoreResponse{Results: make([]wire.StoreResult, len(acc))}
+	for i, a := range acc {
+		resp.Results[i] = wire.StoreResult{Status: a.status, Msg: a.msg}
+	}
+	if !req.Replicate {
+		return resp, nil
+	}
+	var keys [][]byte
+	var idx []int
+	for i, a := range acc {
+		if a.status == wire.StatusOK {
+			keys = append(keys, a.key)
+			idx = append(idx, i)
+		}
+	}
+	acks := p.Replicate(ctx, keys)
+	for j, i := range idx {
+		resp.Results[i].Acks = uint16(acks[j])
+	}
+	return resp, nil
+}
+
+// Replicate places held jobs on their r live closest nodes in this node's
+// view, and returns for each how many of those hold it afterwards. A
+// target that fails is marked dead and the next closest takes its place.
+// A job this node is not among the closest of is deleted here once placed.
+func (p *Pool) Replicate(ctx context.Context, keys [][]byte) []int {
+	acks := make([]int, len(keys))
+	holders := make([]map[peer.ID]bool, len(keys))
+	for i := range holders {
+		holders[i] = map[peer.ID]bool{}
+	}
+	self := p.self()
+	pending := make([]int, len(keys))
+	for i := range pending {
+		pending[i] = i
+	}
+	for attempt := 0; attempt < 4 && len(pending) > 0; attempt++ {
+		targets := map[peer.ID][]int{}
+		for _, i := range pending {
+			view := p.placement(ctx, keys[i])
+			for _, t := range view {
+				if t == self {
+					holders[i][self] = true
+				} else if !holders[i][t] {
+					targets[t] = append(targets[t], i)
+				}
+			}
+		}
+		var mu sync.Mutex
+		var retry []int
+		var wg sync.WaitGroup
+		for t, idx := range targets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := p.pushJobs(ctx, t, keys, idx, nil)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					p.dht.MarkDead(t)
+					retry = append(retry, idx...)
+					return
+				}
+				for j, i := range idx {
+					if ok[j] {
+						holders[i][t] = true
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		pending = dedupe(retry)
+	}
+	for i := range keys {
+		acks[i] = len(holders[i])
+		if !holders[i][self] && acks[i] > 0 {
+			_ = p.Forget(keys[i])
+		}
+	}
+	return acks
+}
+
+// placement returns the live r closest nodes to a job key. A node among
+// them knows its neighbourhood completely, so its view decides; a node
+// outside it (a project's guess was off) looks the key up instead.
+func (p *Pool) placement(ctx context.Context, key []byte) []peer.ID {
+	pos := keyspace.KeyPos(key)
+	view := p.dht.NearestLive(ctx, pos, p.r)
+	if slices.Contains(view, p.self()) {
+		return view
+	}
+	found, err := p.dht.ClosestPeers(ctx, key)
+	if err != nil || len(found) == 0 {
+		return view
+	}
+	var live []peer.ID
+	for _, q := range found {
+		if p.dht.IsAlive(ctx, q) {
+			live = append(live, q)
+		}
+	}
+	return live
+}
+
+func dedupe(xs []int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// maxBatchBytes bounds the signed jobs in one store request, well inside
+// the frame limit.
+const maxBatchBytes = 4 << 20
+
+// pushJobs stores the jobs keys[idx] on node t (one replica each) and
+// reports which t holds afterwards. tr, if not nil, counts the bytes.
+func (p *Pool) pushJobs(ctx context.Context, t peer.ID, keys [][]byte, idx []int, tr *traffic) ([]bool, error) {
+	ok := make([]bool, len(idx))
+	for start := 0; start < len(idx); {
+		req := &wire.StoreRequest{}
+		refs := map[string]bool{}
+		var sent []int
+		size := 0
+		for ; start < len(idx) && len(req.Jobs) < wire.MaxJobsPerStore && size < maxBatchBytes; start++ {
+			j := start
+			env, err := p.Envelope(keys[idx[j]])
+			if err != nil {
+				continue
+			}
+			size += len(env.Signed) + len(env.Listing)
+			req.Jobs = append(req.Jobs, env)
+			sent = append(sent, j)
+			p.addCert(req, refs, env.Signed)
+		}
+		if len(req.Jobs) == 0 {
+			continue
+		}
+		var resp wire.StoreResponse
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.RPCTimeout)
+		err := p.call(cctx, t, wire.ProtoJobStore, req, wire.MaxJobFrame, &resp, tr)
+		cancel()
+		if err != nil {
+			return ok, err
+		}
+		for n, j := range sent {
+			if n < len(resp.Results) && resp.Results[n].Status == wire.StatusOK {
+				ok[j] = true
+			}
+		}
+	}
+	return ok, nil
+}
+
+// addCert adds the certificate a signed job names to req, once.
+func (p *Pool) addCert(req *wire.StoreRequest, refs map[string]bool, signed []byte) {
+	_, spec, err := job.Decode(signed)
+	if err != nil || refs[string(spec.CertRef)] {
+		return
+	}
+	if der, ok := p.Cert(spec.CertRef); ok && len(req.Certs) < wire.MaxCertsPerMsg {
+		refs[string(spec.CertRef)] = true
+		req.Certs = append(req.Certs, der)
+	}
+}
+
+// handleGet serves /up/job/get/1.0.0.
+func (p *Pool) handleGet(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
+	var req wire.GetRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	resp := &wire.GetResponse{}
+	refs := map[string]bool{}
+	for _, k := range req.Keys {
+		env, err := p.Envelope(k)
+		if err != nil {
+			resp.Missing = append(resp.Missing, k)
+			continue
+		}
+		resp.Jobs = append(resp.Jobs, env)
+		_, spec, err := job.Decode(env.Signed)
+		if err == nil && !refs[string(spec.CertRef)] && len(resp.Certs) < wire.MaxCertsPerMsg {
+			if der, ok := p.Cert(spec.CertRef); ok {
+				refs[string(spec.CertRef)] = true
+				resp.Certs = append(resp.Certs, der)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// handleSync serves /up/job/sync/1.0.0: merge the closest node's states,
+// answer what is missing here and where the merged state differs.
+func (p *Pool) handleSync(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.SyncRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	now := p.nowMS()
+	resp := &wire.SyncResponse{}
+	var finished [][]byte
+	for _, it := range req.Items {
+		p.mu.Lock()
+		e, held := p.jobs[string(it.Key)]
+		if held {
+			e.responsible = now // the closest node counts us among the r
+		}
+		p.mu.Unlock()
+		if !held {
+			resp.Need = append(resp.Need, it.Key)
+			continue
+		}
+		merged, err := p.Apply(it.Key, it.State)
+		if err != nil {
+			continue
+		}
+		if !job.Equal(merged, job.Expire(it.State, now)) {
+			resp.Newer = append(resp.Newer, wire.SyncItem{Key: it.Key, State: merged})
+		}
+		if merged.Phase == job.Finished {
+			finished = append(finished, it.Key)
+		}
+	}
+	// Results this replica lacks come from the sender, in the background.
+	if missing := p.missingResults(finished); len(missing) > 0 {
+		p.inflight.Add(1)
+		go func() {
+			defer p.inflight.Done()
+			p.fetchResults(p.ctx, from.Peer, missing, nil)
+		}()
+	}
+	return resp, nil
+}

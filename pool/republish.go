@@ -1,0 +1,257 @@
+package pool
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/store"
+	"github.com/up-pool/up/wire"
+)
+
+// RoundStats reports one republish round.
+type RoundStats struct {
+	Held, Closest int // jobs held; jobs this node republished as their closest
+	Synced        int // states sent
+	Repaired      int // jobs sent to a replica that lacked them
+	Merged        int // states changed here by newer ones from replicas
+	Dropped       int // jobs deleted: not among the r closest for the replica expiry
+	Failed        int // targets that did not answer
+	Elapsed       time.Duration
+	RPCs          int // sync and store calls that completed
+	// BytesSent counts the request frames this node sent in the round's
+	// calls that completed (sync, repair stores, result fetches), length
+	// prefixes included; BytesReceived the reply bodies it got back.
+	BytesSent, BytesReceived int
+
+	changed [][]byte // keys whose state Merged changed, in the round's first pass
+}
+
+func (p *Pool) republishLoop() {
+	for {
+		t := time.NewTimer(p.jitter())
+		select {
+		case <-p.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+			st := p.RepublishRound(p.ctx)
+			p.log.Debug("republish round", "held", st.Held, "closest", st.Closest, "repaired", st.Repaired,
+				"merged", st.Merged, "dropped", st.Dropped, "failed", st.Failed, "elapsed", st.Elapsed)
+		}
+	}
+}
+
+func (p *Pool) expiryLoop() {
+	t := time.NewTicker(p.cfg.ExpiryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			p.ExpireNow()
+		}
+	}
+}
+
+// RepublishRound runs one two-way republish round (thesis 3.2.4, 4.2.1):
+// for every job whose closest live node this node is, it syncs the job's
+// state to the others of the r closest, sends the job to those that lack
+// it, and merges what they answer; jobs it is no longer among the r
+// closest of for longer than the replica expiry are deleted.
+func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
+	start := time.Now()
+	now := p.nowMS()
+	self := p.self()
+	var st RoundStats
+	type held struct {
+		key string
+		h   Holding
+		pos [32]byte
+	}
+	p.mu.Lock()
+	all := make([]held, 0, len(p.jobs))
+	for k, e := range p.jobs {
+		all = append(all, held{key: k, h: Holding{Key: k, State: job.Expire(e.state, now), Responsible: e.responsible}, pos: e.pos})
+	}
+	p.mu.Unlock()
+	st.Held = len(all)
+	// Every holder among a job's r closest syncs it: the closest to the
+	// other r-1 (repairing and updating them), the others to the closest
+	// (so a closest that lost the job, or just became the closest, gets
+	// it). Liveness is probed once per peer per round.
+	probe := p.dht.NewProber()
+	plan := map[peer.ID][]wire.SyncItem{}
+	replicas := map[string][]peer.ID{} // the other r-1 of the jobs this node republishes
+	for _, j := range all {
+		view := probe.NearestLive(ctx, j.pos, p.r)
+		item := wire.SyncItem{Key: []byte(j.key), State: j.h.State}
+		switch Decide(self, view, j.h, now, p.cfg.ReplicaExpiry.Milliseconds()) {
+		case Republish:
+			st.Closest++
+			p.markResponsible(j.key, now)
+			for _, t := range view[1:] {
+				plan[t] = append(plan[t], item)
+			}
+			replicas[j.key] = view[1:]
+		case Keep:
+			p.markResponsible(j.key, now)
+			plan[view[0]] = append(plan[view[0]], item)
+		case Drop:
+			if err := p.Forget([]byte(j.key)); err == nil {
+				st.Dropped++
+				p.mDropped.Inc()
+			}
+		}
+	}
+	// A target that fails is marked dead and its items re-planned onto the
+	// new views, a few times at most.
+	for attempt := 0; attempt < 4 && len(plan) > 0; attempt++ {
+		next := map[peer.ID][]wire.SyncItem{}
+		for t, items := range plan {
+			if err := p.syncWith(ctx, t, items, &st); err != nil {
+				st.Failed++
+				p.dht.MarkDead(t)
+				for _, it := range items {
+					view := probe.NearestLive(ctx, keyPos(it.Key), p.r)
+					if !slices.Contains(view, self) {
+						continue
+					}
+					if view[0] == self {
+						for _, u := range view[1:] {
+							next[u] = append(next[u], it)
+						}
+					} else if view[0] != t {
+						next[view[0]] = append(next[view[0]], it)
+					}
+				}
+			}
+		}
+		plan = next
+	}
+	// A replica synced before another answered with a newer state got the
+	// old one: send what changed here this round to the other replicas once
+	// more, so one round leaves all r on the same state.
+	if len(st.changed) > 0 {
+		again := map[peer.ID][]wire.SyncItem{}
+		for _, key := range st.changed {
+			targets, ok := replicas[string(key)]
+			if !ok {
+				continue
+			}
+			cur, held := p.State(key)
+			if !held {
+				continue
+			}
+			for _, t := range targets {
+				again[t] = append(again[t], wire.SyncItem{Key: key, State: cur})
+			}
+		}
+		for t, items := range again {
+			if err := p.syncWith(ctx, t, items, &st); err != nil {
+				st.Failed++
+			}
+		}
+		st.changed = nil
+	}
+	st.Elapsed = time.Since(start)
+	return st
+}
+
+func (p *Pool) markResponsible(key string, now int64) {
+	p.mu.Lock()
+	if e, ok := p.jobs[key]; ok {
+		e.responsible = now
+	}
+	p.mu.Unlock()
+}
+
+// syncWith sends one target its items, in batches; merges newer states
+// and stores the jobs it lacks. It adds the calls' bytes to st.
+func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, st *RoundStats) error {
+	var tr traffic
+	defer func() {
+		st.BytesSent += tr.sent
+		st.BytesReceived += tr.received
+	}()
+	for start := 0; start < len(items); start += wire.MaxSyncItems {
+		batch := items[start:min(start+wire.MaxSyncItems, len(items))]
+		var resp wire.SyncResponse
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.RPCTimeout)
+		err := p.call(cctx, t, wire.ProtoJobSync, &wire.SyncRequest{Items: batch}, wire.MaxJobFrame, &resp, &tr)
+		cancel()
+		if err != nil {
+			return err
+		}
+		st.RPCs++
+		st.Synced += len(batch)
+		p.mSynced.Add(float64(len(batch)))
+		var newer [][]byte
+		for _, it := range resp.Newer {
+			before, _ := p.State(it.Key)
+			if after, err := p.Apply(it.Key, it.State); err == nil && !job.Equal(before, after) {
+				st.Merged++
+				st.changed = append(st.changed, it.Key)
+			}
+			newer = append(newer, it.Key)
+		}
+		if missing := p.missingResults(newer); len(missing) > 0 {
+			p.fetchResults(ctx, t, missing, &tr)
+		}
+		if len(resp.Need) > 0 {
+			idx := make([]int, len(resp.Need))
+			for i := range idx {
+				idx[i] = i
+			}
+			ok, err := p.pushJobs(ctx, t, resp.Need, idx, &tr)
+			if err != nil {
+				return err
+			}
+			st.RPCs++
+			for _, o := range ok {
+				if o {
+					st.Repaired++
+					p.mRepaired.Inc()
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ExpireNow lapses claims whose deadline passed (the job is ready again,
+// as the tombstone job.Expire makes of the claim) and deletes collected
+// jobs kept longer than T_collect. Running it is an optimisation only:
+// every read and merge expires states itself, with the same result. It returns how
+// many jobs it changed and deleted.
+func (p *Pool) ExpireNow() (lapsed, deleted int) {
+	now := p.nowMS()
+	tc := p.cfg.TCollect.Milliseconds()
+	var changes []change
+	p.mu.Lock()
+	for k, e := range p.jobs {
+		switch {
+		case e.state.Phase == job.Claimed && now >= e.state.Deadline:
+			ended := job.Expire(e.state, now)
+			if err := p.persistLocked([]byte(k), e, ended); err == nil {
+				lapsed++
+				changes = append(changes, change{key: []byte(k), st: ended})
+			}
+		case e.state.Phase == job.Collected && now-e.state.At >= tc:
+			if err := p.st.Delete(store.Key(jobNS, []byte(k))); err == nil {
+				_ = p.st.Delete(store.Key(resultNS, []byte(k)))
+				delete(p.jobs, k)
+				deleted++
+				p.mDropped.Inc()
+				changes = append(changes, change{key: []byte(k), deleted: true})
+			}
+		}
+	}
+	p.mu.Unlock()
+	p.notify(changes...)
+	return lapsed, deleted
+}

@@ -1,0 +1,171 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/result"
+	"github.com/up-pool/up/store"
+	"github.com/up-pool/up/wire"
+)
+
+const resultNS = "result"
+
+func (p *Pool) registerResultProtocols() {
+	p.ep.Handle(wire.ProtoResult, wire.MaxResultsFrame, []certs.Role{certs.RoleClient}, p.handleResult)
+	p.ep.Handle(wire.ProtoResultGet, 64<<10, []certs.Role{certs.RoleProject, certs.RoleNode}, p.handleResultGet)
+	p.ep.Handle(wire.ProtoCollect, 1<<20, []certs.Role{certs.RoleProject}, p.handleCollect)
+}
+
+// Result returns a held job's result envelope, if this node has it.
+func (p *Pool) Result(key []byte) ([]byte, bool) {
+	b, err := p.st.Get(store.Key(resultNS, key))
+	return b, err == nil
+}
+
+// handleResult accepts a client's sealed result for a job it claimed.
+func (p *Pool) handleResult(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.ResultSubmit
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	if err := p.SubmitResult(from.Identity.PublicKey, req.Envelope, req.At); err != nil {
+		return nil, err
+	}
+	return &wire.Ping{}, nil
+}
+
+// SubmitResult stores a result from client (its account key) and marks
+// the job finished. It refuses a result in another client's name, a forged
+// envelope, and a job the client has not claimed.
+func (p *Pool) SubmitResult(client []byte, envBytes []byte, at int64) error {
+	env, err := result.Decode(envBytes)
+	if err != nil {
+		return overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	if !bytes.Equal(env.Client, client) {
+		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("result of job %x names another client than its sender", env.Job))
+	}
+	if err := env.VerifyOuter(); err != nil {
+		return overlay.StatusErr(wire.StatusUnauthorized, err)
+	}
+	now := p.nowMS()
+	if at < now-3600_000 || at > now+60_000 {
+		return overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("result time %d is %d ms from now", at, at-now))
+	}
+	st, ok := p.State(env.Job)
+	if !ok {
+		return overlay.StatusErr(wire.StatusNotFound, fmt.Errorf("job %x not held here", env.Job))
+	}
+	digest := env.Digest()
+	switch {
+	case st.Phase == job.Finished && bytes.Equal(st.Client, client) && bytes.Equal(st.Result, digest):
+		if _, has := p.Result(env.Job); has {
+			return nil // delivered before
+		}
+	case st.Phase != job.Claimed || !bytes.Equal(st.Client, client):
+		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("job %x is %s, not claimed by this client", env.Job, st.Phase))
+	}
+	if err := p.st.Put(store.Key(resultNS, env.Job), envBytes); err != nil {
+		return err
+	}
+	_, err = p.Apply(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest})
+	return err
+}
+
+// handleResultGet returns results and states of held jobs.
+func (p *Pool) handleResultGet(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
+	var req wire.ResultGetRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	resp := &wire.ResultGetResponse{Results: make([][]byte, len(req.Keys))}
+	size := 0
+	for i, k := range req.Keys {
+		if st, ok := p.State(k); ok {
+			resp.States = append(resp.States, wire.SyncItem{Key: k, State: st})
+		}
+		if b, ok := p.Result(k); ok && size+len(b) < wire.MaxResultsFrame-(1<<20) {
+			resp.Results[i] = b
+			size += len(b)
+		}
+	}
+	return resp, nil
+}
+
+// handleCollect marks a project's finished jobs collected.
+func (p *Pool) handleCollect(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.CollectRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	resp := &wire.CollectResponse{Results: make([]wire.StoreResult, len(req.Keys))}
+	for i, k := range req.Keys {
+		resp.Results[i] = p.collect(k, from.Identity.Name, req.At)
+	}
+	return resp, nil
+}
+
+func (p *Pool) collect(key []byte, project string, at int64) wire.StoreResult {
+	h, ok := p.Lookup(key)
+	switch {
+	case !ok:
+		return wire.StoreResult{Status: wire.StatusNotFound, Msg: "job not held"}
+	case h.Project != project:
+		return wire.StoreResult{Status: wire.StatusUnauthorized, Msg: fmt.Sprintf("job of project %q", h.Project)}
+	case h.State.Phase != job.Finished && h.State.Phase != job.Collected:
+		return wire.StoreResult{Status: wire.StatusBadRequest, Msg: "job is " + h.State.Phase.String()}
+	}
+	if _, err := p.Apply(key, job.State{Phase: job.Collected, At: at}); err != nil {
+		return wire.StoreResult{Status: wire.StatusInternal, Msg: err.Error()}
+	}
+	return wire.StoreResult{Status: wire.StatusOK}
+}
+
+// fetchResults gets, from node t, the results of finished jobs this node
+// lacks (a replica that learned of the result by republish). tr, if not
+// nil, counts the bytes.
+func (p *Pool) fetchResults(ctx context.Context, t peer.ID, keys [][]byte, tr *traffic) {
+	for start := 0; start < len(keys); start += wire.MaxJobsPerStore {
+		part := keys[start:min(start+wire.MaxJobsPerStore, len(keys))]
+		var resp wire.ResultGetResponse
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.RPCTimeout)
+		err := p.call(cctx, t, wire.ProtoResultGet, &wire.ResultGetRequest{Keys: part}, wire.MaxResultsFrame, &resp, tr)
+		cancel()
+		if err != nil {
+			return
+		}
+		for i, b := range resp.Results {
+			if len(b) == 0 || i >= len(part) {
+				continue
+			}
+			env, err := result.Decode(b)
+			if err != nil || env.VerifyOuter() != nil || !bytes.Equal(env.Job, part[i]) {
+				continue
+			}
+			if st, ok := p.State(part[i]); ok && st.Phase == job.Finished && bytes.Equal(st.Result, env.Digest()) {
+				_ = p.st.Put(store.Key(resultNS, part[i]), b)
+			}
+		}
+	}
+}
+
+// missingResults lists, of the given keys, the finished jobs held here
+// without their result.
+func (p *Pool) missingResults(keys [][]byte) [][]byte {
+	var out [][]byte
+	for _, k := range keys {
+		if st, ok := p.State(k); ok && st.Phase == job.Finished {
+			if _, has := p.Result(k); !has {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+package project
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+
+	"github.com/up-pool/up/job"
+)
+
+// Progress is told how far a long operation is (done of total).
+type Progress func(done, total int)
+
+// SubmitReport tells what a submission did.
+type SubmitReport struct {
+	Units     int // work units in the file
+	Jobs      int // jobs (units × copies)
+	Prepared  int // jobs signed and recorded by this run
+	Submitted int // jobs acknowledged by r replicas in this run
+	Already   int // jobs a previous run had submitted
+	Errors    []error
+}
+
+// SubmitFile submits a job file, resumably: its jobs are signed and
+// recorded in the ledger before any is sent, so re-running the same file
+// after a crash sends only what was not acknowledged — the same jobs,
+// never new copies.
+func (p *Project) SubmitFile(ctx context.Context, l *Ledger, file []byte, source string, progress Progress) (SubmitReport, error) {
+	units, copies, err := ParseJobFile(file)
+	if err != nil {
+		return SubmitReport{}, err
+	}
+	digest := sha256.Sum256(file)
+	return p.SubmitUnits(ctx, l, units, copies, digest[:], source, progress)
+}
+
+// SubmitUnits submits work units, copies of each, as the batch named by
+// digest (re-running with the same digest resumes it), resumably like
+// SubmitFile.
+func (p *Project) SubmitUnits(ctx context.Context, l *Ledger, units []Unit, copies int, digest []byte, source string, progress Progress) (SubmitReport, error) {
+	rep := SubmitReport{Units: len(units), Jobs: len(units) * copies}
+	now := p.a.Now()
+	batch, _, err := l.Batch(digest, source, len(units), copies, now)
+	if err != nil {
+		return rep, err
+	}
+	var fresh []PreparedJob
+	flush := func() error {
+		if len(fresh) == 0 {
+			return nil
+		}
+		err := l.Prepare(fresh, p.a.Now())
+		fresh = fresh[:0]
+		return err
+	}
+	for idx, u := range units {
+		unit, err := l.EnsureUnit(batch, idx, copies)
+		if err != nil {
+			return rep, err
+		}
+		have, err := l.Copies(unit)
+		if err != nil {
+			return rep, err
+		}
+		for c := range copies {
+			if have[c] {
+				continue
+			}
+			spec, err := p.SpecFor(u)
+			if err != nil {
+				return rep, fmt.Errorf("unit %d: %w", idx, err)
+			}
+			prep, err := p.Sign(spec)
+			if err != nil {
+				return rep, fmt.Errorf("unit %d: %w", idx, err)
+			}
+			fresh = append(fresh, PreparedJob{CID: prep.CID().String(), Unit: unit, Copy: c, Signed: prep.Encode(), Listing: prep.Listing})
+			rep.Prepared++
+			if len(fresh) == 1000 {
+				if err := flush(); err != nil {
+					return rep, err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return rep, err
+	}
+	sent, errs := p.SubmitPending(ctx, l, batch, progress)
+	rep.Submitted, rep.Errors = sent, errs
+	var already int
+	if err := l.db.QueryRow(`SELECT COUNT(*) FROM jobs j JOIN units u ON u.id = j.unit WHERE u.batch = ? AND j.state != ?`, batch, StatePrepared).Scan(&already); err == nil {
+		rep.Already = already - sent
+	}
+	return rep, nil
+}
+
+// SpecFor builds the spec of one copy of a unit (fresh nonce).
+func (p *Project) SpecFor(u Unit) (*job.Spec, error) {
+	spec, err := p.NewSpec(u.App, u.Args, u.Keywords, u.TFinish)
+	if err != nil {
+		return nil, err
+	}
+	spec.Resources, spec.Inputs = u.Resources, u.Inputs
+	return spec, nil
+}
+
+// SubmitPending sends the batch's (every batch's, with 0) recorded jobs
+// that r replicas have not acknowledged, in chunks, and records each
+// acknowledgement. Every error names its job.
+func (p *Project) SubmitPending(ctx context.Context, l *Ledger, batch int64, progress Progress) (int, []error) {
+	pending, err := l.Pending(batch)
+	if err != nil {
+		return 0, []error{err}
+	}
+	var errs []error
+	sent := 0
+	chunk := p.chunk
+	if chunk <= 0 {
+		chunk = 1000
+	}
+	for start := 0; start < len(pending); start += chunk {
+		part := pending[start:min(start+chunk, len(pending))]
+		jobs := make([]*Prepared, 0, len(part))
+		for _, pj := range part {
+			s, _, err := job.Decode(pj.Signed)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("job %s in the ledger: %w", pj.CID, err))
+				continue
+			}
+			jobs = append(jobs, &Prepared{Signed: s, Listing: pj.Listing})
+		}
+		acks := map[string]int{}
+		for i, r := range p.Submit(ctx, jobs) {
+			if r.Err != nil {
+				errs = append(errs, r.Err)
+				continue
+			}
+			acks[jobs[i].CID().String()] = r.Acks
+		}
+		if err := l.MarkSubmitted(acks, p.a.Now()); err != nil {
+			return sent, append(errs, err)
+		}
+		sent += len(acks)
+		if progress != nil {
+			progress(start+len(part), len(pending))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return sent, errs
+}
+
+// AddCopy issues one more copy of a unit (after an inconclusive
+// validation): the same application and arguments, a fresh nonce.
+func (p *Project) AddCopy(ctx context.Context, l *Ledger, unit int64) error {
+	signed, maxCopy, err := l.AnyJob(unit)
+	if err != nil {
+		return fmt.Errorf("unit %d: %w", unit, err)
+	}
+	_, spec, err := job.Decode(signed)
+	if err != nil {
+		return err
+	}
+	nonce := make([]byte, job.NonceLen)
+	p.mu.Lock()
+	_, err = io.ReadFull(p.rand, nonce)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	spec.Nonce, spec.Created = nonce, p.a.Now().UnixMilli()
+	prep, err := p.Sign(spec)
+	if err != nil {
+		return err
+	}
+	if err := l.Prepare([]PreparedJob{{CID: prep.CID().String(), Unit: unit, Copy: maxCopy + 1, Signed: prep.Encode(), Listing: prep.Listing}}, p.a.Now()); err != nil {
+		return err
+	}
+	res := p.Submit(ctx, []*Prepared{prep})
+	if res[0].Err != nil {
+		return res[0].Err // recorded: a later SubmitPending retries it
+	}
+	return l.MarkSubmitted(map[string]int{prep.CID().String(): res[0].Acks}, p.a.Now())
+}

@@ -1,0 +1,186 @@
+package project_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/node"
+	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/result"
+	"github.com/up-pool/up/testnet"
+)
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestProjectChild is the project process of BenchmarkProject: it runs
+// only when that benchmark starts it, so the project's CPU is measured
+// apart from the nodes'.
+func TestProjectChild(t *testing.T) {
+	mode := os.Getenv("UP_PROJECT_BENCH")
+	if mode == "" {
+		t.Skip("the project process of BenchmarkProject")
+	}
+	dir := os.Getenv("UP_PROJECT_DIR")
+	var nodes []peer.AddrInfo
+	for _, s := range strings.Split(os.Getenv("UP_PROJECT_NODES"), ",") {
+		ai, err := peer.AddrInfoFromP2pAddr(multiaddr.StringCast(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, *ai)
+	}
+	id, err := keystore.Load(dir, certs.RoleProject, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.Open(agent.Config{Identity: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx := context.Background()
+	if err := a.Join(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := project.New(a)
+	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cpu0, t0 := cpuTime(), time.Now()
+	var n, failed int
+	switch mode {
+	case "submit":
+		file, _ := os.ReadFile(filepath.Join(dir, "jobs.yaml"))
+		rep, err := p.SubmitFile(ctx, l, file, "bench", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, failed = rep.Submitted, len(rep.Errors)
+	case "harvest":
+		rep, err := p.Harvest(ctx, l, project.HarvestOptions{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, failed = rep.Recorded, len(rep.Errors)
+	}
+	out, _ := json.Marshal(map[string]int64{"jobs": int64(n), "failed": int64(failed),
+		"cpu_us": (cpuTime() - cpu0).Microseconds(), "elapsed_us": time.Since(t0).Microseconds()})
+	fmt.Printf("CHILD %s\n", out)
+}
+
+func runChild(b *testing.B, mode, dir string, addrs []string) map[string]int64 {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestProjectChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "UP_PROJECT_BENCH="+mode, "UP_PROJECT_DIR="+dir, "UP_PROJECT_NODES="+strings.Join(addrs, ","))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	res := map[string]int64{}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "CHILD "); ok {
+			_ = json.Unmarshal([]byte(rest), &res)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("project process (%s): %v", mode, err)
+	}
+	return res
+}
+
+// BenchmarkProject measures the project's own CPU per job, in its own
+// process, for submitting b.N jobs to 16 TCP nodes (r = 5) and for
+// harvesting their results (fetch, open, verify, store, collect).
+func BenchmarkProject(b *testing.B) {
+	ctx := context.Background()
+	net, err := testnet.Start(ctx, testnet.Options{Nodes: 16, Dir: b.TempDir(), Seed: 75, Transport: testnet.TCP, PoolLoops: true,
+		Configure: func(_ int, cfg *node.Config) { cfg.Claim.Limit, cfg.Claim.Burst = 1e6, 1e6 }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer net.Close()
+	id, err := net.NewParty(certs.RoleProject, "lhc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	file := fmt.Sprintf("app: noop\nkeywords: [lhc]\nsweep:\n  i: {from: 1, to: %d}\n", b.N)
+	if err := os.WriteFile(filepath.Join(id.Dir, "jobs.yaml"), []byte(file), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var addrs []string
+	for _, nd := range net.Live() {
+		addrs = append(addrs, nd.Addrs()[0].String())
+	}
+	b.ResetTimer()
+	sub := runChild(b, "submit", id.Dir, addrs)
+	b.StopTimer()
+	if sub["jobs"] != int64(b.N) {
+		b.Fatalf("submitted %v", sub)
+	}
+	// Complete every job: claim it and return a sealed result.
+	l, err := project.OpenLedger(filepath.Join(id.Dir, "ledger.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cids := ledgerCIDs(b, l.DB())
+	l.Close()
+	w, err := net.NewAgent(ctx, certs.RoleClient, "worker")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	cl := claimnet.NewClaimer(w.Endpoint(), w.DHT(), nil, 0)
+	for _, s := range cids {
+		c, _ := cid.Decode(s)
+		claim, err := cl.ClaimAt(ctx, c.Bytes(), net.TrueClosest(c.Bytes(), 5))
+		if err != nil {
+			b.Fatal(err)
+		}
+		env, err := result.Seal(result.Inner{Job: c.Bytes(), ClientCert: w.Identity().Cert.Raw, Output: []byte("ok"), At: time.Now().UnixMilli()},
+			w.Identity().Key, id.ResultPublicKey(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cl.SubmitResult(ctx, claim, env.Encode()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	net.FlushAll(ctx)
+	b.StartTimer()
+	har := runChild(b, "harvest", id.Dir, addrs)
+	b.StopTimer()
+	if har["jobs"] != int64(b.N) {
+		b.Fatalf("harvested %v", har)
+	}
+	b.ReportMetric(float64(sub["cpu_us"])/float64(b.N), "submit-cpu-µs/job")
+	b.ReportMetric(float64(har["cpu_us"])/float64(b.N), "harvest-cpu-µs/job")
+	b.ReportMetric(float64(b.N)/(float64(sub["elapsed_us"])/1e6), "submit-jobs/s")
+	b.ReportMetric(float64(b.N)/(float64(har["elapsed_us"])/1e6), "harvest-jobs/s")
+}

@@ -1,0 +1,435 @@
+package project
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/result"
+	"github.com/up-pool/up/wire"
+)
+
+// HarvestOptions tune a harvest.
+type HarvestOptions struct {
+	// Equal is the validation rule; default byte equality.
+	Equal Equal
+	// MaxCopies bounds the copies a unit may get when results disagree.
+	// Default 2 more than the file asked.
+	MaxCopies int
+	// PageSize is the harvest page size. Default 256.
+	PageSize int
+}
+
+// HarvestReport tells what a harvest did.
+type HarvestReport struct {
+	Finished  int // finished entries found
+	Recorded  int // new results stored in the ledger
+	Collected int // jobs the nodes were told are collected
+	Refused   int // jobs whose result no node delivered in a form that opens and verifies
+	// RefusedCopies counts the copies single nodes sent that failed to
+	// open or verify (altered, another job's, or not the client's); the
+	// job's other nodes were then asked, so an honest copy may still have
+	// been recorded.
+	RefusedCopies int
+	Decided       int // units validated by this harvest
+	Extra         int // extra copies issued for inconclusive units
+	Errors        []error
+}
+
+// Harvest collects the project's finished jobs: it walks the region of
+// "<project>:finished", fetches each new result from the job's nodes
+// (the next node when one sends a copy that does not open or verify),
+// opens it (decrypts, checks the client's certificate and signature),
+// stores it durably in the ledger, and only then tells the nodes it is
+// collected. Last it validates every unit whose verdict may have changed
+// (see Ledger.Undecided) and issues another copy of a unit whose results
+// disagree.
+//
+// Re-running after a crash loses and doubles nothing: results already in
+// the ledger are not fetched again, only confirmed to the nodes, and
+// units whose results an interrupted harvest recorded are validated by
+// the next. A cancelled ctx stops the harvest between RPCs; what is
+// recorded stays recorded, and the interruption is reported in Errors.
+func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, progress Progress) (HarvestReport, error) {
+	if opts.PageSize == 0 {
+		opts.PageSize = 256
+	}
+	var rep HarvestReport
+	var fetch, confirm []found
+	_, err := p.a.Index().Harvest(ctx, job.FinishedKeyword(p.Name()), opts.PageSize, func(hits []wire.IndexHit) error {
+		for _, h := range hits {
+			c, err := cid.Cast(h.Job)
+			if err != nil {
+				continue
+			}
+			f := found{key: h.Job, cid: c.String()}
+			for _, r := range h.Replicas {
+				f.replicas = append(f.replicas, peer.ID(r))
+			}
+			rep.Finished++
+			switch st, err := l.Known(f.cid); {
+			case err != nil:
+				return fmt.Errorf("job %s: ledger state: %w", f.cid, err)
+			case st == StatePrepared || st == StateSubmitted:
+				fetch = append(fetch, f)
+			case st == StateHarvested || st == StateCollected:
+				confirm = append(confirm, f) // the nodes still list it: tell them again
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("harvest index %q: %w", job.FinishedKeyword(p.Name()), err))
+	}
+	// Jobs recorded by an interrupted harvest but never confirmed.
+	pending, err := l.Harvested()
+	if err != nil {
+		return rep, fmt.Errorf("ledger: jobs harvested but not collected: %w", err)
+	}
+	for _, s := range pending {
+		if c, err := cid.Decode(s); err == nil && !slices.ContainsFunc(confirm, func(f found) bool { return f.cid == s }) {
+			confirm = append(confirm, found{key: c.Bytes(), cid: s})
+		}
+	}
+	for start := 0; start < len(fetch) && ctx.Err() == nil; start += 64 {
+		part := fetch[start:min(start+64, len(fetch))]
+		var results []Result
+		got, refusedBy, errs := p.fetchResults(ctx, part)
+		for i, f := range part {
+			rep.RefusedCopies += len(refusedBy[i])
+			if err := errs[i]; err != nil {
+				if ctx.Err() != nil {
+					continue // interrupted, not refused: the next harvest fetches it
+				}
+				rep.Refused++
+				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", f.cid, err))
+				continue
+			}
+			if got[i] == nil {
+				continue
+			}
+			for _, e := range refusedBy[i] {
+				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w (another node's copy was recorded)", f.cid, e))
+			}
+			r := got[i]
+			r.CID = f.cid
+			results = append(results, *r)
+		}
+		if err := l.RecordResults(results, p.a.Now()); err != nil {
+			return rep, err
+		}
+		rep.Recorded += len(results)
+		for _, r := range results {
+			for _, f := range part {
+				if f.cid == r.CID {
+					confirm = append(confirm, f)
+				}
+			}
+		}
+		if progress != nil {
+			progress(start+len(part), len(fetch))
+		}
+	}
+	collected := p.collect(ctx, confirm, &rep)
+	if err := l.MarkCollected(collected, p.a.Now()); err != nil {
+		return rep, err
+	}
+	rep.Collected = len(collected)
+	if ctx.Err() != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("harvest interrupted (run it again to finish): %w", ctx.Err()))
+		return rep, nil
+	}
+	units, err := l.Undecided()
+	if err != nil {
+		return rep, err
+	}
+	for _, unit := range units {
+		if ctx.Err() != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("harvest interrupted before validating unit %d (run it again to finish): %w", unit, ctx.Err()))
+			break
+		}
+		if err := p.decide(ctx, l, unit, opts, &rep); err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("unit %d: validate: %w", unit, err))
+		}
+	}
+	return rep, nil
+}
+
+// found is a finished job of the project found in the index.
+type found struct {
+	key      []byte
+	cid      string
+	replicas []peer.ID // its nodes, from the index entry; empty: look them up
+}
+
+// fetchConcurrency bounds the nodes a harvest fetches results from at once.
+const fetchConcurrency = 8
+
+// eachNode runs f for every node's jobs, at most fetchConcurrency nodes
+// at once, and returns when all are done.
+func eachNode(byNode map[peer.ID][]int, f func(n peer.ID, idx []int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, fetchConcurrency)
+	for n, idx := range byNode {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() {
+				<-sem
+				wg.Done()
+			}()
+			f(n, idx)
+		}()
+	}
+	wg.Wait()
+}
+
+// fetchResults gets the results of jobs: each job is asked first of its
+// first listed replica, in one ResultGet per node (nodes in parallel, at
+// most fetchConcurrency at once); a job whose copy is missing there, or
+// refused, goes on to fetchResult (its other replicas one by one, or a
+// lookup when none are listed). Per job: its result (nil when not
+// fetched), the copies refused, and the error when no good copy came.
+func (p *Project) fetchResults(ctx context.Context, jobs []found) ([]*Result, [][]error, []error) {
+	jobs = slices.Clone(jobs) // replicas are trimmed of nodes that sent forged copies
+	res := make([]*Result, len(jobs))
+	refused := make([][]error, len(jobs))
+	errs := make([]error, len(jobs))
+	byNode := map[peer.ID][]int{}
+	var rest []int
+	for i, f := range jobs {
+		if len(f.replicas) == 0 {
+			rest = append(rest, i)
+			continue
+		}
+		byNode[f.replicas[0]] = append(byNode[f.replicas[0]], i)
+	}
+	var mu sync.Mutex
+	eachNode(byNode, func(n peer.ID, idx []int) {
+		for start := 0; start < len(idx); start += wire.MaxJobsPerStore {
+			part := idx[start:min(start+wire.MaxJobsPerStore, len(idx))]
+			req := &wire.ResultGetRequest{}
+			for _, i := range part {
+				req.Keys = append(req.Keys, jobs[i].key)
+			}
+			var resp wire.ResultGetResponse
+			err := p.a.Endpoint().Call(ctx, n, wire.ProtoResultGet, req, wire.MaxResultsFrame, &resp)
+			var retry []int
+			for j, i := range part {
+				if err != nil || j >= len(resp.Results) || len(resp.Results[j]) == 0 {
+					retry = append(retry, i) // this node again among the others: it may have left it out for size
+					continue
+				}
+				r, oerr := p.open(resp.Results[j], jobs[i].key)
+				if oerr != nil {
+					mu.Lock()
+					refused[i] = append(refused[i], fmt.Errorf("copy from node %s refused: %w", n, oerr))
+					jobs[i].replicas = jobs[i].replicas[1:]
+					mu.Unlock()
+					retry = append(retry, i)
+					continue
+				}
+				res[i] = r
+			}
+			mu.Lock()
+			rest = append(rest, retry...)
+			mu.Unlock()
+		}
+	})
+	for _, i := range rest {
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
+			continue
+		}
+		f := jobs[i]
+		if len(f.replicas) == 0 && len(refused[i]) > 0 {
+			errs[i] = fmt.Errorf("no good result from any node: %w", errors.Join(refused[i]...))
+			continue
+		}
+		r, more, err := p.fetchResult(ctx, f.key, f.replicas)
+		refused[i] = append(refused[i], more...)
+		if err != nil && len(refused[i]) > len(more) {
+			err = fmt.Errorf("%w (also refused: %w)", err, errors.Join(refused[i][:len(refused[i])-len(more)]...))
+		}
+		res[i], errs[i] = r, err
+	}
+	return res, refused, errs
+}
+
+// fetchResult gets a job's result from its replicas (or, without a hint,
+// its closest nodes) and opens it. A copy that does not open or verify
+// (a node altered it, or sent another job's) is refused and the next node
+// asked; refused lists those copies, each naming its node, also when a
+// good copy was found. err wraps result.ErrForged when every copy was
+// forged.
+func (p *Project) fetchResult(ctx context.Context, key []byte, replicas []peer.ID) (*Result, []error, error) {
+	if len(replicas) == 0 {
+		var err error
+		if replicas, err = p.a.DHT().ClosestPeers(ctx, key); err != nil {
+			return nil, nil, fmt.Errorf("find its nodes: %w", err)
+		}
+	}
+	var errs, refused []error
+	for _, n := range replicas {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		var resp wire.ResultGetResponse
+		err := p.a.Endpoint().Call(ctx, n, wire.ProtoResultGet, &wire.ResultGetRequest{Keys: [][]byte{key}}, wire.MaxResultsFrame, &resp)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n, err))
+			continue
+		}
+		if len(resp.Results) != 1 || len(resp.Results[0]) == 0 {
+			errs = append(errs, fmt.Errorf("node %s has no result", n))
+			continue
+		}
+		r, err := p.open(resp.Results[0], key)
+		if err != nil {
+			err = fmt.Errorf("copy from node %s refused: %w", n, err)
+			refused = append(refused, err)
+			errs = append(errs, err)
+			continue
+		}
+		return r, refused, nil
+	}
+	return nil, refused, fmt.Errorf("no good result from any of %d nodes: %w", len(replicas), errors.Join(errs...))
+}
+
+// open unseals and verifies a result envelope end to end.
+func (p *Project) open(b, key []byte) (*Result, error) {
+	env, err := result.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	if string(env.Job) != string(key) {
+		return nil, fmt.Errorf("%w: result names another job", result.ErrForged)
+	}
+	var name string
+	in, err := result.Open(env, p.a.Identity().ResultKey, func(der []byte) (ed25519.PublicKey, error) {
+		id, err := p.a.Endpoint().Admission().Verifier().VerifyCert(der, p.a.Now(), certs.RoleClient)
+		if err != nil {
+			return nil, err
+		}
+		name = id.Name
+		return id.PublicKey, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Client: name, ClientKey: env.Client, Output: in.Output, ExitCode: int(in.ExitCode), Error: in.Error,
+		CPU: time.Duration(in.CPU) * time.Millisecond, Wall: time.Duration(in.Wall) * time.Millisecond, At: time.UnixMilli(in.At)}, nil
+}
+
+// collect tells each job's nodes it is collected; it returns the jobs at
+// least one node confirmed (the state spreads to the rest by republish).
+// A node that fails is skipped: the job's other nodes, or the next
+// harvest, confirm its jobs. Nodes are told in parallel (at most
+// fetchConcurrency at once). A cancelled ctx stops it between calls.
+func (p *Project) collect(ctx context.Context, jobs []found, rep *HarvestReport) []string {
+	byNode := map[peer.ID][]int{}
+	for i, f := range jobs {
+		if ctx.Err() != nil {
+			return nil
+		}
+		nodes := f.replicas
+		if len(nodes) == 0 {
+			var err error
+			if nodes, err = p.a.DHT().ClosestPeers(ctx, f.key); err != nil {
+				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: find its nodes: %w", f.cid, err))
+				continue
+			}
+		}
+		for _, n := range nodes {
+			byNode[n] = append(byNode[n], i)
+		}
+	}
+	ok := make([]bool, len(jobs))
+	at := p.a.Now().UnixMilli()
+	var mu sync.Mutex
+	eachNode(byNode, func(n peer.ID, idx []int) {
+		for start := 0; start < len(idx) && ctx.Err() == nil; start += wire.MaxSyncItems {
+			part := idx[start:min(start+wire.MaxSyncItems, len(idx))]
+			req := &wire.CollectRequest{At: at}
+			for _, i := range part {
+				req.Keys = append(req.Keys, jobs[i].key)
+			}
+			var resp wire.CollectResponse
+			if err := p.a.Endpoint().Call(ctx, n, wire.ProtoCollect, req, 1<<20, &resp); err != nil {
+				continue // the job's other nodes, or the next harvest, confirm it
+			}
+			mu.Lock()
+			for j, i := range part {
+				// A node that no longer holds the job (deleted after
+				// T_collect) has nothing left to collect either.
+				if j < len(resp.Results) && (resp.Results[j].Status == wire.StatusOK || resp.Results[j].Status == wire.StatusNotFound) {
+					ok[i] = true
+				}
+			}
+			mu.Unlock()
+		}
+	})
+	var out []string
+	for i, f := range jobs {
+		if ok[i] {
+			out = append(out, f.cid)
+		}
+	}
+	return out
+}
+
+// decide validates a unit and issues another copy when it is inconclusive.
+func (p *Project) decide(ctx context.Context, l *Ledger, unit int64, opts HarvestOptions, rep *HarvestReport) error {
+	status, err := l.UnitStatus(unit)
+	if err != nil {
+		return err
+	}
+	results, err := l.UnitResults(unit)
+	if err != nil {
+		return err
+	}
+	if status == UnitValid {
+		// Decided already: grade the late results against the canonical one.
+		var canonical string
+		if err := l.db.QueryRow(`SELECT canonical FROM units WHERE id = ?`, unit).Scan(&canonical); err != nil {
+			return fmt.Errorf("unit %d: canonical result: %w", unit, err)
+		}
+		return l.SetVerdict(unit, Verdict{Status: UnitValid, Canonical: canonical, Valid: Grade(results, canonical, opts.Equal)})
+	}
+	_, issued, err := l.UnitOf(results[0].CID)
+	if err != nil {
+		return err
+	}
+	var asked int
+	if err := l.db.QueryRow(`SELECT copies FROM units WHERE id = ?`, unit).Scan(&asked); err != nil {
+		return err
+	}
+	v := Validate(results, issued, Quorum(asked), opts.Equal)
+	if err := l.SetVerdict(unit, v); err != nil {
+		return err
+	}
+	if v.Status == UnitValid {
+		rep.Decided++
+	}
+	maxCopies := opts.MaxCopies
+	if maxCopies == 0 {
+		maxCopies = asked + 2
+	}
+	if v.Status == UnitInconclusive && issued < maxCopies {
+		if err := p.AddCopy(ctx, l, unit); err != nil {
+			return err
+		}
+		rep.Extra++
+	}
+	return nil
+}

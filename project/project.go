@@ -1,0 +1,245 @@
+// Package project is the project-side library behind `up project`: it
+// builds and signs job specifications with the project key and submits
+// them to the overlay, counting a job as submitted only when r replicas
+// hold it (thesis 3.2.1).
+//
+// A job file (jobfile.go: YAML or JSON, one job or a parameter sweep)
+// expands into work units of one or more copies. The Ledger (ledger.go,
+// SQLite through a pure-Go driver) records every job before it is sent
+// and every result before the nodes are told it is collected, so
+// SubmitFile and Harvest can be killed at any point and re-run without
+// losing or doubling anything. Harvest (harvest.go) fetches, opens and
+// verifies results, refusing copies a node altered; Validate
+// (validate.go) compares a unit's copies under a quorum, and the ledger
+// grants each client credit for its valid results only.
+package project
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/wire"
+)
+
+// Project is a project workstation on the overlay.
+type Project struct {
+	a     *agent.Agent
+	rand  io.Reader
+	mu    sync.Mutex
+	chunk int // jobs per submission round (default 1000)
+	// storeTimeout bounds one store call to a node (default
+	// DefaultStoreTimeout): a node that takes the request and never
+	// answers costs that long, then the job goes to its next closest.
+	storeTimeout time.Duration
+}
+
+// DefaultStoreTimeout bounds one store call, placement on the r replicas
+// included: 30 s.
+const DefaultStoreTimeout = 30 * time.Second
+
+// SetStoreTimeout sets how long one store call to a node may take.
+func (p *Project) SetStoreTimeout(d time.Duration) { p.storeTimeout = d }
+
+// SetChunk sets how many jobs a submission sends and records per round.
+func (p *Project) SetChunk(n int) { p.chunk = n }
+
+// New wraps an agent whose identity is a project's.
+func New(a *agent.Agent) (*Project, error) {
+	if a.Identity().Role != certs.RoleProject {
+		return nil, fmt.Errorf("identity %q is a %s, not a project", a.Identity().Name, a.Identity().Role)
+	}
+	return &Project{a: a, rand: rand.Reader, storeTimeout: DefaultStoreTimeout}, nil
+}
+
+// SetRand sets the source of job nonces (tests replay with a seeded one).
+func (p *Project) SetRand(r io.Reader) { p.rand = r }
+
+// Agent is the project's overlay presence.
+func (p *Project) Agent() *agent.Agent { return p.a }
+
+// Name is the project's name (its certificate's).
+func (p *Project) Name() string { return p.a.Identity().Name }
+
+// NewSpec returns a spec of this project for app with args and keywords,
+// created now, with a fresh random nonce.
+func (p *Project) NewSpec(app string, args, keywords []string, tFinish time.Duration) (*job.Spec, error) {
+	nonce := make([]byte, job.NonceLen)
+	p.mu.Lock()
+	_, err := io.ReadFull(p.rand, nonce)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("job nonce: %w", err)
+	}
+	id := p.a.Identity()
+	return &job.Spec{
+		Version: job.SpecVersion, Project: id.Name, App: app, Args: args,
+		Keywords: keywords, TFinish: tFinish.Milliseconds(), Created: p.a.Now().UnixMilli(),
+		Nonce: nonce, CertRef: job.CertRef(id.Cert.Raw), ResultKey: id.ResultPublicKey(),
+	}, nil
+}
+
+// Prepared is a job ready to submit: the signed spec and the signed
+// listing that lets the index list it under its keywords.
+type Prepared struct {
+	*job.Signed
+	Listing []byte
+}
+
+// Sign signs a spec and its listing with the project key.
+func (p *Project) Sign(spec *job.Spec) (*Prepared, error) {
+	if spec.Project != p.Name() {
+		return nil, fmt.Errorf("spec of project %q signed by project %q", spec.Project, p.Name())
+	}
+	key := p.a.Identity().Key
+	s, err := job.Sign(spec, key)
+	if err != nil {
+		return nil, err
+	}
+	l, err := job.SignListing(job.ListingOf(s, spec), key)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{Signed: s, Listing: l.Encode()}, nil
+}
+
+// Submitted is the outcome of submitting one job.
+type Submitted struct {
+	CID  cid.Cid
+	Acks int   // replicas that acknowledged
+	Err  error // nil when Acks >= r
+}
+
+// ErrTooFewReplicas reports a job that fewer than r nodes acknowledged.
+var ErrTooFewReplicas = errors.New("too few replicas acknowledged")
+
+// Submit sends jobs to their closest nodes, which place them on the r
+// closest; a job counts as submitted only when r replicas acknowledged it.
+// Jobs go in batches per closest node; a node that fails is skipped for
+// the next closest. ctx bounds the whole submission.
+func (p *Project) Submit(ctx context.Context, jobs []*Prepared) []Submitted {
+	out := make([]Submitted, len(jobs))
+	r := p.a.DHT().Replication()
+	byNode := map[peer.ID][]int{}
+	for i, s := range jobs {
+		out[i].CID = s.CID()
+		first, err := p.firstNode(ctx, s.Key())
+		if err != nil {
+			out[i].Err = fmt.Errorf("job %s: find its closest node: %w", out[i].CID, err)
+			continue
+		}
+		byNode[first] = append(byNode[first], i)
+	}
+	var wg sync.WaitGroup
+	for n, idx := range byNode {
+		for len(idx) > 0 {
+			cut, size := 0, 0
+			for cut < len(idx) && cut < wire.MaxJobsPerStore && size < 4<<20 {
+				size += len(jobs[idx[cut]].Spec) + 64
+				cut++
+			}
+			part := idx[:cut]
+			idx = idx[cut:]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.submitBatch(ctx, n, jobs, part, out)
+			}()
+		}
+	}
+	wg.Wait()
+	for i := range out {
+		if out[i].Err == nil && out[i].Acks < r {
+			out[i].Err = fmt.Errorf("job %s: %d of %d replicas acknowledged: %w", out[i].CID, out[i].Acks, r, ErrTooFewReplicas)
+		}
+	}
+	return out
+}
+
+// firstNode picks the node a job is sent to: the closest in the project's
+// routing table when it has one (the node places the job on the true r
+// closest, looking the key up itself if it is not among them), else the
+// result of a lookup.
+func (p *Project) firstNode(ctx context.Context, key []byte) (peer.ID, error) {
+	d := p.a.DHT()
+	for _, n := range d.NearestLocal(keyspace.KeyPos(key), 4) {
+		if !d.IsMarkedDead(n) {
+			return n, nil
+		}
+	}
+	closest, err := d.ClosestPeers(ctx, key)
+	if err != nil || len(closest) == 0 {
+		return "", orNoPeers(err)
+	}
+	return closest[0], nil
+}
+
+func orNoPeers(err error) error {
+	if err == nil {
+		return errors.New("no nodes known")
+	}
+	return err
+}
+
+// submitBatch stores jobs[idx] through node n, falling back to the next
+// closest nodes of each job when n fails.
+func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, idx []int, out []Submitted) {
+	req := &wire.StoreRequest{Replicate: true, Certs: [][]byte{p.a.Identity().Cert.Raw}}
+	for _, i := range idx {
+		req.Jobs = append(req.Jobs, wire.JobEnvelope{Signed: jobs[i].Encode(), Listing: jobs[i].Listing})
+	}
+	var resp wire.StoreResponse
+	cctx, cancel := context.WithTimeout(ctx, p.storeTimeout)
+	err := p.a.Endpoint().Call(cctx, n, wire.ProtoJobStore, req, wire.MaxJobFrame, &resp)
+	cancel()
+	if err != nil {
+		p.a.DHT().MarkDead(n)
+		if ctx.Err() != nil {
+			for _, i := range idx {
+				out[i].Err = fmt.Errorf("job %s: submit via %s: %w", out[i].CID, n, err)
+			}
+			return
+		}
+		// Try each job's next closest live node, one job at a time.
+		for _, i := range idx {
+			p.a.DHT().Invalidate(jobs[i].Key())
+			closest, lerr := p.a.DHT().ClosestPeers(ctx, jobs[i].Key())
+			var next peer.ID
+			for _, c := range closest {
+				if c != n && !p.a.DHT().IsMarkedDead(c) {
+					next = c
+					break
+				}
+			}
+			if lerr != nil || next == "" {
+				out[i].Err = fmt.Errorf("job %s: submit via %s: %w", out[i].CID, n, err)
+				continue
+			}
+			p.submitBatch(ctx, next, jobs, []int{i}, out)
+		}
+		return
+	}
+	for j, i := range idx {
+		if j >= len(resp.Results) {
+			out[i].Err = fmt.Errorf("job %s: node %s sent no result for it", out[i].CID, n)
+			continue
+		}
+		res := resp.Results[j]
+		if res.Status != wire.StatusOK {
+			out[i].Err = fmt.Errorf("job %s refused by %s: %w", out[i].CID, n, &wire.Error{Status: res.Status, Msg: res.Msg})
+			continue
+		}
+		out[i].Acks = int(res.Acks)
+	}
+}

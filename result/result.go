@@ -1,0 +1,187 @@
+// Package result owns a job result as it travels from a worker client to
+// its project: the inner record (output, exit status, the client's
+// certificate and signature) sealed with a NaCl anonymous box to the
+// project's result key, so the nodes that carry it can neither read nor
+// alter it undetected, and the outer envelope the client signs so nodes
+// accept it only from the client that claimed the job (thesis 3.5.1,
+// 3.6.1). Pure: no I/O.
+package result
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/crypto/nacl/box"
+
+	"github.com/up-pool/up/codec"
+)
+
+// Bounds.
+const (
+	MaxOutput   = 4 << 20 // bytes of output in one result
+	MaxEnvelope = MaxOutput + 64<<10
+	MaxErrorLen = 1024
+)
+
+const (
+	innerDomain = "up/result-inner/v1\x00"
+	outerDomain = "up/result/v1\x00"
+)
+
+// Errors.
+var (
+	ErrMalformed = errors.New("malformed result")
+	ErrForged    = errors.New("result forged or altered")
+)
+
+// Inner is what only the project can read.
+type Inner struct {
+	_          struct{} `cbor:",toarray"`
+	Job        []byte   // job key
+	ClientCert []byte   // the client's certificate, DER
+	Output     []byte
+	ExitCode   int32
+	Error      string // why the job failed or was killed; empty on success
+	CPU        int64  // ms of CPU the job used
+	Wall       int64  // ms of wall-clock time
+	At         int64  // when the result was made, Unix ms
+	Sig        []byte // the client's signature over the fields above
+}
+
+func (in *Inner) payload() ([]byte, error) {
+	c := *in
+	c.Sig = nil
+	b, err := codec.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(innerDomain), b...), nil
+}
+
+// Envelope is what nodes carry: the sealed inner record, signed outside by
+// the client.
+type Envelope struct {
+	_      struct{} `cbor:",toarray"`
+	Job    []byte
+	Client []byte // the client's account public key
+	Sealed []byte
+	Sig    []byte
+}
+
+func (e *Envelope) payload() []byte {
+	h := sha256.Sum256(e.Sealed)
+	b := append([]byte(outerDomain), byte(len(e.Job)))
+	b = append(b, e.Job...)
+	return append(b, h[:]...)
+}
+
+// Seal builds a result for jobKey signed by the client's key and sealed to
+// the project's result public key. rand may be nil (crypto/rand).
+func Seal(in Inner, clientKey ed25519.PrivateKey, projectKey []byte, rand io.Reader) (*Envelope, error) {
+	if len(projectKey) != 32 {
+		return nil, fmt.Errorf("%w: project result key of %d bytes", ErrMalformed, len(projectKey))
+	}
+	if len(in.Output) > MaxOutput {
+		return nil, fmt.Errorf("%w: output of %d bytes (max %d)", ErrMalformed, len(in.Output), MaxOutput)
+	}
+	if len(in.Error) > MaxErrorLen {
+		in.Error = in.Error[:MaxErrorLen]
+	}
+	p, err := in.payload()
+	if err != nil {
+		return nil, err
+	}
+	in.Sig = ed25519.Sign(clientKey, p)
+	b, err := codec.Marshal(&in)
+	if err != nil {
+		return nil, err
+	}
+	var pk [32]byte
+	copy(pk[:], projectKey)
+	sealed, err := box.SealAnonymous(nil, b, &pk, rand)
+	if err != nil {
+		return nil, fmt.Errorf("seal result: %w", err)
+	}
+	e := &Envelope{Job: in.Job, Client: clientKey.Public().(ed25519.PublicKey), Sealed: sealed}
+	e.Sig = ed25519.Sign(clientKey, e.payload())
+	return e, nil
+}
+
+// Encode is the envelope's canonical encoding.
+func (e *Envelope) Encode() []byte {
+	b, err := codec.Marshal(e)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Digest identifies an envelope (the replica state's result reference).
+func (e *Envelope) Digest() []byte {
+	h := sha256.Sum256(e.Encode())
+	return h[:]
+}
+
+// Decode parses an envelope and checks its bounds.
+func Decode(b []byte) (*Envelope, error) {
+	if len(b) > MaxEnvelope {
+		return nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
+	}
+	var e Envelope
+	if err := codec.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if len(e.Job) == 0 || len(e.Job) > 128 || len(e.Client) != ed25519.PublicKeySize ||
+		len(e.Sig) != ed25519.SignatureSize || len(e.Sealed) < box.AnonymousOverhead {
+		return nil, fmt.Errorf("%w: fields out of bounds", ErrMalformed)
+	}
+	return &e, nil
+}
+
+// VerifyOuter checks the client's outer signature: what nodes check.
+func (e *Envelope) VerifyOuter() error {
+	if !ed25519.Verify(e.Client, e.payload(), e.Sig) {
+		return fmt.Errorf("%w: outer signature", ErrForged)
+	}
+	return nil
+}
+
+// Open unseals an envelope with the project's result key and checks it
+// end to end: the outer signature, that the box opens (any alteration of
+// the sealed bytes fails here), the inner signature by the certificate's
+// key, and that inner and outer agree on job and client. certKey returns
+// the public key of a verified client certificate (the project checks it
+// against the CA); the certificate is returned in Inner.ClientCert.
+func Open(e *Envelope, projectPriv *[32]byte, certKey func(der []byte) (ed25519.PublicKey, error)) (*Inner, error) {
+	if err := e.VerifyOuter(); err != nil {
+		return nil, err
+	}
+	var pub [32]byte
+	curve25519ScalarBase(&pub, projectPriv)
+	b, ok := box.OpenAnonymous(nil, e.Sealed, &pub, projectPriv)
+	if !ok {
+		return nil, fmt.Errorf("%w: sealed box does not open", ErrForged)
+	}
+	var in Inner
+	if err := codec.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("%w: inner: %v", ErrMalformed, err)
+	}
+	key, err := certKey(in.ClientCert)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate in result: %w", err)
+	}
+	p, err := in.payload()
+	if err != nil {
+		return nil, err
+	}
+	if !ed25519.Verify(key, p, in.Sig) {
+		return nil, fmt.Errorf("%w: inner signature", ErrForged)
+	}
+	if string(in.Job) != string(e.Job) || !key.Equal(ed25519.PublicKey(e.Client)) {
+		return nil, fmt.Errorf("%w: inner and outer disagree on job or client", ErrForged)
+	}
+	return &in, nil
+}

@@ -1,0 +1,156 @@
+//go:build linux || darwin
+
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// drainTimeout bounds how long Run waits, after the process group is gone,
+// for the output pipes to close (a descendant that left the group could
+// hold them open).
+const drainTimeout = 2 * time.Second
+
+// start runs the launcher and waits for it, enforcing the wall-clock limit,
+// the output bound and ctx by killing the process group.
+func (r *Runner) start(ctx context.Context, path string, args []string, dir string, env []string, t Task) (Outcome, error) {
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return Outcome{}, fmt.Errorf("runner: %w", err)
+	}
+	defer stdoutR.Close()
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdoutW.Close()
+		return Outcome{}, fmt.Errorf("runner: %w", err)
+	}
+	defer stderrR.Close()
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        append([]string{path}, args...),
+		Dir:         dir,
+		Env:         env,
+		Stdout:      stdoutW,
+		Stderr:      stderrW,
+		SysProcAttr: sysProcAttr(),
+	}
+	began := time.Now()
+	err = cmd.Start()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		return Outcome{}, fmt.Errorf("runner: starting the launcher: %w", err)
+	}
+	pid := cmd.Process.Pid
+
+	stdout := newOutputBuffer(r.maxOutput)
+	stderr := &stderrBuffer{max: stderrTail}
+	var copies sync.WaitGroup
+	copies.Go(func() { io.Copy(stdout, stdoutR) })
+	copies.Go(func() { io.Copy(stderr, stderrR) })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	timer := time.NewTimer(t.Wall)
+	defer timer.Stop()
+	over, done := stdout.over, ctx.Done()
+	var killed string
+	var ctxErr, waitErr error
+wait:
+	for {
+		select {
+		case waitErr = <-exited:
+			break wait
+		case <-timer.C:
+			killed = KilledWall
+			killGroup(pid)
+		case <-over:
+			over = nil
+			if killed == "" {
+				killed = KilledOutput
+			}
+			killGroup(pid)
+		case <-done:
+			done = nil
+			ctxErr = ctx.Err()
+			killGroup(pid)
+		}
+	}
+	wall := time.Since(began)
+	killGroup(pid) // whatever the application left behind in its group
+
+	drained := make(chan struct{})
+	go func() { copies.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		stdoutR.Close()
+		stderrR.Close()
+		<-drained
+	}
+
+	ps := cmd.ProcessState
+	var exitErr *exec.ExitError
+	if ps == nil || (waitErr != nil && !errors.As(waitErr, &exitErr)) {
+		return Outcome{}, fmt.Errorf("runner: waiting for the launcher: %w", waitErr)
+	}
+	out := Outcome{
+		Output: stdout.buf.Bytes(),
+		Stderr: stderr.String(),
+		Killed: killed,
+		CPU:    ps.UserTime() + ps.SystemTime(),
+		Wall:   wall,
+	}
+	status := ps.Sys().(syscall.WaitStatus)
+	sig := syscall.Signal(0)
+	if status.Signaled() {
+		sig = status.Signal()
+		out.ExitCode = 128 + int(sig)
+	} else {
+		out.ExitCode = status.ExitStatus()
+	}
+	if stdout.exceeded {
+		out.Killed = KilledOutput // even if the wall-clock timer also fired
+	}
+	if ctxErr != nil && out.Killed == "" {
+		return out, fmt.Errorf("runner: task cancelled: %w", ctxErr)
+	}
+	if out.Killed == "" {
+		out.Killed = classify(t, out, sig, stderr.memory)
+	}
+	return out, nil
+}
+
+// classify names the limit that ended a process the runner did not kill:
+//   - CPU: SIGXCPU (RLIMIT_CPU's soft limit, fatal for most programs; the
+//     launcher turns it into SIGKILL for built-ins) or SIGKILL (the hard
+//     limit, one second later), with the CPU time at (within 10%) the limit;
+//   - memory: a failed exit whose stderr reports an allocation failure
+//     (RLIMIT_AS makes mmap/brk fail; the Go runtime then dies with "fatal
+//     error: runtime: out of memory", exit status 2);
+//   - wall clock: SIGKILL or SIGALRM after the limit (the launcher's own
+//     backstop, one second after the limit).
+func classify(t Task, out Outcome, sig syscall.Signal, memoryMessage bool) string {
+	switch {
+	case t.CPU > 0 && (sig == syscall.SIGXCPU || sig == syscall.SIGKILL) && 10*out.CPU >= 9*t.CPU:
+		return KilledCPU
+	case t.Memory > 0 && out.ExitCode != 0 && memoryMessage:
+		return KilledMemory
+	case (sig == syscall.SIGKILL || sig == syscall.SIGALRM) && out.Wall >= t.Wall:
+		return KilledWall
+	}
+	return ""
+}
+
+// killGroup sends SIGKILL to the process group led by pid.
+func killGroup(pid int) {
+	syscall.Kill(-pid, syscall.SIGKILL)
+}

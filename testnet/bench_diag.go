@@ -1,0 +1,70 @@
+package testnet
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/project"
+)
+
+// unharvested describes, for a bench that timed out, where each job the
+// ledger still holds as submitted stands on every live node: its replica
+// state, where the node's writer placed its entries, and which index nodes
+// hold its finished entry. At most max jobs are described.
+func unharvested(net *Network, ledger *project.Ledger, projectName string, max int, workers []*benchWorker) string {
+	rows, err := ledger.DB().Query(`SELECT cid FROM jobs WHERE state = 'submitted' LIMIT ?`, max)
+	if err != nil {
+		return fmt.Sprintf("ledger: %v", err)
+	}
+	var cids []string
+	for rows.Next() {
+		var s string
+		if rows.Scan(&s) == nil {
+			cids = append(cids, s)
+		}
+	}
+	rows.Close()
+	finished := job.FinishedKeyword(projectName)
+	var b strings.Builder
+	for _, s := range cids {
+		c, err := cid.Decode(s)
+		if err != nil {
+			continue
+		}
+		key := c.Bytes()
+		fmt.Fprintf(&b, "job %s (closest first: %v):\n", s, net.TrueClosest(key, 8))
+		var signed []byte
+		if err := ledger.DB().QueryRow(`SELECT signed FROM jobs WHERE cid = ?`, s).Scan(&signed); err == nil {
+			if _, spec, err := job.Decode(signed); err == nil {
+				unit := fmt.Sprintf("%q %q %q", spec.Project, spec.App, spec.Args)
+				for i, w := range workers {
+					w.mu.Lock()
+					fmt.Fprintf(&b, "  worker %d: ran the unit %v, runs %d, released %d, failed claims %v\n", i+1, w.units[unit], w.runs.Load(), w.released.Load(), w.claimErrs)
+					w.mu.Unlock()
+				}
+				for _, kw := range spec.Keywords {
+					for _, nd := range net.Live() {
+						if e, ok := nd.Index().Entry(kw, key); ok {
+							fmt.Fprintf(&b, "  entry %q at %s: held until %d (now %d), served %d\n", kw, nd.Name(), e.Held, time.Now().UnixMilli(), e.Served)
+						}
+					}
+				}
+			}
+		}
+		for _, nd := range net.Live() {
+			st, held := nd.Pool().State(key)
+			placed := nd.Writer().Placed(key)
+			has := nd.Index().Has(finished, key)
+			if !held && len(placed) == 0 && !has {
+				continue
+			}
+			fmt.Fprintf(&b, "  %s: held %v state %s client %q, writer placed %v, holds finished entry %v\n",
+				nd.Name(), held, st.Phase, st.Client, placed, has)
+		}
+	}
+	return b.String()
+}

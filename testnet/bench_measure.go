@@ -1,0 +1,168 @@
+package testnet
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/libp2p/go-libp2p/core/peer"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/up-pool/up/agent"
+)
+
+// Quantiles are the median and 99th percentile of a set of durations.
+type Quantiles struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+func quantiles(ds []time.Duration) Quantiles {
+	if len(ds) == 0 {
+		return Quantiles{}
+	}
+	slices.Sort(ds)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(ds)))) - 1
+		return float64(ds[max(0, min(i, len(ds)-1))]) / 1e6
+	}
+	return Quantiles{N: len(ds), P50: at(0.50), P99: at(0.99), Max: float64(ds[len(ds)-1]) / 1e6}
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Maxrss * 1024 // kilobytes on Linux
+}
+
+// counters is a snapshot of the network's counters.
+type counters struct {
+	byProto, byRole map[string]float64
+	lookups         map[string]int64
+	lookupRPCs      int64
+	bytes           int64
+}
+
+// benchCounters reads every node's RPC counters (overlay RPCs by protocol
+// and requester role, kad-dht requests by type), every party's lookups,
+// and the bytes on the wire.
+func benchCounters(n *Network, agents []*agent.Agent) counters {
+	c := counters{byProto: map[string]float64{}, byRole: map[string]float64{}, lookups: map[string]int64{}}
+	for _, nd := range n.Live() {
+		mfs, err := nd.Endpoint().Metrics().Registry.Gather()
+		if err != nil {
+			continue
+		}
+		for _, mf := range mfs {
+			var proto func(*dto.Metric) string
+			switch mf.GetName() {
+			case "up_rpc_received_total":
+				proto = func(m *dto.Metric) string { return label(m, "protocol") }
+			case "up_dht_requests_received_total":
+				proto = func(m *dto.Metric) string { return "dht:" + label(m, "type") }
+			default:
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				v := m.GetCounter().GetValue()
+				c.byProto[proto(m)] += v
+				c.byRole[label(m, "role")] += v
+			}
+		}
+		st := nd.DHT().Stats()
+		c.lookups["node"] += st.Network
+		c.lookups["cached"] += st.Cached
+		c.lookupRPCs += st.RPCs
+	}
+	for _, a := range agents {
+		st := a.DHT().Stats()
+		c.lookups[string(a.Identity().Role)] += st.Network
+		c.lookups["cached"] += st.Cached
+		c.lookupRPCs += st.RPCs
+	}
+	c.bytes = n.wireBytes()
+	return c
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// wireBytes is what the nodes sent plus what they received from parties
+// that are not nodes (the project and clients have no counters): every
+// byte on the wire once.
+func (n *Network) wireBytes() int64 {
+	nodes := map[peer.ID]bool{}
+	for _, nd := range n.Live() {
+		nodes[nd.ID()] = true
+	}
+	var sum int64
+	for _, c := range n.bw {
+		sum += c.GetBandwidthTotals().TotalOut
+		for p, st := range c.GetBandwidthByPeer() {
+			if !nodes[p] {
+				sum += st.TotalIn
+			}
+		}
+	}
+	return sum
+}
+
+// cpuByLabel sums a gzipped pprof CPU profile's CPU time by the value of
+// one label ("" for samples without it), and in total.
+func cpuByLabel(gz []byte, key string) (map[string]time.Duration, time.Duration, error) {
+	prof, err := profile.ParseData(gz)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read CPU profile: %w", err)
+	}
+	col := -1
+	for i, t := range prof.SampleType {
+		if t.Unit == "nanoseconds" {
+			col = i
+		}
+	}
+	if col < 0 {
+		return nil, 0, errors.New("no CPU nanoseconds in the profile")
+	}
+	out := map[string]time.Duration{}
+	var total time.Duration
+	for _, smp := range prof.Sample {
+		if col >= len(smp.Value) {
+			continue
+		}
+		val := ""
+		if vs := smp.Label[key]; len(vs) > 0 {
+			val = vs[0]
+		}
+		out[val] += time.Duration(smp.Value[col])
+		total += time.Duration(smp.Value[col])
+	}
+	return out, total, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

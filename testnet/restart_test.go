@@ -1,0 +1,57 @@
+package testnet_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/testnet"
+)
+
+// TestRestartKeepsIdentityAndRejoins: over loopback TCP, a node stopped and
+// restarted on its data directory has the same peer ID, rejoins through
+// the peers it remembered, and is found by lookups again.
+func TestRestartKeepsIdentityAndRejoins(t *testing.T) {
+	for _, tr := range []struct {
+		name string
+		t    testnet.Transport
+	}{{"tcp", testnet.TCP}, {"mocknet", testnet.Mocknet}} {
+		t.Run(tr.name, func(t *testing.T) {
+			net := startNet(t, testnet.Options{Nodes: 8, Seed: 11, Transport: tr.t})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			const i = 3
+			before := net.Node(i).ID()
+			if err := net.Kill(i); err != nil {
+				t.Fatal(err)
+			}
+			if err := net.Restart(ctx, i); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			nd := net.Node(i)
+			if nd.ID() != before {
+				t.Fatalf("restarted with peer ID %s, was %s", nd.ID(), before)
+			}
+			if nd.DHT().RoutingTableSize() == 0 {
+				t.Fatal("restarted node has an empty routing table")
+			}
+			// Every other node finds the restarted node among the closest
+			// to a key right at its position.
+			key := []byte(nd.ID())
+			for _, other := range net.Live() {
+				if other == nd {
+					continue
+				}
+				other.DHT().Invalidate(key)
+				got, err := other.DHT().ClosestPeers(ctx, key)
+				if err != nil {
+					t.Fatalf("%s lookup: %v", other.Name(), err)
+				}
+				want := net.TrueClosest(key, 5)
+				if !equalIDs(got, want) {
+					t.Fatalf("%s: closest after restart %v, want %v", other.Name(), got, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,345 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/job"
+)
+
+// attempt is one client's search for a job and its claim: an index query
+// at random points of the keyword's region, then claim.Driver over the
+// replica set the entry carries. Clients sit outside the overlay; each
+// attempt uses a random live node as its gateway (the volunteer's own
+// node), whose lookup cache it shares.
+type attempt struct {
+	id      int32
+	client  []byte
+	job     int32
+	gw      int32
+	side    int8
+	tries   int8
+	retries int8
+	loop    bool  // a trace client: polls again when done
+	fate    uint8 // how its run of the job ends (trace)
+	drv     *claim.Driver
+	replies []claim.Reply
+	start   int64
+	doneAt  int64
+}
+
+func (s *Sim) newAttempt(loop bool) *attempt {
+	s.clientSeq++
+	c := make([]byte, 8)
+	binary.BigEndian.PutUint32(c, uint32(s.clientSeq))
+	copy(c[4:], "clnt")
+	return &attempt{id: s.clientSeq, client: c, job: -1, loop: loop}
+}
+
+// claimsWanted reports whether open-loop clients keep coming.
+func (s *Sim) claimsWanted() bool {
+	switch s.c.Workload {
+	case Static:
+		return s.claimsStarted && s.m.claimed+s.m.lostUnclaimed() < s.c.Jobs
+	case Dynamic:
+		return s.e.now < ms(s.c.Duration)
+	}
+	return true
+}
+
+// claimStart: the open-loop client generator's tick (att nil), or a
+// client (re)starting its search.
+func (s *Sim) claimStart(ev event) {
+	att := ev.att
+	if att == nil {
+		if !s.claimsWanted() {
+			return
+		}
+		// The k-th attempt starts k/Rate s after the first: exactly Rate
+		// attempts a second, without rounding drift.
+		if s.genCount == 0 {
+			s.genStart = s.e.now
+		}
+		s.genCount++
+		s.e.at(s.genStart+int64(float64(s.genCount)*1000/s.c.Rate), event{kind: evClaimStart})
+		att = s.newAttempt(false)
+	}
+	s.startQuery(att, 0)
+}
+
+// startQuery sends the client's index query, after delay ms.
+func (s *Sim) startQuery(att *attempt, delay int64) {
+	r0 := &s.rings[0]
+	if r0.len() == 0 {
+		return
+	}
+	att.gw = r0.id[s.e.rng.IntN(r0.len())]
+	gw := &s.nodes[att.gw]
+	att.side = gw.side
+	_, to, lat := s.regionTarget(lkQuery, &gw.rv[0], gw.cache, gw.pos, gw.side, s.region)
+	s.e.after(delay+lat+s.latency(), event{kind: evQuery, node: to, gen: s.nodes[to].gen, att: att})
+}
+
+// queryArrive: the index node selects an entry (index.Table.Select: random
+// among the oldest l, quarantined once served).
+func (s *Sim) queryArrive(ev event) {
+	att := ev.att
+	if !s.reach(att.side, ev.node, ev.gen) {
+		s.retryQuery(att, ms(s.c.RPCTimeout))
+		return
+	}
+	n := &s.nodes[ev.node]
+	var es []indexEntryRef
+	if n.idx != nil {
+		for _, e := range n.idx.Select(s.q, s.c.Keyword, 1, s.e.now, s.e.rng) {
+			es = append(es, indexEntryRef{job: jobID(e.Job)})
+		}
+	}
+	s.count(ev.node, kIndex, len(es)*s.c.SizeEntry)
+	if len(es) == 0 {
+		s.m.emptyQueries++
+		s.retryQuery(att, s.latency())
+		return
+	}
+	att.job = es[0].job
+	att.drv = claim.NewDriver(s.jobs[att.job].view, s.c.R)
+	s.act(att, att.drv.Next(), s.latency())
+}
+
+type indexEntryRef struct{ job int32 }
+
+func (s *Sim) retryQuery(att *attempt, delay int64) {
+	att.tries++
+	if int(att.tries) < s.c.FindTries {
+		s.startQuery(att, delay)
+		return
+	}
+	s.attemptEnd(att, claim.Unknown, delay)
+}
+
+// act performs the driver's action, delay ms from now.
+func (s *Sim) act(att *attempt, a claim.Action, delay int64) {
+	if a.Ask != "" {
+		id, gen := parseName(a.Ask)
+		s.e.after(delay+s.latency(), event{kind: evAsk, node: id, gen: gen, att: att})
+	}
+	if len(a.Confirm) > 0 {
+		att.start = s.e.now + delay
+		for _, nd := range a.Confirm {
+			id, gen := parseName(nd)
+			s.e.after(delay+s.latency(), event{kind: evConfirm, node: id, gen: gen, att: att})
+		}
+	}
+	for _, nd := range a.Release {
+		id, gen := parseName(nd)
+		s.e.after(delay+s.latency(), event{kind: evRelease, node: id, gen: gen, att: att})
+	}
+	if a.Done != claim.Pending {
+		s.attemptEnd(att, a.Done, delay)
+	}
+}
+
+// heldState returns node id's replica of j with expiry applied and its
+// live temporary claim.
+func (s *Sim) heldState(id, j int32) (*replica, job.State, *claim.Temp) {
+	rep := s.nodes[id].jobs[j]
+	if rep == nil {
+		return nil, job.State{}, nil
+	}
+	st := job.Expire(rep.st, s.e.now)
+	if rep.temp.Client != nil && s.e.now < rep.temp.Until {
+		t := rep.temp
+		return rep, st, &t
+	}
+	return rep, st, nil
+}
+
+// ask: a claim request arrives; the node answers with claim.Decide.
+func (s *Sim) ask(ev event) {
+	att := ev.att
+	name := nodeName(ev.node, ev.gen)
+	if att.drv == nil {
+		return
+	}
+	if !s.reach(att.side, ev.node, ev.gen) {
+		s.act(att, att.drv.Answer(name, false, 0, nil), ms(s.c.RPCTimeout))
+		return
+	}
+	s.count(ev.node, kClaim, s.c.SizeState)
+	rep, st, temp := s.heldState(ev.node, att.job)
+	d := claim.Decide(rep != nil, st, temp, att.client, s.e.now, ms(s.c.TClaim))
+	if d.Temp != nil {
+		rep.temp = *d.Temp
+	}
+	att.replies = append(att.replies, claim.Reply{Node: name, Kind: d.Kind, At: s.e.now})
+	s.act(att, att.drv.Answer(name, true, d.Kind, nil), s.latency())
+}
+
+// amongClosest is CheckConfirm's test that a replier is one of the job's
+// nodes: among the r+2 closest live nodes in the confirming node's view.
+func (s *Sim) amongClosest(name string, j int32, side int8) bool {
+	id, gen := parseName(name)
+	if !s.reachable(id, gen) {
+		return false
+	}
+	s.scratch2 = s.view(side).closest(s.jobs[j].pos, s.c.R+2, s.scratch2[:0])
+	for _, v := range s.scratch2 {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+// confirm: the client's confirm arrives; claim.CheckConfirm decides.
+func (s *Sim) confirm(ev event) {
+	att := ev.att
+	name := nodeName(ev.node, ev.gen)
+	if !s.reach(att.side, ev.node, ev.gen) {
+		s.act(att, att.drv.Confirmed(name, false), ms(s.c.RPCTimeout))
+		return
+	}
+	s.count(ev.node, kClaim, s.c.SizeState*(1+len(att.replies)))
+	rep, st, temp := s.heldState(ev.node, att.job)
+	ok := false
+	if rep != nil {
+		side := s.nodes[ev.node].side
+		near := func(nd string) bool { return s.amongClosest(nd, att.job, side) }
+		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, len(att.replies), near,
+			att.start, s.jobs[att.job].tFinish, s.e.now, ms(s.c.TClaim))
+		if ok = err == nil; ok {
+			rep.temp = claim.Temp{}
+			if !job.Equal(claimed, rep.st) {
+				s.setState(ev.node, att.job, rep, claimed)
+			}
+		}
+	}
+	s.act(att, att.drv.Confirmed(name, ok), s.latency())
+}
+
+// release: the client gives back a temporary or permanent claim.
+func (s *Sim) release(ev event) {
+	att := ev.att
+	if !s.reach(att.side, ev.node, ev.gen) {
+		return
+	}
+	s.count(ev.node, kClaim, s.c.SizeState)
+	rep, st, _ := s.heldState(ev.node, att.job)
+	if rep == nil {
+		return
+	}
+	if bytes.Equal(rep.temp.Client, att.client) {
+		rep.temp = claim.Temp{}
+	}
+	if rel, ok := claim.Release(st, att.client, s.e.now); ok {
+		s.setState(ev.node, att.job, rep, job.Expire(job.Merge(st, rel), s.e.now))
+	}
+}
+
+// attemptEnd: the driver finished, delay ms from now at the client.
+func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
+	if out != claim.Won {
+		s.m.failedAttempts++
+		s.m.outcomes[out]++
+		att.drv = nil
+		// A fresh attempt of the same client: events of this one may
+		// still be in flight (releases).
+		next := &attempt{id: att.id, client: att.client, job: -1, loop: att.loop, retries: att.retries + 1}
+		switch {
+		case att.loop:
+			s.e.after(delay+s.e.uniform(ms(s.c.ClientPoll)/2, 3*ms(s.c.ClientPoll)/2), event{kind: evClaimStart, att: next})
+		case att.retries < 5 && s.claimsWanted():
+			s.e.after(delay+1000, event{kind: evClaimStart, att: next})
+		}
+		return
+	}
+	s.m.claimed++
+	r := &s.jobs[att.job]
+	if r.gtClient != 0 && r.gtClient != att.id && !r.gtEnded && s.e.now < r.gtUntil {
+		s.m.doubleClaims++
+	}
+	r.gtClient, r.gtUntil, r.gtEnded = att.id, att.start+r.tFinish, false
+	att.drv = nil
+	switch s.c.Workload {
+	case Static:
+		s.running = append(s.running, att)
+		if s.m.claimed+s.m.lostUnclaimed() >= s.c.Jobs && s.resultsAt == 0 {
+			s.resultsAt = s.e.now + ms(s.c.RunIdle)
+			for k, a := range s.running {
+				s.e.at(s.resultsAt+int64(float64(k)*1000/s.c.Rate), event{kind: evClientDone, att: a})
+			}
+			s.running = nil
+		}
+	case Dynamic:
+		s.e.after(delay+ms(s.c.JobLength), event{kind: evClientDone, att: att})
+	case Trace:
+		att.fate = s.trace.fate()
+		run := r.run
+		if att.fate == fateError {
+			run = s.e.uniform(0, run)
+		}
+		s.e.after(delay+run, event{kind: evClientDone, att: att})
+	}
+}
+
+// clientDone: the client finished computing: it sends the result to the
+// job's nodes it claimed at, or releases the claim (client error), or
+// says nothing (time-out: the claim lapses at T_finish).
+func (s *Sim) clientDone(att *attempt) {
+	r := &s.jobs[att.job]
+	now := s.e.now
+	switch att.fate {
+	case fateOK:
+		att.doneAt = now
+		// The result goes to the nodes the client claimed at; only if
+		// none of them can store it (churn, moves) does the client look
+		// the job up again and send it to the current r closest
+		// (claimnet.SubmitResult).
+		stored := false
+		for _, rp := range att.replies {
+			id, gen := parseName(rp.Node)
+			stored = stored || s.reachable(id, gen) && s.nodes[id].jobs[att.job] != nil
+			s.e.after(s.latency(), event{kind: evResult, node: id, gen: gen, att: att})
+		}
+		if r0 := &s.rings[0]; !stored && r0.len() > 0 {
+			gw := &s.nodes[r0.id[s.e.rng.IntN(r0.len())]]
+			lat := s.lookup(lkResult, gw.cache, gw.pos, gw.side, r.pos)
+			for _, id := range s.view(gw.side).closest(r.pos, s.c.R, nil) {
+				s.e.after(lat+s.rtt()+s.latency(), event{kind: evResult, node: id, gen: s.nodes[id].gen, att: att})
+			}
+		}
+		if r.gtClient == att.id {
+			r.gtEnded = true
+		}
+	case fateError:
+		for _, rp := range att.replies {
+			id, gen := parseName(rp.Node)
+			s.e.after(s.latency(), event{kind: evRelease, node: id, gen: gen, att: att})
+		}
+		if r.gtClient == att.id {
+			r.gtEnded = true
+		}
+	}
+	if att.loop {
+		next := s.newAttempt(true)
+		s.e.after(1000, event{kind: evClaimStart, att: next})
+	}
+}
+
+// result: a client's result arrives at a replica.
+func (s *Sim) result(ev event) {
+	att := ev.att
+	if !s.reach(att.side, ev.node, ev.gen) {
+		return
+	}
+	s.count(ev.node, kJob, s.c.SizeResult)
+	rep := s.nodes[ev.node].jobs[att.job]
+	if rep == nil {
+		return
+	}
+	fin := job.State{Phase: job.Finished, Client: att.client, At: att.doneAt, Result: att.client}
+	if m := job.Merge(job.Expire(rep.st, s.e.now), fin); !job.Equal(m, rep.st) {
+		s.setState(ev.node, att.job, rep, m)
+	}
+}

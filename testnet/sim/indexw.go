@@ -1,0 +1,401 @@
+package sim
+
+import (
+	"slices"
+
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/index"
+	"github.com/up-pool/up/job"
+)
+
+// The index side of the simulator: each job's closest node keeps its entry
+// written (indexnet.Writer's rules: written to a random point of the
+// keyword's wildcard region, rewritten every T_rewrite to the same index
+// node, withdrawn when index.Desired no longer lists it, writes batched
+// per index node per writer tick); index nodes hold index.Tables; the
+// project harvests the finished keyword's region.
+
+func (s *Sim) kwName(kw int8) string {
+	if kw == 1 {
+		return s.kwFin
+	}
+	return s.c.Keyword
+}
+
+func (s *Sim) kwRegion(kw int8) keyspace.Region {
+	if kw == 1 {
+		return s.regionFin
+	}
+	return s.region
+}
+
+// enqueue queues job work for node id's next writer tick.
+func (s *Sim) enqueue(id int32, op wop) {
+	n := &s.nodes[id]
+	n.wq = append(n.wq, op)
+	if n.flushAt == 0 {
+		// Each writer ticks at its own phase, so writers do not flush in
+		// lockstep.
+		tick := ms(s.c.WriterTick)
+		n.flushAt = ((s.e.now-n.phase)/tick+1)*tick + n.phase
+		s.e.at(n.flushAt, event{kind: evFlush, node: id, gen: n.gen})
+	}
+}
+
+// rewriteDue: an entry's T_rewrite passed at its writer.
+func (s *Sim) rewriteDue(ev event) {
+	if !s.alive(ev) {
+		return
+	}
+	r := &s.jobs[ev.job]
+	if r.wBy != ev.node || r.wNext != ev.at || r.wKw < 0 {
+		return
+	}
+	s.enqueue(ev.node, wop{job: ev.job, due: true})
+}
+
+// nearLimit is how many peers a region lookup and a near question ask for
+// (indexnet's nearLimit).
+const nearLimit = 20
+
+// maxCovered bounds the sub-regions a region view remembers as known in
+// full (indexnet's maxCovered).
+const maxCovered = 64
+
+// regionView is a party's cached view of a keyword's region
+// (indexnet.Regions): fetched with a lookup of the region's centre and a
+// near question to the node nearest its first point, kept for the lookup
+// cache's 90 s. It is crowded when the region holds nearLimit nodes or
+// more (the answers all lie inside it): a target point then costs a near
+// question unless it lies in a sub-region an earlier answer showed in full.
+type regionView struct {
+	until   int64 // ms; 0: not fetched
+	crowded bool
+	covered []keyspace.Region
+}
+
+// near charges a near question (/up/near) to node id.
+func (s *Sim) near(why lookupWhy, id int32) {
+	if id < 0 {
+		return
+	}
+	s.count(id, kLookup, s.c.SizeLookup)
+	s.m.lookupRPC[why]++
+	s.m.nearRPC[why]++
+}
+
+// cover adds to rv the sub-region around x that a near answer at x (the
+// nearLimit nodes nearest x) shows in full (indexnet's coverage).
+func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
+	v := s.view(side)
+	s.scratch2 = v.closest(x, nearLimit, s.scratch2[:0])
+	var sub keyspace.Region
+	if len(s.scratch2) >= nearLimit {
+		m := keyspace.Bits
+		for _, id := range s.scratch2 {
+			m = min(m, keyspace.CommonPrefixLen(s.nodes[id].pos, x))
+		}
+		sub = keyspace.NewRegion(x, m+1)
+		ok := false
+		for _, id := range s.scratch2 {
+			ok = ok || sub.Contains(s.nodes[id].pos)
+		}
+		if !ok {
+			return
+		}
+	}
+	rv.covered = append(rv.covered, sub)
+	if len(rv.covered) > maxCovered {
+		rv.covered = slices.Delete(rv.covered, 0, len(rv.covered)-maxCovered)
+	}
+}
+
+// regionTarget is indexnet.Regions.Target for a party at position from
+// with region view rv and lookup cache cache: it fetches the view when
+// absent or older than 90 s (a lookup of the region's centre and a near
+// question), draws a random point of region g, refines a crowded view
+// with a near question when the point lies in no sub-region known in full,
+// and returns the point, the node closest to it and the latency in ms.
+func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64, from keyspace.Pos, side int8, g keyspace.Region) (keyspace.Pos, int32, int64) {
+	v := s.view(side)
+	now := s.e.now
+	lat := int64(0)
+	if now >= rv.until || rv.until == 0 {
+		lat = s.lookup(why, cache, from, side, g.Prefix)
+		s.near(why, v.closestOne(g.Prefix))
+		lat += s.rtt()
+		rv.until = now + ms(s.c.LookupCache)
+		rv.covered = rv.covered[:0]
+		a, b := v.span(g)
+		if rv.crowded = b-a >= nearLimit; rv.crowded {
+			s.cover(rv, side, g.Prefix)
+		}
+	}
+	pt := g.RandomPoint(s.e.rng)
+	to := v.closestOne(pt)
+	if rv.crowded && !slices.ContainsFunc(rv.covered, func(c keyspace.Region) bool { return c.Contains(pt) }) {
+		s.near(why, to)
+		lat += s.rtt()
+		s.cover(rv, side, pt)
+	}
+	return pt, to, lat
+}
+
+// flush is a writer tick: for every queued job the node is the closest
+// of, make its index entry what index.Desired wants, batching writes and
+// withdrawals per index node.
+func (s *Sim) flush(id int32) {
+	n := &s.nodes[id]
+	now := s.e.now
+	due := map[int32]bool{}
+	for _, op := range n.wq {
+		due[op.job] = due[op.job] || op.due
+	}
+	n.wq, n.flushAt = nil, 0
+	writes := map[int32]*batch{}
+	withdraws := map[int32]*batch{}
+	var wOrder, dOrder []int32
+	put := func(m map[int32]*batch, order *[]int32, to int32, j int32, pt keyspace.Pos, kw int8) {
+		b := m[to]
+		if b == nil {
+			b = &batch{from: id, fromGen: n.gen}
+			m[to] = b
+			*order = append(*order, to)
+		}
+		b.jobs = append(b.jobs, j)
+		b.pts = append(b.pts, pt)
+		b.kws = append(b.kws, kw)
+	}
+	var lat [2]int64
+	for _, j := range sortedKeys(due) {
+		rep := n.jobs[j]
+		if rep == nil || !s.isClosest(id, j) {
+			continue // the new closest node takes the entry over
+		}
+		r := &s.jobs[j]
+		kw := s.desired(true, job.Expire(rep.st, now))
+		valid := r.wKw >= 0 && s.reachable(r.wTo, r.wToGen)
+		if r.wKw >= 0 && (kw != r.wKw || !valid) {
+			if valid {
+				put(withdraws, &dOrder, r.wTo, j, r.wPt, r.wKw)
+			}
+			r.wKw, valid = -1, false
+		}
+		if kw < 0 {
+			continue
+		}
+		if valid && !due[j] && r.wBy == id {
+			continue
+		}
+		if !valid {
+			pt, to, l := s.regionTarget(lkWrite, &n.rv[kw], n.cache, n.pos, n.side, s.kwRegion(kw))
+			lat[kw] = max(lat[kw], l)
+			r.wKw, r.wTo, r.wToGen, r.wPt = kw, to, s.nodes[to].gen, pt
+		}
+		r.wBy = id
+		s.scratch = s.view(n.side).closest(r.pos, s.c.R+2, s.scratch[:0])
+		r.view = r.view[:0]
+		for _, v := range s.scratch {
+			r.view = append(r.view, s.nodes[v].name)
+		}
+		r.wNext = now + s.e.uniform(ms(s.c.RewriteMin), ms(s.c.RewriteMax))
+		s.e.at(r.wNext, event{kind: evRewrite, node: id, gen: n.gen, job: j})
+		put(writes, &wOrder, r.wTo, j, r.wPt, r.wKw)
+	}
+	d := max(lat[0], lat[1])
+	for _, to := range wOrder {
+		s.e.after(d+s.latency(), event{kind: evIndexWrite, node: to, gen: s.nodes[to].gen, bat: writes[to]})
+	}
+	for _, to := range dOrder {
+		s.e.after(s.latency(), event{kind: evIndexWithdraw, node: to, gen: s.nodes[to].gen, bat: withdraws[to]})
+	}
+}
+
+// table returns node id's index table, creating it.
+func (s *Sim) table(id int32) *index.Table {
+	n := &s.nodes[id]
+	if n.idx == nil {
+		n.idx = index.NewTable(index.Config{Expiry: ms(s.c.IndexExpiry), Quarantine: ms(s.c.Quarantine)})
+	}
+	if !n.expiring {
+		n.expiring = true
+		s.e.after(60_000, event{kind: evIndexExpire, node: id, gen: n.gen})
+	}
+	return n.idx
+}
+
+func (s *Sim) entry(j int32, kw int8, pt keyspace.Pos, writer string) index.Entry {
+	r := &s.jobs[j]
+	kws := s.listing
+	if kw == 1 {
+		kws = s.finListing
+	}
+	return index.Entry{Keyword: s.kwName(kw), Job: r.key, Project: s.c.Keyword, Created: r.created,
+		Keywords: kws, Point: pt, Writer: writer}
+}
+
+// indexWrite: a writer's batch arrives. An entry whose point another node
+// is now closer to is redirected there (the writer follows, one more RPC);
+// a batch to a node that is gone makes the writer place its entries anew.
+func (s *Sim) indexWrite(ev event) {
+	b := ev.bat
+	w := &s.nodes[b.from]
+	if !s.reach(w.side, ev.node, ev.gen) {
+		if w.alive && w.gen == b.fromGen {
+			for _, j := range b.jobs {
+				if r := &s.jobs[j]; r.wTo == ev.node && r.wBy == b.from {
+					r.wKw = -1
+					s.enqueue(b.from, wop{job: j})
+				}
+			}
+		}
+		return
+	}
+	s.count(ev.node, kIndex, len(b.jobs)*s.c.SizeEntry)
+	now := s.e.now
+	v := s.view(s.nodes[ev.node].side)
+	for i, j := range b.jobs {
+		to := ev.node
+		if c := v.closestOne(b.pts[i]); c != to {
+			s.count(c, kIndex, s.c.SizeEntry)
+			to = c
+		}
+		r := &s.jobs[j]
+		if r.wKw == b.kws[i] && r.wTo == ev.node {
+			r.wTo, r.wToGen = to, s.nodes[to].gen
+		}
+		s.table(to).Put(s.entry(j, b.kws[i], b.pts[i], w.name), now)
+	}
+}
+
+// indexWithdraw: a writer's withdrawals arrive.
+func (s *Sim) indexWithdraw(ev event) {
+	b := ev.bat
+	if !s.reach(s.nodes[b.from].side, ev.node, ev.gen) {
+		return
+	}
+	s.count(ev.node, kIndex, len(b.jobs)*s.c.SizeHeader)
+	n := &s.nodes[ev.node]
+	if n.idx == nil {
+		return
+	}
+	for i, j := range b.jobs {
+		n.idx.Withdraw(s.kwName(b.kws[i]), s.jobs[j].key, "", s.e.now)
+	}
+}
+
+// indexExpire drops an index node's entries not rewritten in time.
+func (s *Sim) indexExpire(ev event) {
+	if !s.alive(ev) {
+		return
+	}
+	n := &s.nodes[ev.node]
+	if n.idx != nil {
+		n.idx.Expire(s.e.now)
+	}
+	if n.idx == nil || n.idx.Len() == 0 {
+		n.expiring = false
+		n.idx = nil
+		return
+	}
+	s.e.after(60_000, ev)
+}
+
+// harvest is the project's round: it walks the finished keyword's region
+// (every node inside it and the k nearest its centre), pages the finished
+// entries, fetches each result from a replica, records it and tells the
+// job's nodes it is collected (thesis 3.2.3, 4.2.1).
+func (s *Sim) harvest() {
+	now := s.e.now
+	s.e.after(ms(s.c.HarvestEvery), event{kind: evHarvest})
+	lat := s.lookup(lkHarvest, s.projCache, s.projPos, 0, s.regionFin.Prefix)
+	v := s.view(0)
+	a, b := v.span(s.regionFin)
+	visit := slices.Clone(v.id[a:b])
+	visit = v.closest(s.regionFin.Prefix, s.c.K, visit)
+	slices.Sort(visit)
+	visit = slices.Compact(visit)
+	left := s.c.HarvestMax
+	for _, id := range visit {
+		if left == 0 {
+			break
+		}
+		n := &s.nodes[id]
+		if n.idx == nil {
+			s.count(id, kIndex, 0)
+			continue
+		}
+		es, _ := n.idx.Page(s.qFin, s.kwFin, nil, left, now)
+		s.count(id, kIndex, len(es)*s.c.SizeEntry)
+		for _, e := range es {
+			j := jobID(e.Job)
+			r := &s.jobs[j]
+			if r.collected {
+				continue
+			}
+			// Fetch from the replicas the entry names, in turn (one RPC
+			// each until one has the result); only an entry naming none
+			// makes the project look the job up (project.fetchResult). A
+			// job none of whose named replicas has it waits for the
+			// writer's next rewrite to name its current nodes.
+			var nodes []int32
+			for _, name := range r.view {
+				if id, gen := parseName(name); s.reachable(id, gen) && s.nodes[id].side == 0 {
+					nodes = append(nodes, id)
+				}
+			}
+			jl := int64(0)
+			if len(r.view) == 0 {
+				jl = s.lookup(lkHarvest, s.projCache, s.projPos, 0, r.pos)
+				nodes = v.closest(r.pos, s.c.R, nil)
+			}
+			from := s.finishedAt(j, nodes)
+			for _, id := range nodes {
+				if id == from {
+					break
+				}
+				s.count(id, kJob, 0)
+			}
+			if from < 0 {
+				continue
+			}
+			s.count(from, kJob, s.c.SizeResult)
+			r.collected, r.collectedAt = true, now
+			s.m.collected++
+			left--
+			for _, id := range nodes[:min(len(nodes), s.c.R)] {
+				s.e.after(lat+jl+s.rtt()+s.latency(), event{kind: evCollected, node: id, gen: s.nodes[id].gen, job: j})
+			}
+			if left == 0 {
+				break
+			}
+		}
+	}
+}
+
+// collectedAt: the project's collected notice arrives at a replica.
+func (s *Sim) collectedAt(ev event) {
+	if !s.reach(0, ev.node, ev.gen) {
+		return
+	}
+	s.count(ev.node, kJob, s.c.SizeState)
+	rep := s.nodes[ev.node].jobs[ev.job]
+	if rep == nil {
+		return
+	}
+	now := s.e.now
+	st := job.State{Phase: job.Collected, At: s.jobs[ev.job].collectedAt}
+	if m := job.Merge(job.Expire(rep.st, now), st); !job.Equal(m, rep.st) {
+		s.setState(ev.node, ev.job, rep, m)
+	}
+}
+
+// finishedAt is the first of nodes holding job j's result, or -1.
+func (s *Sim) finishedAt(j int32, nodes []int32) int32 {
+	for _, id := range nodes {
+		if rep := s.nodes[id].jobs[j]; rep != nil && rep.st.Phase == job.Finished {
+			return id
+		}
+	}
+	return -1
+}

@@ -1,0 +1,243 @@
+package sim
+
+import (
+	"time"
+)
+
+// metrics are a run's counters.
+type metrics struct {
+	dirty []int32 // nodes that received RPCs this second
+
+	submitted, claimed, finished, collected int
+	lost, doubleClaims, moves               int
+	failedAttempts, emptyQueries            int
+	outcomes                                [5]int // failed attempts by claim.Outcome
+	lookups, cacheHits                      int
+	placeLookups                            int                // stores whose first node was not among the job's closest in its table
+	nearRPC                                 [nLookupWhy]uint64 // near questions (region views), part of lookupRPC
+	lookupRPC                               [nLookupWhy]uint64 // lookup RPCs by purpose
+	rpc                                     [nKinds]uint64
+	bytes                                   uint64
+
+	firstMove            int64   // ms of the first move (0: none)
+	shareAtMove          float64 // busiest node's share of all index entries then
+	maxIdxAtMove         int
+	halvedAt             int64 // ms when the share first fell to half of shareAtMove
+	peakRSS              uint64
+	nodeSeconds          float64
+	peakRPC, peakRPCNoLk float64
+}
+
+func (m *metrics) lostUnclaimed() int { return m.lost }
+
+// Row is one line of the per-interval CSV: maxima over nodes and over the
+// interval's seconds, means over nodes averaged over the seconds.
+type Row struct {
+	T                     int64   // s since the start, end of the interval
+	Nodes                 int     // live nodes
+	RPCMean               float64 // mean RPC/s received per live node
+	RPCMax                float64 // busiest node's RPC/s
+	RPCMaxNoIndex         float64 // busiest node holding no index entries
+	RPCMaxNoLookup        float64 // busiest node, lookup RPCs not counted
+	RPCMaxNoIndexNoLookup float64 // both exclusions (thesis Figure 4.3, right)
+	LookupRPC             float64 // lookup RPC/s, whole overlay
+	TotalRPC              float64 // RPC/s, whole overlay
+	BWMax                 float64 // busiest node's received bytes/s
+	BWMean                float64 // mean received bytes/s per live node
+	JobsMax               float64 // most active (unfinished) replicas on a node
+	JobsMean              float64 // mean active replicas per live node
+	IndexMax              float64 // most index entries on a node
+	IndexMean             float64 // mean index entries per node holding any
+	IndexNodes            int     // nodes holding index entries
+	IndexTotal            int     // index entries in the overlay
+	Moves                 int     // load-balancing moves so far
+	Lost                  int     // jobs lost so far
+	DoubleClaims          int     // double claims so far
+	Submitted             int
+	Claimed               int
+	Finished              int
+	Collected             int
+}
+
+// CSVHeader is the header of the metrics CSV.
+const CSVHeader = "t_s,nodes,rpc_mean,rpc_max,rpc_max_noindex,rpc_max_nolookup,rpc_max_noindex_nolookup," +
+	"lookup_rpc,total_rpc,bw_max_Bps,bw_mean_Bps,jobs_max,jobs_mean,index_max,index_mean,index_nodes,index_total," +
+	"moves,lost,double_claims,submitted,claimed,finished,collected"
+
+type rowAcc struct {
+	secs int
+	r    Row
+}
+
+// tick closes one simulated second: the per-node RPC counts of the
+// second become the row's maxima and means, then reset.
+func (s *Sim) tick() {
+	s.e.after(1000, event{kind: evTick})
+	var tot, totLk, bw uint64
+	var mx, mxNoLk, mxNoIdx, mxNoIdxNoLk, bwMax uint32
+	for _, id := range s.m.dirty {
+		n := &s.nodes[id]
+		var all uint32
+		for k := range n.cnt {
+			all += n.cnt[k]
+			n.tot[k] += uint64(n.cnt[k])
+			s.m.rpc[k] += uint64(n.cnt[k])
+		}
+		noLk := all - n.cnt[kLookup]
+		tot += uint64(all)
+		totLk += uint64(n.cnt[kLookup])
+		bw += uint64(n.bytes)
+		s.m.bytes += uint64(n.bytes)
+		mx, mxNoLk, bwMax = max(mx, all), max(mxNoLk, noLk), max(bwMax, n.bytes)
+		if n.idx == nil || n.idx.Len() == 0 {
+			mxNoIdx, mxNoIdxNoLk = max(mxNoIdx, all), max(mxNoIdxNoLk, noLk)
+		}
+		n.cnt, n.bytes, n.dirty = [nKinds]uint32{}, 0, false
+	}
+	s.m.dirty = s.m.dirty[:0]
+	live := s.rings[0].len()
+	var jobsMax, jobsSum int64
+	var idxMax, idxSum, idxNodes int
+	for _, id := range s.rings[0].id {
+		n := &s.nodes[id]
+		jobsMax = max(jobsMax, int64(n.active))
+		jobsSum += int64(n.active)
+		if n.idx != nil && n.idx.Len() > 0 {
+			l := n.idx.Len()
+			idxMax = max(idxMax, l)
+			idxSum += l
+			idxNodes++
+		}
+	}
+	s.m.nodeSeconds += float64(live)
+	s.m.peakRPC = max(s.m.peakRPC, float64(mx))
+	s.m.peakRPCNoLk = max(s.m.peakRPCNoLk, float64(mxNoIdxNoLk))
+	if s.m.moves > 0 && s.m.firstMove == 0 {
+		s.m.firstMove = s.e.now
+		if idxSum > 0 {
+			s.m.shareAtMove = float64(idxMax) / float64(idxSum)
+			s.m.maxIdxAtMove = idxMax
+		}
+	}
+	if s.m.firstMove > 0 && s.m.halvedAt == 0 && idxSum > 0 && float64(idxMax)/float64(idxSum) <= s.m.shareAtMove/2 {
+		s.m.halvedAt = s.e.now
+	}
+
+	a := &s.acc
+	r := &a.r
+	a.secs++
+	lv := float64(max(live, 1))
+	r.RPCMean += float64(tot) / lv
+	r.RPCMax = max(r.RPCMax, float64(mx))
+	r.RPCMaxNoIndex = max(r.RPCMaxNoIndex, float64(mxNoIdx))
+	r.RPCMaxNoLookup = max(r.RPCMaxNoLookup, float64(mxNoLk))
+	r.RPCMaxNoIndexNoLookup = max(r.RPCMaxNoIndexNoLookup, float64(mxNoIdxNoLk))
+	r.LookupRPC += float64(totLk)
+	r.TotalRPC += float64(tot)
+	r.BWMax = max(r.BWMax, float64(bwMax))
+	r.BWMean += float64(bw) / lv
+	r.JobsMax = max(r.JobsMax, float64(jobsMax))
+	r.JobsMean += float64(jobsSum) / lv
+	r.IndexMax = max(r.IndexMax, float64(idxMax))
+	if idxNodes > 0 {
+		r.IndexMean += float64(idxSum) / float64(idxNodes)
+	}
+	r.IndexNodes = max(r.IndexNodes, idxNodes)
+	r.IndexTotal = max(r.IndexTotal, idxSum)
+	if a.secs*1000 >= int(ms(s.c.Interval)) || s.closing {
+		f := float64(a.secs)
+		r.T = s.e.now / 1000
+		r.Nodes = live
+		r.RPCMean /= f
+		r.LookupRPC /= f
+		r.TotalRPC /= f
+		r.BWMean /= f
+		r.JobsMean /= f
+		r.IndexMean /= f
+		r.Moves, r.Lost, r.DoubleClaims = s.m.moves, s.m.lost, s.m.doubleClaims
+		r.Submitted, r.Claimed, r.Finished, r.Collected = s.m.submitted, s.m.claimed, s.m.finished, s.m.collected
+		s.rows = append(s.rows, *r)
+		*a = rowAcc{}
+	}
+	if s.progress != nil && s.e.now%3_600_000 == 0 {
+		s.progress(Progress{Now: time.Duration(s.e.now) * time.Millisecond, Submitted: s.m.submitted,
+			Collected: s.m.collected, Events: s.e.seq})
+	}
+}
+
+// finished reports whether the workload is done.
+func (s *Sim) finished() bool {
+	now := s.e.now
+	if s.c.Limit > 0 && now >= ms(s.c.Limit) {
+		return true
+	}
+	switch s.c.Workload {
+	case Static:
+		return s.resultsAt > 0 && s.m.collected+s.m.lost >= s.c.Jobs
+	default:
+		return now >= ms(s.c.Duration)
+	}
+}
+
+// start schedules the workload.
+func (s *Sim) start() {
+	s.e.at(1000, event{kind: evTick})
+	s.e.at(ms(s.c.HarvestEvery), event{kind: evHarvest})
+	switch s.c.Workload {
+	case Static, Dynamic:
+		s.e.at(0, event{kind: evSubmit})
+		if s.c.Workload == Dynamic {
+			s.claimsStarted = true
+			s.e.at(ms(s.c.Lead), event{kind: evClaimStart})
+		}
+	case Trace:
+		s.trace = newTrace(s)
+		s.trace.start()
+	}
+	if p := s.c.Partition; p.At > 0 && p.Length > 0 && p.Fraction > 0 {
+		s.e.at(ms(p.At), event{kind: evPartition, arg: 1})
+	}
+}
+
+// submit is the project's submission tick (arg 1: a retry of job ev.job;
+// arg 2: a trace batch arrives).
+func (s *Sim) submit() {
+	switch s.c.Workload {
+	case Static:
+		k := s.m.submitted
+		if k >= s.c.Jobs {
+			return
+		}
+		j := s.newJob(0, s.tFinish)
+		s.sendJob(j)
+		if k+1 < s.c.Jobs {
+			s.e.at(int64(float64(k+1)*1000/s.c.Rate), event{kind: evSubmit})
+		} else {
+			s.claimsStarted = true
+			s.e.after(ms(s.c.Gap), event{kind: evClaimStart})
+		}
+	case Dynamic:
+		if s.e.now >= ms(s.c.Duration) {
+			return
+		}
+		k := s.m.submitted
+		j := s.newJob(ms(s.c.JobLength), s.tFinish)
+		s.sendJob(j)
+		s.e.at(int64(float64(k+1)*1000/s.c.Rate), event{kind: evSubmit})
+	case Trace:
+		s.trace.submit()
+	}
+}
+
+// finish closes the books: the last (partial) row, node lifetimes.
+func (s *Sim) finish() {
+	s.closing = true
+	s.tick()
+	now := s.e.now
+	for i := range s.nodes {
+		if n := &s.nodes[i]; n.alive {
+			n.upMS += now - n.upAt
+			n.upAt = now
+		}
+	}
+}

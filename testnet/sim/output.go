@@ -1,0 +1,247 @@
+package sim
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// NodeLoad is one node slot's RPC load over its lifetime in the run (all
+// its incarnations together).
+type NodeLoad struct {
+	Node   int
+	Up     float64            // seconds alive
+	Avg    float64            // RPC/s received, averaged over Up
+	ByKind map[string]float64 // RPC/s by kind
+}
+
+// Summary is a run's key figures.
+type Summary struct {
+	Name      string
+	Workload  Workload
+	Nodes     int
+	Seed      uint64
+	Balance   bool
+	ChurnLife time.Duration
+	Jobs      int
+	Rate      float64
+	Simulated time.Duration
+	Wall      time.Duration
+	Events    uint64
+	SysMiB    float64 // memory the Go runtime obtained from the OS, at the end of the run
+	Submitted int
+	Claimed   int
+	Finished  int
+	Collected int
+	Lost      int
+	Doubles   int
+	Moves     int
+	Failed    int // claim attempts that did not win
+	EmptyQ    int // index queries that found nothing
+	Lookups   int
+	CacheHits int
+	// PlaceLookups counts submitted jobs whose first node (the closest in
+	// the project's routing table) was not among the job's r closest in
+	// its own table and looked the job up.
+	PlaceLookups int
+	NearRPC      uint64            // near questions (region views), counted in LookupRPC
+	RPC          map[string]uint64 // RPCs received, by kind
+	LookupRPC    map[string]uint64 // lookup RPCs, by what the lookup was for
+	LookupShare  float64           // lookup RPCs / all RPCs
+	MeanRPC      float64           // mean RPC/s per live node over the run
+	MeanBW       float64           // mean bytes/s received per live node
+
+	PeakRPCMax          float64 // highest per-second RPC count on any node
+	MedianRPCMax        float64 // median over rows of the busiest node's RPC/s
+	PeakNoIndexNoLookup float64 // highest per-second count on a node without index entries, lookups not counted
+	MedianMaxOverMean   float64 // median over rows of busiest/mean RPC/s
+	BusiestAvg          float64 // busiest node's lifetime average RPC/s
+	BusiestOverMean     float64 // BusiestAvg / mean of the lifetime averages
+	Top                 []NodeLoad
+	PeakJobsMax         float64
+	PeakIndexMax        float64
+	PeakBWMax           float64 // bytes/s
+	ShareAtFirstMove    float64 // busiest node's share of the index entries at the first move
+	HotSpotHalvedAfter  time.Duration
+	HotSpotHalved       bool
+	FirstMove           time.Duration
+	AllCollected        bool
+}
+
+// Rows are the run's CSV rows.
+func (s *Sim) Rows() []Row { return s.rows }
+
+// Config is the run's configuration, defaults applied.
+func (s *Sim) Config() Config { return s.c }
+
+// NodeLoads returns every node slot's lifetime load, busiest first.
+func (s *Sim) NodeLoads() []NodeLoad {
+	var out []NodeLoad
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		up := float64(n.upMS) / 1000
+		if up <= 0 {
+			continue
+		}
+		nl := NodeLoad{Node: i, Up: up, ByKind: map[string]float64{}}
+		for k, v := range n.tot {
+			nl.Avg += float64(v) / up
+			nl.ByKind[kindNames[k]] = float64(v) / up
+		}
+		out = append(out, nl)
+	}
+	slices.SortStableFunc(out, func(a, b NodeLoad) int { return cmp.Compare(b.Avg, a.Avg) })
+	return out
+}
+
+// Summary computes the key figures; wall is the run's wall time.
+func (s *Sim) Summary(wall time.Duration) Summary {
+	c := s.c
+	sm := Summary{Name: c.Name, Workload: c.Workload, Nodes: c.Nodes, Seed: c.Seed, Balance: c.Balance,
+		ChurnLife: c.ChurnLife, Jobs: c.Jobs, Rate: c.Rate, Simulated: time.Duration(s.e.now) * time.Millisecond,
+		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
+		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves,
+		Failed: s.m.failedAttempts, EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
+		PlaceLookups: s.m.placeLookups,
+		RPC:          map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
+	var mst runtime.MemStats
+	runtime.ReadMemStats(&mst)
+	sm.SysMiB = float64(mst.Sys) / (1 << 20)
+	var all uint64
+	sm.LookupRPC = map[string]uint64{}
+	for k, v := range s.m.lookupRPC {
+		sm.LookupRPC[lookupWhyNames[k]] = v
+		sm.NearRPC += s.m.nearRPC[k]
+	}
+	for k, v := range s.m.rpc {
+		sm.RPC[kindNames[k]] = v
+		all += v
+	}
+	if all > 0 {
+		sm.LookupShare = float64(s.m.rpc[kLookup]) / float64(all)
+	}
+	if s.m.nodeSeconds > 0 {
+		sm.MeanRPC = float64(all) / s.m.nodeSeconds
+		sm.MeanBW = float64(s.m.bytes) / s.m.nodeSeconds
+	}
+	var maxes, ratios []float64
+	for _, r := range s.rows {
+		maxes = append(maxes, r.RPCMax)
+		if r.RPCMean > 0 {
+			ratios = append(ratios, r.RPCMax/r.RPCMean)
+		}
+		sm.PeakJobsMax = max(sm.PeakJobsMax, r.JobsMax)
+		sm.PeakIndexMax = max(sm.PeakIndexMax, r.IndexMax)
+		sm.PeakBWMax = max(sm.PeakBWMax, r.BWMax)
+	}
+	sm.MedianRPCMax, sm.MedianMaxOverMean = median(maxes), median(ratios)
+	loads := s.NodeLoads()
+	if len(loads) > 0 {
+		var sum float64
+		for _, l := range loads {
+			sum += l.Avg
+		}
+		sm.BusiestAvg = loads[0].Avg
+		if mean := sum / float64(len(loads)); mean > 0 {
+			sm.BusiestOverMean = loads[0].Avg / mean
+		}
+		sm.Top = loads[:min(8, len(loads))]
+	}
+	if s.m.firstMove > 0 {
+		sm.FirstMove = time.Duration(s.m.firstMove) * time.Millisecond
+		sm.ShareAtFirstMove = s.m.shareAtMove
+		if s.m.halvedAt > 0 {
+			sm.HotSpotHalved = true
+			sm.HotSpotHalvedAfter = time.Duration(s.m.halvedAt-s.m.firstMove) * time.Millisecond
+		}
+	}
+	sm.AllCollected = c.Workload == Static && s.m.collected == c.Jobs
+	return sm
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	ys := slices.Clone(xs)
+	slices.Sort(ys)
+	return ys[len(ys)/2]
+}
+
+func fmtF(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// WriteCSV writes the per-interval rows.
+func (s *Sim) WriteCSV(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, CSVHeader)
+	for _, r := range s.rows {
+		fmt.Fprintf(bw, "%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d\n",
+			r.T, r.Nodes, fmtF(r.RPCMean), fmtF(r.RPCMax), fmtF(r.RPCMaxNoIndex), fmtF(r.RPCMaxNoLookup),
+			fmtF(r.RPCMaxNoIndexNoLookup), fmtF(r.LookupRPC), fmtF(r.TotalRPC), fmtF(r.BWMax), fmtF(r.BWMean),
+			fmtF(r.JobsMax), fmtF(r.JobsMean), fmtF(r.IndexMax), fmtF(r.IndexMean), r.IndexNodes, r.IndexTotal,
+			r.Moves, r.Lost, r.DoubleClaims, r.Submitted, r.Claimed, r.Finished, r.Collected)
+	}
+	return bw.Flush()
+}
+
+// WriteNodesCSV writes every node slot's lifetime RPC load, busiest first.
+func (s *Sim) WriteNodesCSV(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprint(bw, "node,up_s,rpc_per_s")
+	for _, k := range kindNames {
+		fmt.Fprintf(bw, ",%s_per_s", k)
+	}
+	fmt.Fprintln(bw)
+	for _, l := range s.NodeLoads() {
+		fmt.Fprintf(bw, "%d,%s,%s", l.Node, fmtF(l.Up), fmtF(l.Avg))
+		for _, k := range kindNames {
+			fmt.Fprintf(bw, ",%s", fmtF(l.ByKind[k]))
+		}
+		fmt.Fprintln(bw)
+	}
+	return bw.Flush()
+}
+
+// WriteFiles writes the run's outputs into dir: metrics.csv, nodes.csv,
+// summary.json and the plots.
+func (s *Sim) WriteFiles(dir string, sm Summary) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	for name, f := range map[string]func(io.Writer) error{"metrics.csv": s.WriteCSV, "nodes.csv": s.WriteNodesCSV} {
+		if err := writeFile(filepath.Join(dir, name), f); err != nil {
+			return err
+		}
+	}
+	if err := writeFile(filepath.Join(dir, "summary.json"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sm)
+	}); err != nil {
+		return err
+	}
+	return s.Plot(dir)
+}
+
+func writeFile(path string, f func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+package sim
+
+import (
+	"slices"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/index"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/pool"
+)
+
+func sortedKeys[V any](m map[int32]V) []int32 {
+	ks := make([]int32, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// newJob records a job the project creates now.
+func (s *Sim) newJob(run, tFinish int64) int32 {
+	id := int32(len(s.jobs))
+	key := s.jobKey(id)
+	s.jobs = append(s.jobs, jobRec{key: key, pos: keyPosOf(key), created: s.e.now, run: run, tFinish: tFinish,
+		wKw: -1, wBy: -1, wTo: -1})
+	s.m.submitted++
+	return id
+}
+
+// sendJob has the project send job j to the closest node its routing
+// table holds (project.firstNode: dht.NearestLocal, no RPC); that node
+// places it.
+func (s *Sim) sendJob(j int32) {
+	c := s.projectNearest(s.jobs[j].pos)
+	if c < 0 {
+		return
+	}
+	s.e.after(s.latency(), event{kind: evStore, node: c, gen: s.nodes[c].gen, job: j})
+}
+
+// sendJobLookup: the project's store through node failed failed; as
+// project.submitBatch does, it looks the job up (a fresh lookup) and sends
+// it to the closest live node other than failed.
+func (s *Sim) sendJobLookup(j, failed int32) {
+	t := s.jobs[j].pos
+	lat := s.lookup(lkSubmit, nil, s.projPos, 0, t)
+	s.scratch = s.view(0).closest(t, s.c.R, s.scratch[:0])
+	for _, c := range s.scratch {
+		if c != failed {
+			s.e.after(lat+s.latency(), event{kind: evStore, node: c, gen: s.nodes[c].gen, job: j})
+			return
+		}
+	}
+}
+
+// store: the job arrives at the node the project chose, which places it
+// on the r closest (pool.Replicate and placement, thesis 3.2.1): the r
+// closest in its own routing table (no RPC) when it is among them, else
+// the r closest a lookup finds. It keeps a replica if it is one of them,
+// and pushes one to each of the others.
+func (s *Sim) store(ev event) {
+	j := ev.job
+	if !s.reach(0, ev.node, ev.gen) {
+		// The project's RPC failed: it looks the job up after the time-out.
+		s.e.after(ms(s.c.RPCTimeout), event{kind: evSubmit, job: j, arg: 3, node: ev.node})
+		return
+	}
+	s.count(ev.node, kJob, s.c.SizeJob)
+	id := ev.node
+	n := &s.nodes[id]
+	t := s.jobs[j].pos
+	var buf [8]int32
+	view := s.nearestLocal(partyTag(id, n.gen), n.pos, id, n.side, t, s.c.R, buf[:0])
+	lat := int64(0)
+	if !slices.Contains(view, id) {
+		s.m.placeLookups++
+		lat = s.lookup(lkSubmit, n.cache, n.pos, n.side, t)
+		view = s.view(n.side).closest(t, s.c.R, buf[:0])
+	}
+	self := slices.Contains(view, id)
+	pushed := false
+	for _, to := range view {
+		if to == id {
+			continue
+		}
+		pushed = pushed || s.reachable(to, s.nodes[to].gen)
+		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j}}}
+		s.e.after(lat+s.latency(), event{kind: evSync, node: to, gen: s.nodes[to].gen, bat: b, arg: 1})
+	}
+	if self || !pushed {
+		// A node outside the r closest forgets the job once placed; it
+		// keeps it if no push can succeed.
+		s.putReplica(id, j, job.State{})
+	}
+}
+
+// putReplica gives node id a replica of job j in state st (or merges st
+// into the one it has).
+func (s *Sim) putReplica(id, j int32, st job.State) {
+	n := &s.nodes[id]
+	now := s.e.now
+	if rep := n.jobs[j]; rep != nil {
+		rep.resp = now
+		s.setState(id, j, rep, job.Merge(job.Expire(rep.st, now), job.Expire(st, now)))
+		return
+	}
+	if s.jobs[j].lost {
+		return
+	}
+	st = job.Expire(st, now)
+	n.jobs[j] = &replica{st: st, resp: now}
+	if st.Phase < job.Finished {
+		n.active++
+	}
+	s.jobs[j].live++
+	s.writerCheck(id, j, st)
+}
+
+// setState changes a replica's state and lets the writer react.
+func (s *Sim) setState(id, j int32, rep *replica, st job.State) {
+	old := rep.st
+	rep.st = st
+	n := &s.nodes[id]
+	if (old.Phase < job.Finished) != (st.Phase < job.Finished) {
+		if st.Phase < job.Finished {
+			n.active++
+		} else {
+			n.active--
+		}
+	}
+	if st.Phase == job.Finished && !s.jobs[j].finished {
+		s.jobs[j].finished = true
+		s.m.finished++
+	}
+	if !job.Equal(old, st) {
+		s.writerCheck(id, j, st)
+	}
+}
+
+// writerCheck queues job j for node id's writer when id is the job's
+// closest node and the job's listing is not what index.Desired wants.
+func (s *Sim) writerCheck(id, j int32, st job.State) {
+	if !s.isClosest(id, j) {
+		return
+	}
+	r := &s.jobs[j]
+	kw := s.desired(true, st)
+	if kw == r.wKw && r.wBy == id && s.reachable(r.wTo, r.wToGen) {
+		return
+	}
+	s.enqueue(id, wop{job: j})
+}
+
+// desired maps index.Desired onto the keyword numbers: -1 none, 0 the
+// keyword, 1 the finished keyword.
+func (s *Sim) desired(closest bool, st job.State) int8 {
+	want := index.Desired(closest, st, s.listing, s.c.Keyword)
+	switch {
+	case len(want) == 0:
+		return -1
+	case want[0] == s.kwFin:
+		return 1
+	}
+	return 0
+}
+
+func (s *Sim) reachable(id int32, gen uint32) bool {
+	return id >= 0 && s.nodes[id].alive && s.nodes[id].gen == gen
+}
+
+// republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
+// each job decided by pool.Decide: the closest syncs the others of the r
+// closest, the others sync the closest, replicas no longer among the r
+// closest for longer than the replica expiry are dropped, collected jobs
+// are deleted after T_collect. Items are batched per peer: one RPC each.
+func (s *Sim) republish(id int32) {
+	n := &s.nodes[id]
+	now := s.e.now
+	self := n.name
+	plan := map[int32][]syncItem{}
+	var order []int32
+	add := func(t int32, it syncItem) {
+		if _, ok := plan[t]; !ok {
+			order = append(order, t)
+		}
+		plan[t] = append(plan[t], it)
+	}
+	v := s.view(n.side)
+	for _, j := range sortedKeys(n.jobs) {
+		rep := n.jobs[j]
+		st := job.Expire(rep.st, now)
+		if !job.Equal(st, rep.st) {
+			s.setState(id, j, rep, st)
+		}
+		if st.Phase == job.Collected && now-st.At >= ms(s.c.TCollect) {
+			s.dropReplica(id, j)
+			continue
+		}
+		view := v.closest(s.jobs[j].pos, s.c.R, s.scratch2[:0])
+		s.scratch2 = view
+		h := pool.Holding{State: st, Responsible: rep.resp}
+		switch pool.Decide(peer.ID(self), s.peerIDs(view), h, now, ms(s.c.ReplicaExpiry)) {
+		case pool.Republish:
+			rep.resp = now
+			for _, t := range view[1:] {
+				add(t, syncItem{job: j, st: st})
+			}
+			s.writerCheck(id, j, st)
+		case pool.Keep:
+			rep.resp = now
+			add(view[0], syncItem{job: j, st: st})
+		case pool.Drop:
+			s.dropReplica(id, j)
+		}
+	}
+	for _, t := range order {
+		items := plan[t]
+		b := &batch{from: id, fromGen: n.gen, items: items}
+		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b})
+	}
+	s.e.after(s.e.uniform(ms(s.c.RepublishMin), ms(s.c.RepublishMax)), event{kind: evRepublish, node: id, gen: n.gen})
+}
+
+// sync: a republish batch (or a replication from the closest, arg 1)
+// arrives; the replica stores what it lacks, merges the rest and answers
+// the states where its own is greater.
+func (s *Sim) sync(ev event) {
+	b := ev.bat
+	from := s.nodes[b.from].side
+	if !s.reach(from, ev.node, ev.gen) {
+		return
+	}
+	id := ev.node
+	size := 0
+	now := s.e.now
+	var back []syncItem
+	for _, it := range b.items {
+		if it.st.Phase == job.Ready && len(it.st.Client) == 0 && ev.arg == 1 {
+			size += s.c.SizeJob
+		} else {
+			size += s.c.SizeState
+		}
+		rep := s.nodes[id].jobs[it.job]
+		if rep == nil {
+			s.putReplica(id, it.job, it.st)
+			continue
+		}
+		theirs := job.Expire(it.st, now)
+		merged := job.Merge(job.Expire(rep.st, now), theirs)
+		if !job.Equal(merged, theirs) {
+			back = append(back, syncItem{job: it.job, st: merged})
+		}
+		rep.resp = now
+		if !job.Equal(merged, rep.st) {
+			s.setState(id, it.job, rep, merged)
+		}
+	}
+	s.count(id, kJob, size)
+	if len(back) > 0 {
+		s.e.after(s.latency(), event{kind: evSyncReply, node: b.from, gen: b.fromGen, bat: &batch{from: id, items: back}})
+	}
+}
+
+// syncReply merges the newer states a replica answered.
+func (s *Sim) syncReply(ev event) {
+	if !s.alive(ev) {
+		return
+	}
+	now := s.e.now
+	n := &s.nodes[ev.node]
+	n.bytes += uint32(len(ev.bat.items) * s.c.SizeState)
+	for _, it := range ev.bat.items {
+		if rep := n.jobs[it.job]; rep != nil {
+			m := job.Merge(job.Expire(rep.st, now), job.Expire(it.st, now))
+			if !job.Equal(m, rep.st) {
+				s.setState(ev.node, it.job, rep, m)
+			}
+		}
+	}
+}
+
+func keyPosOf(key []byte) keyspace.Pos { return keyspace.KeyPos(key) }

@@ -1,0 +1,491 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/index"
+	"github.com/up-pool/up/job"
+)
+
+// rpcKind classifies the RPCs a node receives.
+type rpcKind uint8
+
+const (
+	kLookup rpcKind = iota // routing: iterative lookup requests and near questions
+	kJob                   // job store, republish sync, results, collected notices, fetches
+	kIndex                 // index writes, withdrawals, queries, harvest pages
+	kClaim                 // claim requests, confirms, releases
+	kLB                    // load-balancing probes and hand-overs
+	nKinds
+)
+
+var kindNames = [nKinds]string{"lookup", "job", "index", "claim", "lb"}
+
+// node is one overlay node slot. A crash and rejoin, or a move, starts a
+// new incarnation (gen) with a new synthetic peer ID; events addressed to
+// an old incarnation are dropped.
+type node struct {
+	name     string // synthetic peer ID of this incarnation: id and gen, 8 bytes
+	pos      keyspace.Pos
+	alive    bool
+	gen      uint32
+	side     int8 // partition side
+	jobs     map[int32]*replica
+	active   int32 // replicas not finished or collected
+	idx      *index.Table
+	cache    map[uint64]int64 // lookup cache: key prefix → valid until (ms)
+	rv       [2]regionView    // region views of the keyword and the finished keyword
+	wq       []wop            // index work queued for the next writer tick
+	flushAt  int64
+	phase    int64 // the writer tick's phase, ms
+	expiring bool
+
+	lastMove, lastChange int64
+	crashAt              int64
+	winRPC               uint32
+	winStart             int64
+
+	cnt   [nKinds]uint32 // RPCs received in the current second
+	bytes uint32
+	dirty bool
+	tot   [nKinds]uint64 // RPCs received over the run
+	upMS  int64
+	upAt  int64
+}
+
+// replica is a node's copy of a job.
+type replica struct {
+	st   job.State
+	resp int64 // last time among the job's r closest (ms)
+	temp claim.Temp
+}
+
+// wop is a job whose index entries a writer must look at in its next tick.
+type wop struct {
+	job int32
+	due bool // T_rewrite passed
+}
+
+// jobRec is the simulator's record of a job: its identity, its workload
+// attributes, where its index entry is (the closest node's writer
+// record), and the ground truth used to count lost jobs and double claims.
+type jobRec struct {
+	key                       []byte
+	pos                       keyspace.Pos
+	created                   int64
+	run                       int64 // compute time, ms
+	tFinish                   int64 // ms
+	live                      int16 // live replicas
+	lost, collected, finished bool
+	collectedAt               int64
+
+	wKw    int8  // -1 unlisted, 0 the keyword, 1 the finished keyword
+	wBy    int32 // writer node
+	wTo    int32 // index node
+	wToGen uint32
+	wNext  int64 // next rewrite, ms
+	wPt    keyspace.Pos
+	view   []string // replica set (peer IDs) the writer last saw, carried in the entry
+
+	gtClient int32
+	gtUntil  int64
+	gtEnded  bool
+}
+
+const (
+	fateOK uint8 = iota
+	fateTimeout
+	fateError
+)
+
+// batch is the payload of a batched message.
+type batch struct {
+	from    int32
+	fromGen uint32
+	items   []syncItem
+	jobs    []int32
+	pts     []keyspace.Pos
+	kws     []int8
+}
+
+type syncItem struct {
+	job int32
+	st  job.State
+}
+
+// Sim is one simulation run.
+type Sim struct {
+	c  Config
+	e  *Engine
+	lm lookupModel
+
+	nodes []node
+	rings [3]ring // all live nodes; the two sides of a partition
+	part  bool
+	jobs  []jobRec
+
+	q, qFin       *index.Query
+	kwFin         string
+	listing       []string
+	finListing    []string
+	region        keyspace.Region
+	regionFin     keyspace.Region
+	projCache     map[uint64]int64
+	projPos       keyspace.Pos // the project's position (its routing table's centre)
+	pt            projectTable
+	topo          uint64 // ring changes (joins, departures, moves, partitions)
+	tFinish       int64
+	running       []*attempt // static: won attempts waiting for the results phase
+	clientSeq     int32
+	genCount      int
+	genStart      int64
+	idleClients   int
+	trace         *traceGen
+	closing       bool
+	claimsStarted bool
+	resultsAt     int64
+	scratch       []int32
+	scratch2      []int32
+	walk          []int32
+	names         []peer.ID
+
+	m        metrics
+	rows     []Row
+	acc      rowAcc
+	progress func(Progress)
+	ctx      context.Context
+}
+
+// Progress reports a long run's advance.
+type Progress struct {
+	Now       time.Duration // virtual time
+	Submitted int
+	Collected int
+	Events    uint64
+}
+
+// New builds a run from c (defaults applied, validated).
+func New(c Config) (*Sim, error) {
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Sim{c: c, e: NewEngine(c.Seed), lm: lookupModel{alpha: c.Alpha, k: c.K}, projCache: map[uint64]int64{}}
+	s.kwFin = job.FinishedKeyword(c.Keyword)
+	s.projPos = projectPos(c.Seed)
+	var err error
+	if s.q, err = index.Parse(c.Keyword); err != nil {
+		return nil, fmt.Errorf("keyword %q: %w", c.Keyword, err)
+	}
+	if s.qFin, err = index.Parse(s.kwFin); err != nil {
+		return nil, fmt.Errorf("keyword %q: %w", s.kwFin, err)
+	}
+	s.listing = []string{c.Keyword}
+	s.finListing = []string{s.kwFin}
+	s.region = keyspace.IndexRegion(c.Keyword, c.RegionBits)
+	s.regionFin = keyspace.IndexRegion(s.kwFin, c.RegionBits)
+	s.tFinish = ms(c.TFinish)
+	s.nodes = make([]node, c.Nodes)
+	for i := range s.nodes {
+		s.join(int32(i))
+	}
+	return s, nil
+}
+
+// nodeName is the synthetic peer ID of node id's incarnation gen.
+func nodeName(id int32, gen uint32) string {
+	var b [8]byte
+	binary.BigEndian.PutUint32(b[:4], uint32(id))
+	binary.BigEndian.PutUint32(b[4:], gen)
+	return string(b[:])
+}
+
+func parseName(s string) (int32, uint32) {
+	return int32(binary.BigEndian.Uint32([]byte(s[:4]))), binary.BigEndian.Uint32([]byte(s[4:8]))
+}
+
+// jobKey is job i's key (its "CID"): the index and the seed, hashed to
+// the job's position.
+func (s *Sim) jobKey(i int32) []byte {
+	b := make([]byte, 12)
+	binary.BigEndian.PutUint32(b, uint32(i))
+	binary.BigEndian.PutUint64(b[4:], s.c.Seed)
+	return b
+}
+
+func jobID(key []byte) int32 { return int32(binary.BigEndian.Uint32(key)) }
+
+func (s *Sim) view(side int8) *ring {
+	if !s.part {
+		return &s.rings[0]
+	}
+	return &s.rings[1+side]
+}
+
+func (s *Sim) ringsAdd(id int32) {
+	n := &s.nodes[id]
+	s.topo++
+	s.rings[0].insert(n.pos, id)
+	if s.part {
+		s.rings[1+n.side].insert(n.pos, id)
+	}
+}
+
+func (s *Sim) ringsDel(id int32) {
+	n := &s.nodes[id]
+	s.topo++
+	s.rings[0].remove(n.pos, id)
+	if s.part {
+		s.rings[1+n.side].remove(n.pos, id)
+	}
+}
+
+// join starts a new incarnation of node id at the position its peer ID
+// hashes to, and its timers.
+func (s *Sim) join(id int32) {
+	n := &s.nodes[id]
+	now := s.e.now
+	n.gen++
+	n.name = nodeName(id, n.gen)
+	n.pos = keyspace.PeerPos([]byte(n.name))
+	n.alive = true
+	n.jobs = map[int32]*replica{}
+	n.cache = map[uint64]int64{}
+	n.rv = [2]regionView{}
+	n.idx, n.wq, n.flushAt, n.expiring, n.active = nil, nil, 0, false, 0
+	n.lastMove, n.lastChange = 0, now
+	if now == 0 {
+		n.lastChange = 0
+	}
+	n.winRPC, n.winStart, n.upAt = 0, now, now
+	n.phase = s.e.rng.Int64N(ms(s.c.WriterTick))
+	if s.part && s.e.rng.Float64() < s.c.Partition.Fraction {
+		n.side = 1
+	} else {
+		n.side = 0
+	}
+	s.ringsAdd(id)
+	if s.c.ChurnLife > 0 {
+		n.crashAt = now + s.e.exp(ms(s.c.ChurnLife))
+	}
+	s.timers(id)
+}
+
+// timers schedules a fresh incarnation's periodic rounds.
+func (s *Sim) timers(id int32) {
+	n := &s.nodes[id]
+	ev := event{node: id, gen: n.gen}
+	ev.kind = evRepublish
+	s.e.after(s.e.uniform(ms(s.c.RepublishMin), ms(s.c.RepublishMax)), ev)
+	if s.c.Balance {
+		ev.kind = evBalance
+		s.e.after(s.e.uniform(ms(s.c.BalanceMin), ms(s.c.BalanceMax)), ev)
+	}
+	if s.c.ChurnLife > 0 {
+		ev.kind = evCrash
+		s.e.at(n.crashAt, ev)
+	}
+}
+
+// crash ends node id's incarnation: its replicas and index entries are
+// gone; it rejoins as a new node after an exponential down time.
+func (s *Sim) crash(id int32) {
+	n := &s.nodes[id]
+	for _, j := range sortedKeys(n.jobs) {
+		s.dropReplica(id, j)
+	}
+	s.ringsDel(id)
+	n.alive = false
+	n.upMS += s.e.now - n.upAt
+	n.idx, n.wq, n.jobs, n.cache = nil, nil, nil, nil
+	s.e.after(s.e.exp(ms(s.c.ChurnDown)), event{kind: evJoin, node: id, gen: n.gen})
+}
+
+// dropReplica deletes node id's replica of job j.
+func (s *Sim) dropReplica(id, j int32) {
+	n := &s.nodes[id]
+	rep := n.jobs[j]
+	if rep == nil {
+		return
+	}
+	if rep.st.Phase < job.Finished {
+		n.active--
+	}
+	delete(n.jobs, j)
+	r := &s.jobs[j]
+	r.live--
+	if r.live <= 0 && !r.collected && !r.lost {
+		r.lost = true
+		s.m.lost++
+	}
+}
+
+// live reports whether node id's incarnation gen is up and reachable from
+// side (a message from side to it is delivered); drops count as failures.
+func (s *Sim) reach(side int8, id int32, gen uint32) bool {
+	if id < 0 || int(id) >= len(s.nodes) {
+		return false
+	}
+	n := &s.nodes[id]
+	if !n.alive || n.gen != gen || (s.part && n.side != side) {
+		return false
+	}
+	return s.c.Drop == 0 || s.e.rng.Float64() >= s.c.Drop
+}
+
+// count records an RPC received by node id.
+func (s *Sim) count(id int32, k rpcKind, bytes int) {
+	n := &s.nodes[id]
+	if !n.dirty {
+		n.dirty = true
+		s.m.dirty = append(s.m.dirty, id)
+	}
+	n.cnt[k]++
+	n.bytes += uint32(bytes + s.c.SizeHeader)
+	n.winRPC++
+}
+
+// isClosest reports whether node id is the closest live node to job j in
+// its own view.
+func (s *Sim) isClosest(id, j int32) bool {
+	return s.view(s.nodes[id].side).closestOne(s.jobs[j].pos) == id
+}
+
+// partition starts (on) or heals the partition.
+func (s *Sim) partition(on bool) {
+	if on == s.part {
+		return
+	}
+	s.part = on
+	s.topo++
+	if !on {
+		s.rings[1], s.rings[2] = ring{}, ring{}
+		return
+	}
+	for i := range s.rings[0].id {
+		id := s.rings[0].id[i]
+		n := &s.nodes[id]
+		n.side = 0
+		if s.e.rng.Float64() < s.c.Partition.Fraction {
+			n.side = 1
+		}
+		s.rings[1+n.side].insert(n.pos, id)
+	}
+	s.e.after(ms(s.c.Partition.Length), event{kind: evPartition, arg: 0})
+}
+
+// Run runs the simulation to its end (or ctx's), writing nothing; see
+// Rows, Summary and the writers in output.go. progress, when set, is
+// called about every simulated hour.
+func (s *Sim) Run(ctx context.Context, progress func(Progress)) error {
+	s.ctx, s.progress = ctx, progress
+	s.start()
+	var fired uint64
+	for {
+		ev, ok := s.e.next()
+		if !ok || s.finished() {
+			break
+		}
+		fired++
+		if fired&0xffff == 0 && ctx.Err() != nil {
+			return fmt.Errorf("simulation stopped at %v: %w", time.Duration(s.e.now)*time.Millisecond, ctx.Err())
+		}
+		s.dispatch(ev)
+	}
+	s.finish()
+	return nil
+}
+
+func (s *Sim) dispatch(ev event) {
+	switch ev.kind {
+	case evTick:
+		s.tick()
+	case evSubmit:
+		switch ev.arg {
+		case 1:
+			s.sendJob(ev.job)
+		case 2:
+			s.trace.batch()
+		case 3:
+			s.sendJobLookup(ev.job, ev.node)
+		default:
+			s.submit()
+		}
+	case evStore:
+		s.store(ev)
+	case evRepublish:
+		if s.alive(ev) {
+			s.republish(ev.node)
+		}
+	case evSync:
+		s.sync(ev)
+	case evSyncReply:
+		s.syncReply(ev)
+	case evRewrite:
+		s.rewriteDue(ev)
+	case evFlush:
+		if s.alive(ev) {
+			s.flush(ev.node)
+		}
+	case evIndexWrite:
+		s.indexWrite(ev)
+	case evIndexWithdraw:
+		s.indexWithdraw(ev)
+	case evIndexExpire:
+		s.indexExpire(ev)
+	case evClaimStart:
+		s.claimStart(ev)
+	case evQuery:
+		s.queryArrive(ev)
+	case evAsk:
+		s.ask(ev)
+	case evConfirm:
+		s.confirm(ev)
+	case evRelease:
+		s.release(ev)
+	case evClientDone:
+		s.clientDone(ev.att)
+	case evResult:
+		s.result(ev)
+	case evHarvest:
+		s.harvest()
+	case evCollected:
+		s.collectedAt(ev)
+	case evBalance:
+		if s.alive(ev) {
+			s.balance(ev.node)
+		}
+	case evCrash:
+		if s.alive(ev) {
+			s.crash(ev.node)
+		}
+	case evJoin:
+		if !s.nodes[ev.node].alive {
+			s.join(ev.node)
+		}
+	case evPartition:
+		s.partition(ev.arg == 1)
+	}
+}
+
+// alive reports whether the event's node incarnation is still up.
+func (s *Sim) alive(ev event) bool {
+	n := &s.nodes[ev.node]
+	return n.alive && n.gen == ev.gen
+}
+
+// names returns the synthetic peer IDs of ids, in a reused slice.
+func (s *Sim) peerIDs(ids []int32) []peer.ID {
+	s.names = s.names[:0]
+	for _, id := range ids {
+		s.names = append(s.names, peer.ID(s.nodes[id].name))
+	}
+	return s.names
+}

@@ -1,0 +1,321 @@
+package testnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/metrics"
+	"github.com/libp2p/go-libp2p/core/peer"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/node"
+	"github.com/up-pool/up/pool"
+	"github.com/up-pool/up/wire"
+)
+
+// Transport selects how the nodes talk.
+type Transport int
+
+// Transports.
+const (
+	// Mocknet runs the libp2p stack over in-memory links that can be cut.
+	Mocknet Transport = iota
+	// TCP runs the full stack (TCP, Noise, yamux) on 127.0.0.1.
+	TCP
+)
+
+// Options configures a Network. Zero values take the defaults.
+type Options struct {
+	// Nodes is the number of nodes. Default 8.
+	Nodes int
+	// Transport: Mocknet (default) or TCP.
+	Transport Transport
+	// Dir holds the CA and the nodes' data directories. Required.
+	Dir string
+	// Seed makes identities, and so positions, replay. Default 1.
+	Seed uint64
+	// DHT configures each node's kad-dht; auto-refresh is off unless
+	// AutoRefresh is set.
+	DHT dht.Config
+	// AutoRefresh keeps kad-dht's periodic routing-table refresh on.
+	AutoRefresh bool
+	// SlowBootstrap joins every node through node 0 with real lookups
+	// instead of filling routing tables directly.
+	SlowBootstrap bool
+	// HelloTimeout bounds admission handshakes. Default 20 s.
+	HelloTimeout time.Duration
+	// Now reads the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives the nodes' logs. Default: discarded.
+	Logger *slog.Logger
+	// Pool configures each node's job pool; its background rounds are off
+	// unless PoolLoops is set, so tests drive rounds with RepublishAll.
+	Pool pool.Config
+	// PoolLoops keeps the pools' background republish and expiry on, and
+	// the index writers' and servers' loops.
+	PoolLoops bool
+	// Index configures each node's index (and the agents' region views).
+	Index indexnet.Config
+	// Balance configures each node's load balancing; its probes are off
+	// unless Interval is set, so tests drive rounds with BalanceAll.
+	Balance node.BalanceConfig
+	// Configure, when set, adjusts each node's config before it opens.
+	Configure func(i int, cfg *node.Config)
+}
+
+// Network is a running in-process network.
+type Network struct {
+	opts   Options
+	CA     *certs.Authority
+	rng    *rand.Rand
+	mn     mocknet.Mocknet
+	mu     sync.Mutex
+	nodes  []*node.Node // nil where killed
+	addrs  []multiaddr.Multiaddr
+	dirs   []string
+	extra  int              // hosts added by NewHost
+	killed map[peer.ID]bool // mocknet peers cut off by Kill
+	bw     []*metrics.BandwidthCounter
+}
+
+// seededReader is an io.Reader of replayable bytes.
+type seededReader struct{ r *rand.ChaCha8 }
+
+func (s seededReader) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func newSeeded(seed [32]byte) seededReader { return seededReader{rand.NewChaCha8(seed)} }
+
+// Start creates the CA and the nodes' identities under opts.Dir, starts
+// every node and bootstraps the network.
+func Start(ctx context.Context, opts Options) (*Network, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("testnet: no directory")
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 8
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	// Generous timeouts: a loaded machine (the race detector, parallel
+	// packages) must not turn slow peers into dead ones. Dead mocknet peers
+	// fail at once whatever the timeout.
+	if opts.HelloTimeout == 0 {
+		opts.HelloTimeout = 20 * time.Second
+	}
+	if opts.DHT.ProbeTimeout == 0 {
+		opts.DHT.ProbeTimeout = 15 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Balance.Interval == 0 {
+		opts.Balance.Interval = -1
+	}
+	if !opts.PoolLoops {
+		opts.Pool.DisableLoops = true
+		opts.Index.Server.DisableLoops = true
+		opts.Index.Writer.DisableLoops = true
+	}
+	if !opts.AutoRefresh {
+		opts.DHT.DisableAutoRefresh = true
+	}
+	var seed [32]byte
+	for i := range 8 {
+		seed[i] = byte(opts.Seed >> (8 * i))
+	}
+	n := &Network{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}
+	randSrc := newSeeded(seed)
+	ca, err := certs.NewAuthority("testnet CA", opts.Now().Add(-time.Hour), 10*365*24*time.Hour, randSrc)
+	if err != nil {
+		return nil, err
+	}
+	n.CA = ca
+	if opts.Transport == Mocknet {
+		n.mn = mocknet.New()
+	}
+	n.nodes = make([]*node.Node, opts.Nodes)
+	n.addrs = make([]multiaddr.Multiaddr, opts.Nodes)
+	n.dirs = make([]string, opts.Nodes)
+	n.bw = make([]*metrics.BandwidthCounter, opts.Nodes)
+	for i := range n.bw {
+		n.bw[i] = metrics.NewBandwidthCounter()
+	}
+	for i := range opts.Nodes {
+		dir := filepath.Join(opts.Dir, fmt.Sprintf("node%03d", i))
+		if err := n.initParty(dir, certs.RoleNode, fmt.Sprintf("node%03d", i), randSrc); err != nil {
+			n.Close()
+			return nil, err
+		}
+		n.dirs[i] = dir
+		if opts.Transport == Mocknet {
+			n.addrs[i] = multiaddr.StringCast(fmt.Sprintf("/ip4/10.%d.%d.%d/tcp/4001", i>>16&255, i>>8&255, i&255))
+		} else {
+			n.addrs[i] = multiaddr.StringCast("/ip4/127.0.0.1/tcp/0")
+		}
+		if err := n.open(i); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	if n.mn != nil {
+		if err := n.mn.LinkAll(); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	if err := n.bootstrap(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// initParty creates and certifies a party's data directory.
+func (n *Network) initParty(dir string, role certs.Role, name string, rand io.Reader) error {
+	now := n.opts.Now()
+	csrPath, err := keystore.Init(dir, role, name, certs.EncodeCertPEM(n.CA.Cert), now, rand)
+	if err != nil {
+		return err
+	}
+	csr, err := os.ReadFile(csrPath)
+	if err != nil {
+		return err
+	}
+	pub, _, err := certs.ReadSubjectKey(csr)
+	if err != nil {
+		return err
+	}
+	cert, err := n.CA.Issue(certs.IssueRequest{
+		PublicKey: pub, Role: role, Name: name,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour),
+	})
+	if err != nil {
+		return err
+	}
+	return keystore.WriteFileAtomic(keystore.Paths{Dir: dir, Role: role}.Cert(), certs.EncodeCertPEM(cert), 0o644)
+}
+
+// NewParty creates a certified data directory for a client, project or
+// extra node under the network's directory and returns it loaded.
+func (n *Network) NewParty(role certs.Role, name string) (*keystore.Identity, error) {
+	dir := filepath.Join(n.opts.Dir, string(role)+"-"+name)
+	n.mu.Lock()
+	seed := n.rng.Uint64()
+	n.mu.Unlock()
+	var s [32]byte
+	for i := range 8 {
+		s[i] = byte(seed >> (8 * i))
+	}
+	if err := n.initParty(dir, role, name, newSeeded(s)); err != nil {
+		return nil, err
+	}
+	return keystore.Load(dir, role, n.opts.Now())
+}
+
+// open starts node i from its data directory.
+func (n *Network) open(i int) error {
+	cfg := node.Config{
+		DataDir:      n.dirs[i],
+		DHT:          n.opts.DHT,
+		Pool:         n.opts.Pool,
+		Balance:      n.opts.Balance,
+		Index:        n.opts.Index,
+		HelloTimeout: n.opts.HelloTimeout,
+		Now:          n.opts.Now,
+		Logger:       n.opts.Logger,
+	}
+	if n.mn != nil {
+		id, err := keystore.Load(n.dirs[i], certs.RoleNode, n.opts.Now())
+		if err != nil {
+			return err
+		}
+		h, err := n.mn.AddPeer(id.PeerKey, n.addrs[i])
+		if err != nil {
+			return fmt.Errorf("mocknet peer %d: %w", i, err)
+		}
+		// Link to every live peer now (running nodes, projects and
+		// clients), so a restarted node can rejoin in Start and parties
+		// started before it can reach it; a new network links all at
+		// once after opening.
+		n.mu.Lock()
+		delete(n.killed, h.ID())
+		killed := maps.Clone(n.killed)
+		n.mu.Unlock()
+		for _, other := range n.mn.Peers() {
+			if other == h.ID() || killed[other] {
+				continue
+			}
+			if _, err := n.mn.LinkPeers(h.ID(), other); err != nil {
+				h.Close()
+				return err
+			}
+		}
+		cfg.Host = h
+		cfg.NewHost = n.moverHost
+		cfg.OnMove = func(old, _ peer.ID) { n.isolate(old) } // the old identity is gone
+	} else {
+		cfg.Listen = []multiaddr.Multiaddr{n.addrs[i]}
+		cfg.Bandwidth = n.bw[i]
+	}
+	if n.opts.Configure != nil {
+		n.opts.Configure(i, &cfg)
+	}
+	nd, err := node.Open(cfg)
+	if err != nil {
+		if cfg.Host != nil {
+			cfg.Host.Close()
+		}
+		return fmt.Errorf("node %d: %w", i, err)
+	}
+	if err := nd.Start(context.Background()); err != nil {
+		nd.Close()
+		return fmt.Errorf("node %d: %w", i, err)
+	}
+	if n.opts.Transport == TCP {
+		// Keep the port a restart will reuse.
+		for _, a := range nd.AddrInfo().Addrs {
+			if s, _ := a.ValueForProtocol(multiaddr.P_IP4); s == "127.0.0.1" {
+				n.addrs[i] = a
+				break
+			}
+		}
+	}
+	n.mu.Lock()
+	n.nodes[i] = nd
+	n.mu.Unlock()
+	return nil
+}
+
+type wireHello = wire.Hello
+
+func helloOf(nd *node.Node) *wire.Hello { return nd.Endpoint().Hello() }
+
+func sortPeers(target keyspace.Pos, ids []peer.ID) { dht.SortPeers(target, ids) }
+
+// BytesSent is the total the nodes have sent over TCP (0 on mocknet).
+func (n *Network) BytesSent() int64 {
+	var sum int64
+	for _, c := range n.bw {
+		sum += c.GetBandwidthTotals().TotalOut
+	}
+	return sum
+}

@@ -1,0 +1,185 @@
+package wire
+
+import "fmt"
+
+// Claim and result protocols.
+const (
+	// ProtoClaim asks a node to grant a job to the calling client.
+	ProtoClaim = "/up/claim/1.0.0"
+	// ProtoConfirm makes a granted claim permanent, with every reply.
+	ProtoConfirm = "/up/claim/confirm/1.0.0"
+	// ProtoRelease gives a claimed or granted job back.
+	ProtoRelease = "/up/claim/release/1.0.0"
+	// ProtoResult submits a client's sealed result.
+	ProtoResult = "/up/job/result/1.0.0"
+	// ProtoResultGet fetches results (projects; nodes repairing replicas).
+	ProtoResultGet = "/up/job/result/get/1.0.0"
+	// ProtoCollect tells a node the project has stored results durably.
+	ProtoCollect = "/up/job/collect/1.0.0"
+)
+
+// Claim protocol bounds.
+const (
+	MaxReplies      = 32
+	MaxReplyBytes   = 20 << 10
+	MaxResultBytes  = 4<<20 + 64<<10
+	MaxResultsFrame = 8 << 20
+)
+
+// ClaimRequest asks for a job.
+type ClaimRequest struct {
+	_   struct{} `cbor:",toarray"`
+	Job []byte
+}
+
+// Validate bounds a decoded ClaimRequest.
+func (r *ClaimRequest) Validate() error { return validKey(r.Job) }
+
+func validKey(k []byte) error {
+	if len(k) == 0 || len(k) > MaxJobKeyLen {
+		return fmt.Errorf("job key of %d bytes: %w", len(k), ErrMalformed)
+	}
+	return nil
+}
+
+// ClaimResponse carries the node's signed reply (claim.Signed, encoded).
+type ClaimResponse struct {
+	_     struct{} `cbor:",toarray"`
+	Reply []byte
+}
+
+// Validate bounds a decoded ClaimResponse.
+func (r *ClaimResponse) Validate() error {
+	if len(r.Reply) == 0 || len(r.Reply) > MaxReplyBytes {
+		return fmt.Errorf("claim reply of %d bytes: %w", len(r.Reply), ErrMalformed)
+	}
+	return nil
+}
+
+// ConfirmRequest makes a claim permanent: the claim's start (Unix ms) and
+// every signed reply the client gathered.
+type ConfirmRequest struct {
+	_       struct{} `cbor:",toarray"`
+	Job     []byte
+	Start   int64
+	Replies [][]byte
+}
+
+// Validate bounds a decoded ConfirmRequest.
+func (r *ConfirmRequest) Validate() error {
+	if err := validKey(r.Job); err != nil {
+		return err
+	}
+	if len(r.Replies) == 0 || len(r.Replies) > MaxReplies {
+		return fmt.Errorf("confirm with %d replies: %w", len(r.Replies), ErrMalformed)
+	}
+	for _, b := range r.Replies {
+		if len(b) == 0 || len(b) > MaxReplyBytes {
+			return fmt.Errorf("claim reply of %d bytes: %w", len(b), ErrMalformed)
+		}
+	}
+	return nil
+}
+
+// ReleaseRequest gives a job back.
+type ReleaseRequest struct {
+	_   struct{} `cbor:",toarray"`
+	Job []byte
+}
+
+// Validate bounds a decoded ReleaseRequest.
+func (r *ReleaseRequest) Validate() error { return validKey(r.Job) }
+
+// ResultSubmit delivers a sealed result (result.Envelope, encoded); At is
+// when the client finished, Unix ms (every replica records the same).
+type ResultSubmit struct {
+	_        struct{} `cbor:",toarray"`
+	Envelope []byte
+	At       int64
+}
+
+// Validate bounds a decoded ResultSubmit.
+func (r *ResultSubmit) Validate() error {
+	if len(r.Envelope) == 0 || len(r.Envelope) > MaxResultBytes {
+		return fmt.Errorf("result of %d bytes: %w", len(r.Envelope), ErrMalformed)
+	}
+	if r.At <= 0 {
+		return fmt.Errorf("result time %d: %w", r.At, ErrMalformed)
+	}
+	return nil
+}
+
+// ResultGetRequest asks for the results of jobs.
+type ResultGetRequest struct {
+	_    struct{} `cbor:",toarray"`
+	Keys [][]byte
+}
+
+// Validate bounds a decoded ResultGetRequest.
+func (r *ResultGetRequest) Validate() error {
+	if len(r.Keys) == 0 || len(r.Keys) > MaxJobsPerStore {
+		return fmt.Errorf("result get of %d jobs: %w", len(r.Keys), ErrMalformed)
+	}
+	for _, k := range r.Keys {
+		if err := validKey(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ResultGetResponse has one entry per key, in order: the envelope, or
+// empty when the node holds none.
+type ResultGetResponse struct {
+	_       struct{} `cbor:",toarray"`
+	Results [][]byte
+	States  []SyncItem // the replica states of the jobs found
+}
+
+// Validate bounds a decoded ResultGetResponse.
+func (r *ResultGetResponse) Validate() error {
+	if len(r.Results) > MaxJobsPerStore {
+		return fmt.Errorf("result response of %d entries: %w", len(r.Results), ErrMalformed)
+	}
+	for _, b := range r.Results {
+		if len(b) > MaxResultBytes {
+			return fmt.Errorf("result of %d bytes: %w", len(b), ErrMalformed)
+		}
+	}
+	return validateItems(r.States)
+}
+
+// CollectRequest tells a node that the project stored these jobs' results
+// durably, at At (Unix ms).
+type CollectRequest struct {
+	_    struct{} `cbor:",toarray"`
+	Keys [][]byte
+	At   int64
+}
+
+// Validate bounds a decoded CollectRequest.
+func (r *CollectRequest) Validate() error {
+	if len(r.Keys) == 0 || len(r.Keys) > MaxSyncItems || r.At <= 0 {
+		return fmt.Errorf("collect of %d jobs at %d: %w", len(r.Keys), r.At, ErrMalformed)
+	}
+	for _, k := range r.Keys {
+		if err := validKey(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CollectResponse has one result per key.
+type CollectResponse struct {
+	_       struct{} `cbor:",toarray"`
+	Results []StoreResult
+}
+
+// Validate bounds a decoded CollectResponse.
+func (r *CollectResponse) Validate() error {
+	if len(r.Results) > MaxSyncItems {
+		return fmt.Errorf("collect response of %d results: %w", len(r.Results), ErrMalformed)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package wire
+
+import (
+	"fmt"
+
+	"github.com/up-pool/up/job"
+)
+
+// Index protocols.
+const (
+	// ProtoIndexWrite writes (or rewrites) index entries; nodes only.
+	ProtoIndexWrite = "/up/idx/write/1.0.0"
+	// ProtoIndexWithdraw removes index entries; nodes only.
+	ProtoIndexWithdraw = "/up/idx/withdraw/1.0.0"
+	// ProtoIndexQuery answers a keyword query from one node's entries.
+	ProtoIndexQuery = "/up/idx/query/1.0.0"
+)
+
+// Index protocol bounds.
+const (
+	MaxIndexWrites = 1024
+	MaxIndexHits   = 256
+	MaxQueryBytes  = 1024
+	MaxIndexFrame  = 4 << 20
+)
+
+// IndexWrite asks to hold one entry: the job's signed listing under one
+// of the keywords it allows.
+type IndexWrite struct {
+	_        struct{} `cbor:",toarray"`
+	Keyword  string
+	Listing  []byte   // job.SignedListing, encoded
+	Replicas [][]byte // the job's r closest nodes as the writer sees them (peer IDs)
+	Reset    bool     // the job was claimed and given back: end the entry's quarantine
+	Point    []byte   // the random point of the keyword's region the entry was placed at (32 bytes)
+	Writer   []byte   // hand-overs only: the node that last wrote the entry (peer ID); ignored otherwise
+}
+
+// MaxReplicas bounds the replica set an entry carries.
+const MaxReplicas = 16
+
+// IndexWriteRequest writes entries; Certs are the project certificates
+// their listings need, each once.
+type IndexWriteRequest struct {
+	_       struct{} `cbor:",toarray"`
+	Entries []IndexWrite
+	Certs   [][]byte
+	Handoff bool // a node handing its entries over (moving, or splitting its load): no redirect
+}
+
+// Validate bounds a decoded IndexWriteRequest.
+func (r *IndexWriteRequest) Validate() error {
+	if len(r.Entries) == 0 || len(r.Entries) > MaxIndexWrites {
+		return fmt.Errorf("index write of %d entries (want 1..%d): %w", len(r.Entries), MaxIndexWrites, ErrMalformed)
+	}
+	if len(r.Certs) > MaxCertsPerMsg {
+		return fmt.Errorf("index write with %d certificates: %w", len(r.Certs), ErrMalformed)
+	}
+	for _, c := range r.Certs {
+		if len(c) == 0 || len(c) > MaxCertBytes {
+			return fmt.Errorf("certificate of %d bytes: %w", len(c), ErrMalformed)
+		}
+	}
+	for _, e := range r.Entries {
+		if err := job.ValidateKeyword(e.Keyword); err != nil {
+			return err
+		}
+		if len(e.Listing) == 0 || len(e.Listing) > job.MaxListingSize {
+			return fmt.Errorf("listing of %d bytes: %w", len(e.Listing), ErrMalformed)
+		}
+		if err := validReplicas(e.Replicas); err != nil {
+			return err
+		}
+		if len(e.Point) != 0 && len(e.Point) != 32 {
+			return fmt.Errorf("entry point of %d bytes: %w", len(e.Point), ErrMalformed)
+		}
+		if len(e.Writer) > MaxPeerIDBytes {
+			return fmt.Errorf("entry writer id of %d bytes: %w", len(e.Writer), ErrMalformed)
+		}
+	}
+	return nil
+}
+
+// IndexWriteResponse has one result per entry, in order.
+type IndexWriteResponse struct {
+	_       struct{} `cbor:",toarray"`
+	Results []StoreResult
+}
+
+// Validate bounds a decoded IndexWriteResponse.
+func (r *IndexWriteResponse) Validate() error {
+	if len(r.Results) > MaxIndexWrites {
+		return fmt.Errorf("index write response of %d results: %w", len(r.Results), ErrMalformed)
+	}
+	return nil
+}
+
+// IndexRef names one entry: a job under a keyword.
+type IndexRef struct {
+	_       struct{} `cbor:",toarray"`
+	Keyword string
+	Job     []byte
+}
+
+// IndexWithdrawRequest removes entries.
+type IndexWithdrawRequest struct {
+	_     struct{} `cbor:",toarray"`
+	Items []IndexRef
+}
+
+// Validate bounds a decoded IndexWithdrawRequest.
+func (r *IndexWithdrawRequest) Validate() error {
+	if len(r.Items) == 0 || len(r.Items) > MaxIndexWrites {
+		return fmt.Errorf("withdraw of %d entries (want 1..%d): %w", len(r.Items), MaxIndexWrites, ErrMalformed)
+	}
+	for _, it := range r.Items {
+		if err := job.ValidateKeyword(it.Keyword); err != nil {
+			return err
+		}
+		if len(it.Job) == 0 || len(it.Job) > MaxJobKeyLen {
+			return fmt.Errorf("job key of %d bytes: %w", len(it.Job), ErrMalformed)
+		}
+	}
+	return nil
+}
+
+// IndexWithdrawResponse reports how many entries were removed.
+type IndexWithdrawResponse struct {
+	_       struct{} `cbor:",toarray"`
+	Removed uint32
+}
+
+// Validate accepts every IndexWithdrawResponse.
+func (r *IndexWithdrawResponse) Validate() error { return nil }
+
+// IndexQueryRequest asks one node for entries under Keyword (the query's
+// primary keyword) that match Query. A client's query (Page false) gets
+// up to N entries chosen among the oldest and quarantines them; a harvest
+// (Page true) pages through all matches in age order after the cursor.
+type IndexQueryRequest struct {
+	_            struct{} `cbor:",toarray"`
+	Query        string
+	Keyword      string
+	N            uint16
+	Page         bool
+	AfterCreated int64
+	AfterJob     []byte
+}
+
+// Validate bounds a decoded IndexQueryRequest.
+func (r *IndexQueryRequest) Validate() error {
+	if len(r.Query) == 0 || len(r.Query) > MaxQueryBytes {
+		return fmt.Errorf("query of %d bytes (want 1..%d): %w", len(r.Query), MaxQueryBytes, ErrMalformed)
+	}
+	if err := job.ValidateKeyword(r.Keyword); err != nil {
+		return err
+	}
+	if r.N == 0 || r.N > MaxIndexHits {
+		return fmt.Errorf("query for %d entries (want 1..%d): %w", r.N, MaxIndexHits, ErrMalformed)
+	}
+	if len(r.AfterJob) > MaxJobKeyLen {
+		return fmt.Errorf("cursor of %d bytes: %w", len(r.AfterJob), ErrMalformed)
+	}
+	return nil
+}
+
+// IndexHit is one entry answered: the job and what the index knows of it.
+type IndexHit struct {
+	_        struct{} `cbor:",toarray"`
+	Job      []byte
+	Project  string
+	Created  int64
+	Keywords []string
+	Replicas [][]byte // the job's nodes when the entry was written: claim there, no lookup
+}
+
+func validReplicas(rs [][]byte) error {
+	if len(rs) > MaxReplicas {
+		return fmt.Errorf("%d replicas (max %d): %w", len(rs), MaxReplicas, ErrMalformed)
+	}
+	for _, r := range rs {
+		if len(r) == 0 || len(r) > MaxPeerIDBytes {
+			return fmt.Errorf("replica id of %d bytes: %w", len(r), ErrMalformed)
+		}
+	}
+	return nil
+}
+
+// IndexQueryResponse lists the entries answered; More says a harvest has
+// further pages on this node.
+type IndexQueryResponse struct {
+	_    struct{} `cbor:",toarray"`
+	Hits []IndexHit
+	More bool
+}
+
+// Validate bounds a decoded IndexQueryResponse.
+func (r *IndexQueryResponse) Validate() error {
+	if len(r.Hits) > MaxIndexHits {
+		return fmt.Errorf("query answer of %d entries: %w", len(r.Hits), ErrMalformed)
+	}
+	for _, h := range r.Hits {
+		if len(h.Job) == 0 || len(h.Job) > MaxJobKeyLen || len(h.Keywords) > job.MaxKeywords+job.MaxResources {
+			return fmt.Errorf("malformed index hit: %w", ErrMalformed)
+		}
+		if err := validReplicas(h.Replicas); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package wire
+
+// DHTPrefix is the kad-dht protocol prefix of the U.P. overlay, so its DHT
+// (/up/kad/1.0.0) never mixes with the public IPFS DHT.
+const DHTPrefix = "/up"
+
+// DHTProtocol is the kad-dht protocol ID that DHTPrefix yields.
+const DHTProtocol = DHTPrefix + "/kad/1.0.0"
+
+// Stream protocols of U.P. (untyped, so they convert to libp2p's protocol.ID).
+// Each carries one request frame and one Reply frame.
+const (
+	// ProtoHello proves a peer's certificate and position record on connect.
+	ProtoHello = "/up/hello/1.0.0"
+	// ProtoNear answers a node's nearest known peers to a raw position.
+	ProtoNear = "/up/near/1.0.0"
+	// ProtoCRL serves the newest CA revocation list a node holds.
+	ProtoCRL = "/up/crl/1.0.0"
+	// ProtoPing answers an empty request: a liveness probe.
+	ProtoPing = "/up/ping/1.0.0"
+)
+
+// Frame bounds per protocol, in bytes.
+const (
+	MaxHelloFrame = 24 << 10
+	MaxNearFrame  = 160 << 10
+	MaxCRLFrame   = 1<<20 + 1024
+	MaxReplyMsg   = 512
+)
