@@ -5,12 +5,19 @@
 # until every result is in, check every result, tear down.
 set -euo pipefail
 cd "$(dirname "$0")"
-export COMPOSE_PROJECT_NAME=uptestnet
+# A project name and image tag of this run's own: a Docker engine shared
+# with other runs (or holding a killed run's volume) cannot hand this run a
+# stale /data or a half-built image.
+run_id="${UP_COMPOSE_RUN_ID:-$(date +%s)$$}"
+export COMPOSE_PROJECT_NAME="uptestnet${run_id}"
+export UP_IMAGE="up-pool/up:test${run_id}"
 dc() { docker-compose "$@"; }
 cleanup() {
 	# UP_COMPOSE_LOGS=file keeps every container's log of the run there.
 	if [ -n "${UP_COMPOSE_LOGS:-}" ]; then dc logs --no-color --timestamps >"$UP_COMPOSE_LOGS" 2>&1 || true; fi
 	dc --profile init --profile project down -v --remove-orphans >/dev/null 2>&1 || true
+	docker volume rm -f "${COMPOSE_PROJECT_NAME}_updata" >/dev/null 2>&1 || true
+	docker image rm -f "$UP_IMAGE" >/dev/null 2>&1 || true
 	rm -f up
 }
 trap cleanup EXIT
@@ -18,7 +25,7 @@ cleanup
 
 echo "== build the static binary and the image"
 (cd ../.. && CGO_ENABLED=0 go build -o testnet/compose/up ./cmd/up)
-docker build -q -t up-pool/up:test . >/dev/null
+docker build -q -t "$UP_IMAGE" . >/dev/null
 
 echo "== CA init job"
 dc --profile init run --rm init
