@@ -145,7 +145,7 @@ func (n *Node) loadInfo(in *instance) *wire.LoadInfo {
 	cfg := n.balanceCfg()
 	_, closest := in.pool.Counts()
 	served := overlay.SumCounter(in.ep.Metrics().RPCReceived, "", "")
-	now := time.Now()
+	now := n.cfg.Now() // the injected clock: a replayed run measures the same rates
 	n.lb.mu.Lock()
 	defer n.lb.mu.Unlock()
 	if !n.lb.sampled.IsZero() && now.Sub(n.lb.sampled) >= time.Second && served >= n.lb.served {

@@ -16,9 +16,13 @@ import (
 
 // lbNet is a network whose nodes balance by hand (BalanceAll), with a fake
 // clock and a cool-down of one minute.
+// lbEpoch is where the balancing tests' clock starts: a fixed instant, so
+// that with the seed the job IDs, and so the whole run, replay.
+var lbEpoch = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
 func lbNet(t testing.TB, nodes int, seed uint64) (*testnet.Network, *testnet.Clock) {
 	t.Helper()
-	clock := testnet.NewClock(time.Now())
+	clock := testnet.NewClock(lbEpoch)
 	opts := testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now}
 	opts.Balance = node.BalanceConfig{Params: loadbalance.Params{CoolDown: 60_000, MinMoveInterval: 60_000}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -154,7 +158,7 @@ func TestJobLoadBalance(t *testing.T) {
 // is still split: its replies to the writers' rewrites carry its load, and
 // a much lighter writer reacts by moving next to it.
 func TestPiggybackedLoadMoves(t *testing.T) {
-	clock := testnet.NewClock(time.Now())
+	clock := testnet.NewClock(lbEpoch)
 	opts := testnet.Options{Nodes: 16, Dir: t.TempDir(), Seed: 84, Now: clock.Now}
 	opts.Balance = node.BalanceConfig{Interval: 1000 * time.Hour, // automatic balancing on; no probe fires during the test
 		Params: loadbalance.Params{CoolDown: 60_000, MinMoveInterval: 60_000}}
@@ -196,7 +200,7 @@ func TestPiggybackedLoadMoves(t *testing.T) {
 // TestMaxGrindBits: a node does not move to a split deeper than it is
 // willing to grind for; it says why.
 func TestMaxGrindBits(t *testing.T) {
-	clock := testnet.NewClock(time.Now())
+	clock := testnet.NewClock(lbEpoch)
 	opts := testnet.Options{Nodes: 8, Dir: t.TempDir(), Seed: 85, Now: clock.Now}
 	opts.Balance = node.BalanceConfig{MaxGrindBits: 1, Params: loadbalance.Params{CoolDown: 60_000, MinMoveInterval: 60_000}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

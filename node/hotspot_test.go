@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -53,7 +55,11 @@ func TestMovesStop(t *testing.T) {
 		t.Skip("up to 30 balancing periods on 32 nodes")
 	}
 	const nodes, quiet = 32, 4
-	net, clock := lbNet(t, nodes, 86)
+	seed := uint64(86)
+	if s := os.Getenv("UP_TEST_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	net, clock := lbNet(t, nodes, seed)
 	submitN(t, net, 3000, nil)
 	ctx := context.Background()
 	var perPeriod []int
