@@ -310,15 +310,25 @@ func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req 
 }
 
 // Release gives a won claim back at its nodes; when none of them answers
-// (they moved or died), at the job's current closest nodes.
+// (they moved or died), at the job's current closest nodes. The nearest
+// node is released last, after the others answered: it writes the job's
+// index entries and, seeing the job ready again, ends their quarantine at
+// once; released first, it would offer the job to clients that then lose
+// it at a replica still holding this claim, and the entry would stay
+// quarantined for T_quarantine.
 func (c *Claimer) Release(ctx context.Context, cl *Claim) {
 	c.releaseStarted(cl.Job)
 	defer c.drop(cl.Job)
 	req := &wire.ReleaseRequest{Job: cl.Job}
-	for _, err := range c.fanOut(ctx, ids(cl.Nodes), wire.ProtoRelease, req) {
-		if err == nil {
-			return
+	nodes := ids(cl.Nodes)
+	var errs []error
+	for _, part := range [][]string{nodes[min(1, len(nodes)):], nodes[:min(1, len(nodes))]} {
+		for _, err := range c.fanOut(ctx, part, wire.ProtoRelease, req) {
+			errs = append(errs, err)
 		}
+	}
+	if slices.Contains(errs, nil) {
+		return
 	}
 	if nodes := c.current(ctx, cl); len(nodes) > 0 {
 		c.fanOut(ctx, ids(nodes), wire.ProtoRelease, req)
