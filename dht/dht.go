@@ -37,6 +37,9 @@ type DHT struct {
 	mLookupRPCs  prometheus.Counter
 	mDHTReceived *prometheus.CounterVec
 
+	crawlMu sync.Mutex
+	crawled *crawlView // nil until Crawl
+
 	sweepKick chan struct{} // a peer was dropped: sweep the routing table soon
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once

@@ -3,6 +3,7 @@ package dht
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
@@ -47,6 +48,11 @@ func (d *DHT) handleNear(_ context.Context, _ *overlay.Admitted, body []byte) (a
 // Near asks node p for its n nearest known peers to the raw position pos
 // (one RPC), records their addresses, and returns them nearest first.
 func (d *DHT) Near(ctx context.Context, p peer.ID, pos keyspace.Pos, n int) ([]peer.ID, error) {
+	return d.near(ctx, p, pos, n, peerstore.TempAddrTTL)
+}
+
+// near is Near keeping the addresses learnt for ttl.
+func (d *DHT) near(ctx context.Context, p peer.ID, pos keyspace.Pos, n int, ttl time.Duration) ([]peer.ID, error) {
 	if n < 1 || n > wire.MaxNearCount {
 		return nil, fmt.Errorf("near count %d out of 1..%d", n, wire.MaxNearCount)
 	}
@@ -63,7 +69,7 @@ func (d *DHT) Near(ctx context.Context, p peer.ID, pos keyspace.Pos, n int) ([]p
 			continue
 		}
 		if ai.ID != d.ep.ID() && len(ai.Addrs) > 0 {
-			pstore.AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+			pstore.AddAddrs(ai.ID, ai.Addrs, ttl)
 		}
 		out = append(out, ai.ID)
 	}

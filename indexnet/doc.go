@@ -18,7 +18,8 @@ type Config struct {
 	// RegionBits is p, the bits a wildcard region shares with its
 	// keyword's centre. Default 16.
 	RegionBits int
-	// RegionTTL is how long a region view is reused. Default 90 s.
+	// RegionTTL is how long a region view is reused. Default
+	// DefaultRegionTTL (5 min).
 	RegionTTL time.Duration
 	// FindTries is how many random points a Find asks. Default 3.
 	FindTries int
