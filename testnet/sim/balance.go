@@ -140,7 +140,7 @@ func (s *Sim) move(m, h int32, pos keyspace.Pos) {
 	mn.cache = map[uint64]int64{}
 	mn.rv = [2]regionView{}
 	mn.wq, mn.flushAt, mn.expiring = nil, 0, false
-	mn.lastMove, mn.lastChange = now, now
+	mn.born, mn.lastMove, mn.lastChange = now, now, now
 	mn.winRPC, mn.winStart = 0, now
 	s.ringsAdd(m)
 	s.timers(m)

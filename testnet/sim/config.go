@@ -87,6 +87,8 @@ type Config struct {
 	Alpha         int           // lookup parallelism α; default 3
 	K             int           // bucket size k; default 20
 	LookupCache   time.Duration // a lookup's answer is reused this long; default 90 s
+	RegionTTL     time.Duration // a party's region view (indexnet.Regions) is kept this long; default 5 min
+	CrawlInterval time.Duration // the project re-crawls the overlay when its crawled view is older than this; default 10 min; negative: never (first nodes from its routing table alone)
 	LatencyMedian time.Duration // one-way latency median (lognormal); default 80 ms
 	LatencySigma  float64       // lognormal σ of the one-way latency; default 0.6
 	Drop          float64       // probability an RPC is lost; default 0
@@ -232,6 +234,8 @@ func (c *Config) ApplyDefaults() {
 	defInt(&c.Alpha, 3)
 	defInt(&c.K, 20)
 	defDur(&c.LookupCache, 90*time.Second)
+	defDur(&c.RegionTTL, 5*time.Minute)
+	defDur(&c.CrawlInterval, 10*time.Minute)
 	defDur(&c.LatencyMedian, 80*time.Millisecond)
 	defF(&c.LatencySigma, 0.6)
 	defDur(&c.RPCTimeout, 5*time.Second)

@@ -10,14 +10,16 @@
 // decided on demand from the seed, so a party knows its own neighbourhood
 // completely and far regions by a sample of about k nodes: rtable.go; and
 // the RPC cost of an iterative Kademlia lookup with a 90 s lookup cache:
-// overlay.go). Routing decisions follow the real stack: the project sends
-// each job to the closest node in its own table (no RPC), that node places
-// it from its table when it is among the job's closest and looks it up
-// only when it is not; index writers and client gateways keep cached
-// region views (a lookup of the centre and near questions, indexnet's
-// rules); claims use the replica set the index entry carries; results and
-// harvests go to the claim's or the entry's nodes, with a lookup only when
-// none is left. Around them are a
+// overlay.go). Routing decisions follow the real stack: the project
+// crawls the overlay every 10 min (dht.Crawl's near questions; crawl.go)
+// and sends each job to the closest node in its own table and that
+// crawled, possibly stale, view (no RPC), that node places it from its
+// table when it is among the job's closest and looks it up only when it
+// is not; index writers and client gateways keep region views for 5 min
+// (a lookup of the centre and near questions, indexnet's rules); claims
+// use the replica set the index entry carries; results and harvests go to
+// the claim's or the entry's nodes, with a lookup only when none is left.
+// Around them are a
 // network model (lognormal wide-area latency, drops, a two-sided partition)
 // and churn (exponential lifetimes and down times). Every protocol decision
 // is made by the pure cores the nodes run: job.Merge and job.Expire for

@@ -64,11 +64,14 @@ const maxCovered = 64
 
 // regionView is a party's cached view of a keyword's region
 // (indexnet.Regions): fetched with a lookup of the region's centre and a
-// near question to the node nearest its first point, kept for the lookup
-// cache's 90 s. It is crowded when the region holds nearLimit nodes or
-// more (the answers all lie inside it): a target point then costs a near
-// question unless it lies in a sub-region an earlier answer showed in full.
+// near question to the node nearest its first point, kept for
+// Config.RegionTTL (5 min; the lookup of the centre is cached for the
+// lookup cache's 90 s, as every lookup). It is crowded when the region
+// holds nearLimit nodes or more (the answers all lie inside it): a target
+// point then costs a near question unless it lies in a sub-region an
+// earlier answer showed in full.
 type regionView struct {
+	at      int64 // ms it was fetched
 	until   int64 // ms; 0: not fetched
 	crowded bool
 	covered []keyspace.Region
@@ -112,19 +115,23 @@ func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
 
 // regionTarget is indexnet.Regions.Target for a party at position from
 // with region view rv and lookup cache cache: it fetches the view when
-// absent or older than 90 s (a lookup of the region's centre and a near
-// question), draws a random point of region g, refines a crowded view
-// with a near question when the point lies in no sub-region known in full,
-// and returns the point, the node closest to it and the latency in ms.
+// absent or older than Config.RegionTTL (a lookup of the region's centre
+// and a near question), draws a random point of region g, refines a
+// crowded view with a near question when the point lies in no sub-region
+// known in full, and returns the point, the node closest to it and the
+// latency in ms. The node is the true closest; when it joined or moved
+// after the view was fetched and no near question was asked now, the real
+// view would not know it: counted as a stale target.
 func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64, from keyspace.Pos, side int8, g keyspace.Region) (keyspace.Pos, int32, int64) {
 	v := s.view(side)
 	now := s.e.now
 	lat := int64(0)
-	if now >= rv.until || rv.until == 0 {
+	fresh := now >= rv.until || rv.until == 0
+	if fresh {
 		lat = s.lookup(why, cache, from, side, g.Prefix)
 		s.near(why, v.closestOne(g.Prefix))
 		lat += s.rtt()
-		rv.until = now + ms(s.c.LookupCache)
+		rv.at, rv.until = now, now+ms(s.c.RegionTTL)
 		rv.covered = rv.covered[:0]
 		a, b := v.span(g)
 		if rv.crowded = b-a >= nearLimit; rv.crowded {
@@ -133,10 +140,13 @@ func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64
 	}
 	pt := g.RandomPoint(s.e.rng)
 	to := v.closestOne(pt)
+	s.m.regionTargets++
 	if rv.crowded && !slices.ContainsFunc(rv.covered, func(c keyspace.Region) bool { return c.Contains(pt) }) {
 		s.near(why, to)
 		lat += s.rtt()
 		s.cover(rv, side, pt)
+	} else if !fresh && to >= 0 && s.nodes[to].born > rv.at {
+		s.m.staleTargets++
 	}
 	return pt, to, lat
 }

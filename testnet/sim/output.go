@@ -49,15 +49,31 @@ type Summary struct {
 	Lookups   int
 	CacheHits int
 	// PlaceLookups counts submitted jobs whose first node (the closest in
-	// the project's routing table) was not among the job's r closest in
-	// its own table and looked the job up.
+	// the project's routing table and crawled view) was not among the
+	// job's r closest in its own table and looked the job up.
 	PlaceLookups int
-	NearRPC      uint64            // near questions (region views), counted in LookupRPC
-	RPC          map[string]uint64 // RPCs received, by kind
-	LookupRPC    map[string]uint64 // lookup RPCs, by what the lookup was for
-	LookupShare  float64           // lookup RPCs / all RPCs
-	MeanRPC      float64           // mean RPC/s per live node over the run
-	MeanBW       float64           // mean bytes/s received per live node
+	// FailedStores counts the project's stores that failed (the first node
+	// left or moved since the project learnt of it, or was cut off); each
+	// is followed by a lookup after the RPC time-out.
+	FailedStores int
+	// Crawls counts the project's crawls of the overlay; their near
+	// questions are LookupRPC["crawl"].
+	Crawls int
+	// StaleTargets counts region targets (index writes and queries) whose
+	// node joined or moved after the party fetched its region view: the
+	// real view would not know it and name an older node instead (the
+	// simulator routes to the true closest; this counts what it does not
+	// charge).
+	StaleTargets int
+	// RegionTargets counts the region targets drawn (index entries placed
+	// and index queries sent).
+	RegionTargets int
+	NearRPC       uint64            // near questions (region views), counted in LookupRPC
+	RPC           map[string]uint64 // RPCs received, by kind
+	LookupRPC     map[string]uint64 // lookup RPCs, by what the lookup was for
+	LookupShare   float64           // lookup RPCs / all RPCs
+	MeanRPC       float64           // mean RPC/s per live node over the run
+	MeanBW        float64           // mean bytes/s received per live node
 
 	PeakRPCMax          float64 // highest per-second RPC count on any node
 	MedianRPCMax        float64 // median over rows of the busiest node's RPC/s
@@ -110,8 +126,9 @@ func (s *Sim) Summary(wall time.Duration) Summary {
 		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
 		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves,
 		Failed: s.m.failedAttempts, EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
-		PlaceLookups: s.m.placeLookups,
-		RPC:          map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
+		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
+		RegionTargets: s.m.regionTargets,
+		RPC:           map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
 	var mst runtime.MemStats
 	runtime.ReadMemStats(&mst)
 	sm.SysMiB = float64(mst.Sys) / (1 << 20)

@@ -139,10 +139,11 @@ const (
 	lkResult                   // a client finds a job's current nodes (none of its claim's took the result)
 	lkHarvest                  // the project finds the finished region, or a job its entry names no node of
 	lkBalance                  // a load-balancing probe of a random key
+	lkCrawl                    // the project crawls the overlay (near questions)
 	nLookupWhy
 )
 
-var lookupWhyNames = [nLookupWhy]string{"submit", "index write", "index query", "result", "harvest", "balance"}
+var lookupWhyNames = [nLookupWhy]string{"submit", "index write", "index query", "result", "harvest", "balance", "crawl"}
 
 // lookupModel is the cost of an iterative Kademlia lookup (kad-dht's
 // GetClosestPeers with its follow-up: α parallel requests, buckets of k,

@@ -30,26 +30,38 @@ func (s *Sim) newJob(run, tFinish int64) int32 {
 	return id
 }
 
-// sendJob has the project send job j to the closest node its routing
-// table holds (project.firstNode: dht.NearestLocal, no RPC); that node
-// places it.
+// sendJob has the project send job j to its first node
+// (project.firstNode: the nearest it knows of, from its routing table and
+// its crawled view, no RPC), crawling the overlay first when the view is
+// due (Config.CrawlInterval); that node places it. When every candidate
+// is marked dead, the project looks the job up (dht.ClosestPeers, cached)
+// and sends it to the closest.
 func (s *Sim) sendJob(j int32) {
-	c := s.projectNearest(s.jobs[j].pos)
-	if c < 0 {
-		return
+	if s.crawlDue() {
+		s.crawl()
 	}
-	s.e.after(s.latency(), event{kind: evStore, node: c, gen: s.nodes[c].gen, job: j})
+	t := s.jobs[j].pos
+	c, gen, ok := s.projectNearest(t)
+	lat := int64(0)
+	if !ok {
+		lat = s.lookup(lkSubmit, s.projCache, s.projPos, 0, t)
+		if c = s.view(0).closestOne(t); c < 0 {
+			return
+		}
+		gen = s.nodes[c].gen
+	}
+	s.e.after(lat+s.latency(), event{kind: evStore, node: c, gen: gen, job: j})
 }
 
 // sendJobLookup: the project's store through node failed failed; as
 // project.submitBatch does, it looks the job up (a fresh lookup) and sends
-// it to the closest live node other than failed.
+// it to the closest live node other than failed and not marked dead.
 func (s *Sim) sendJobLookup(j, failed int32) {
 	t := s.jobs[j].pos
 	lat := s.lookup(lkSubmit, nil, s.projPos, 0, t)
 	s.scratch = s.view(0).closest(t, s.c.R, s.scratch[:0])
 	for _, c := range s.scratch {
-		if c != failed {
+		if c != failed && !s.markedDead(c, s.nodes[c].gen) {
 			s.e.after(lat+s.latency(), event{kind: evStore, node: c, gen: s.nodes[c].gen, job: j})
 			return
 		}
@@ -64,8 +76,10 @@ func (s *Sim) sendJobLookup(j, failed int32) {
 func (s *Sim) store(ev event) {
 	j := ev.job
 	if !s.reach(0, ev.node, ev.gen) {
-		// The project's RPC failed: it looks the job up after the time-out.
-		s.e.after(ms(s.c.RPCTimeout), event{kind: evSubmit, job: j, arg: 3, node: ev.node})
+		// The project's RPC failed: after the time-out it marks the node
+		// dead and looks the job up.
+		s.m.failedStores++
+		s.e.after(ms(s.c.RPCTimeout), event{kind: evSubmit, job: j, arg: 3, node: ev.node, gen: ev.gen})
 		return
 	}
 	s.count(ev.node, kJob, s.c.SizeJob)

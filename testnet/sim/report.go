@@ -237,15 +237,25 @@ const modelNotes = `## Model
   decided on demand, so 10,000 nodes cost no memory for them; they follow the ring at once (a node that leaves or moves
   drops out of every table and its bucket's others stand in: kad-dht's refresh taken as instant). The project's table
   (asked once per job) is materialised and rebuilt when the ring changes.
+- **Crawl** (dht.Crawl, the accelerated client): before sending a job, a project whose crawled view is 10 min old
+  crawls the overlay: level by level from the whole keyspace, each region is asked (one near question for 20 peers,
+  counted as lookup RPCs under "crawl") of the known node nearest its first point, and both halves of a region whose
+  answer lay wholly inside it are asked next; it finds every live node with about N/7 near questions. The view keeps
+  the identities and positions found then: a node that moved or joined since is unknown until the next crawl, and
+  one that left or moved (a move is a new identity) still draws jobs, whose store fails, after the 5 s time-out the
+  project marks it dead (skipped 30 s, doubling up to 16×, as dht.MarkDead) and looks the job up. The crawl takes
+  no simulated time.
 - **What costs a lookup** (as in the real code): a decision from a party's own table costs nothing. The project sends
-  each job to the closest node of its table (project.firstNode), a lookup only after a failed store. That node places
-  the job on the r closest of its own table if it is among them (pool placement), else it looks the job up, pushes it
-  to the r closest and forgets it. Index writers and client gateways keep a region view per keyword for 90 s
-  (indexnet.Regions): a lookup of the region's centre plus a near question to the node nearest the region; when the
-  region holds ≥ 20 nodes (crowded), a target point outside every sub-region a near answer showed in full costs one
-  more near question. Claims use the replica set the index entry carries (no lookup); results go to the claim's nodes,
-  a lookup only when none of them holds the job; the harvest fetches from the replicas the entry names, a lookup only
-  when it names none. Republish, writer and claim-check decisions about a node's own neighbourhood use the true
+  each job to the closest node of its table and its crawled view (project.firstNode), a lookup only after a failed
+  store. That node places the job on the r closest of its own table if it is among them (pool placement), else it
+  looks the job up, pushes it to the r closest and forgets it. Index writers and client gateways keep a region view
+  per keyword for 5 min (indexnet.Regions): a lookup of the region's centre (cached 90 s like every lookup) plus a
+  near question to the node nearest the region; when the region holds ≥ 20 nodes (crowded), a target point outside
+  every sub-region a near answer showed in full costs one more near question. The simulator then sends to the true
+  closest node; a target whose node joined or moved after the view was fetched is counted as stale (the real view
+  would name an older node). Claims use the replica set the index entry carries (no lookup); results go to the
+  claim's nodes, a lookup only when none of them holds the job; the harvest fetches from the replicas the entry names,
+  a lookup only when it names none. Republish, writer and claim-check decisions about a node's own neighbourhood use the true
   closest nodes, which its table holds. Near questions are counted as lookup RPCs.
 - **Lookup cost**: an iterative Kademlia lookup (GetClosestPeers with its follow-up) by a party sharing c leading bits
   with the key: h = max(0, ⌈log2(N/k)⌉ − c) hops, k + α·h RPCs (α = 3; from a random party 38 at 1,024 nodes, 47 at

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/up-pool/up/dht/keyspace"
 )
@@ -101,24 +102,67 @@ func projectPos(seed uint64) keyspace.Pos {
 	return keyspace.PeerPos(b[:])
 }
 
-// projectNearest is the node the project sends a job of position t to:
-// the closest node its routing table holds (project.firstNode), or -1.
-// The project is a client: it does not count itself.
-func (s *Sim) projectNearest(t keyspace.Pos) int32 {
+// projectTable rebuilds the project's table when the ring changed.
+func (s *Sim) projectTable() {
 	pt := &s.pt
-	if pt.topo != s.topo+1 {
-		pt.topo, pt.built = s.topo+1, pt.built+1
-		pt.ids, pt.pos = pt.ids[:0], pt.pos[:0]
-		r := s.view(0)
-		for i, id := range r.id {
-			if s.known(projectTag, s.projPos, 0, id) {
-				pt.ids = append(pt.ids, id)
-				pt.pos = append(pt.pos, r.pos[i])
+	if pt.topo == s.topo+1 {
+		return
+	}
+	pt.topo, pt.built = s.topo+1, pt.built+1
+	pt.ids, pt.pos = pt.ids[:0], pt.pos[:0]
+	r := s.view(0)
+	for i, id := range r.id {
+		if s.known(projectTag, s.projPos, 0, id) {
+			pt.ids = append(pt.ids, id)
+			pt.pos = append(pt.pos, r.pos[i])
+		}
+	}
+}
+
+// firstCandidates is how many of the nearest known nodes the project
+// tries before it looks a job up (project.firstNode's NearestKnown(pos, 4)).
+const firstCandidates = 4
+
+// projectNearest is the node incarnation the project sends a job of
+// position t to (project.firstNode): of the firstCandidates nodes nearest
+// t among its routing table (current positions) and its crawled view (the
+// identities and positions of the last crawl, possibly gone or moved
+// since), the nearest not marked dead; ok is false when there is none.
+// The project is a client: it does not count itself.
+func (s *Sim) projectNearest(t keyspace.Pos) (id int32, gen uint32, ok bool) {
+	s.projectTable()
+	type cand struct {
+		pos keyspace.Pos
+		p   crawlPeer
+	}
+	var buf [2 * firstCandidates]cand
+	cs := buf[:0]
+	for _, i := range keyspace.ClosestIndices(t, s.pt.pos, firstCandidates) {
+		y := s.pt.ids[i]
+		cs = append(cs, cand{s.pt.pos[i], crawlPeer{y, s.nodes[y].gen}})
+	}
+	if cv := &s.cv; cv.done {
+		var ib [firstCandidates]int32
+		for _, w := range cv.r.closest(t, firstCandidates, ib[:0]) {
+			c := cand{cv.r.pos[w], cv.who[w]} // the ring's ids index who, in position order
+			if !slices.ContainsFunc(cs, func(o cand) bool { return o.p == c.p }) {
+				cs = append(cs, c)
 			}
 		}
 	}
-	if i := keyspace.Closest(t, pt.pos); i >= 0 {
-		return pt.ids[i]
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		switch {
+		case keyspace.CloserTo(t, a.pos, b.pos):
+			return -1
+		case keyspace.CloserTo(t, b.pos, a.pos):
+			return 1
+		}
+		return 0
+	})
+	for _, c := range cs[:min(len(cs), firstCandidates)] {
+		if !s.markedDead(c.p.id, c.p.gen) {
+			return c.p.id, c.p.gen, true
+		}
 	}
-	return -1
+	return -1, 0, false
 }

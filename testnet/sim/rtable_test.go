@@ -78,8 +78,8 @@ func lookupRPCs(s *Sim) (n uint64) {
 	return n
 }
 
-// TestSubmitLookups: the project sends each job to the closest node of
-// its routing table at no routing cost; that node places the job without
+// TestSubmitLookups: without crawling, the project sends each job to the
+// closest node of its routing table at no routing cost; that node places the job without
 // a lookup when it is among the job's r closest in its own table (always
 // the case when it is among the true r closest: it knows its
 // neighbourhood), and otherwise makes one lookup, charged at the model's
@@ -87,7 +87,7 @@ func lookupRPCs(s *Sim) (n uint64) {
 // forgets it. A failed store makes the project look the job up.
 func TestSubmitLookups(t *testing.T) {
 	for _, nodes := range []int{64, 1024} {
-		s, err := New(Config{Nodes: nodes})
+		s, err := New(Config{Nodes: nodes, CrawlInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestSubmitLookups(t *testing.T) {
 			j := s.newJob(0, s.tFinish)
 			key := s.jobs[j].pos
 			before, lk := lookupRPCs(s), s.m.lookups
-			c := s.projectNearest(key)
+			c, _, _ := s.projectNearest(key)
 			s.sendJob(j)
 			if lookupRPCs(s) != before || s.m.lookups != lk {
 				t.Fatal("sending a job to the project's nearest known node charged a lookup")
@@ -152,13 +152,13 @@ func TestProjectTableFollowsRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := randPos(s.e.rng)
-	c := s.projectNearest(key)
+	c, _, _ := s.projectNearest(key)
 	built := s.pt.built
 	if s.projectNearest(randPos(s.e.rng)); s.pt.built != built {
 		t.Fatal("the project's table was rebuilt without a ring change")
 	}
 	s.crash(c)
-	if got := s.projectNearest(key); got == c || s.pt.built != built+1 {
+	if got, _, _ := s.projectNearest(key); got == c || s.pt.built != built+1 {
 		t.Fatalf("after node %d left: nearest %d, %d rebuilds", c, got, s.pt.built-built)
 	}
 	if slices.Contains(s.pt.ids, c) {

@@ -47,6 +47,7 @@ type node struct {
 	phase    int64 // the writer tick's phase, ms
 	expiring bool
 
+	born                 int64 // ms this incarnation started (join or move)
 	lastMove, lastChange int64
 	crashAt              int64
 	winRPC               uint32
@@ -140,7 +141,9 @@ type Sim struct {
 	projCache     map[uint64]int64
 	projPos       keyspace.Pos // the project's position (its routing table's centre)
 	pt            projectTable
-	topo          uint64 // ring changes (joins, departures, moves, partitions)
+	cv            crawlView           // the project's crawled view of the overlay
+	dead          map[uint64]deadMark // the project's dead marks, by partyTag
+	topo          uint64              // ring changes (joins, departures, moves, partitions)
 	tFinish       int64
 	running       []*attempt // static: won attempts waiting for the results phase
 	clientSeq     int32
@@ -177,7 +180,8 @@ func New(c Config) (*Sim, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{c: c, e: NewEngine(c.Seed), lm: lookupModel{alpha: c.Alpha, k: c.K}, projCache: map[uint64]int64{}}
+	s := &Sim{c: c, e: NewEngine(c.Seed), lm: lookupModel{alpha: c.Alpha, k: c.K}, projCache: map[uint64]int64{},
+		dead: map[uint64]deadMark{}}
 	s.kwFin = job.FinishedKeyword(c.Keyword)
 	s.projPos = projectPos(c.Seed)
 	var err error
@@ -260,7 +264,7 @@ func (s *Sim) join(id int32) {
 	n.cache = map[uint64]int64{}
 	n.rv = [2]regionView{}
 	n.idx, n.wq, n.flushAt, n.expiring, n.active = nil, nil, 0, false, 0
-	n.lastMove, n.lastChange = 0, now
+	n.born, n.lastMove, n.lastChange = now, 0, now
 	if now == 0 {
 		n.lastChange = 0
 	}
@@ -414,6 +418,7 @@ func (s *Sim) dispatch(ev event) {
 		case 2:
 			s.trace.batch()
 		case 3:
+			s.markDead(ev.node, ev.gen)
 			s.sendJobLookup(ev.job, ev.node)
 		default:
 			s.submit()
