@@ -55,7 +55,7 @@ func (s *Sim) items(id int32) []loadbalance.Item {
 }
 
 // balance is a node's load-balancing round (thesis 3.4, 4.2.1): probe the
-// node closest to a random key, loadbalance.Decide, and if one must move,
+// node its routing table holds nearest a random key, loadbalance.Decide, and if one must move,
 // the lighter lands in the split region loadbalance.SplitFrom picks beyond
 // the heavy node's nearest neighbour.
 func (s *Sim) balance(id int32) {
@@ -63,9 +63,17 @@ func (s *Sim) balance(id int32) {
 	now := s.e.now
 	s.e.after(s.e.uniform(ms(s.c.BalanceMin), ms(s.c.BalanceMax)), event{kind: evBalance, node: id, gen: n.gen})
 	key := keyspace.Region{}.RandomPoint(s.e.rng)
-	s.lookup(lkBalance, nil, n.pos, n.side, key)
-	other := s.view(n.side).closestOne(key)
-	if other < 0 || other == id {
+	// The node's routing table's nearest to the key (node.BalanceRound:
+	// dht.NearestLocal, no lookup).
+	var buf [2]int32
+	other := int32(-1)
+	for _, c := range s.nearestLocal(partyTag(id, n.gen), n.pos, id, n.side, key, 2, buf[:0]) {
+		if c != id {
+			other = c
+			break
+		}
+	}
+	if other < 0 {
 		return
 	}
 	s.count(other, kLB, s.c.SizeState)

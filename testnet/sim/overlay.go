@@ -138,7 +138,7 @@ const (
 	lkQuery                    // a client's gateway fetches a keyword region's view (cached)
 	lkResult                   // a client finds a job's current nodes (none of its claim's took the result)
 	lkHarvest                  // the project finds the finished region, or a job its entry names no node of
-	lkBalance                  // a load-balancing probe of a random key
+	lkBalance                  // a load-balancing probe of a random key (none: probes use the routing table)
 	lkCrawl                    // the project crawls the overlay (near questions)
 	nLookupWhy
 )
