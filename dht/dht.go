@@ -33,6 +33,8 @@ type DHT struct {
 	lookups      atomic.Int64 // lookups that went to the network
 	cachedHits   atomic.Int64 // lookups answered from the cache
 	lookupRPCs   atomic.Int64 // FIND_NODE requests sent by lookups
+	walks        atomic.Int64 // Walks run
+	walkRPCs     atomic.Int64 // near questions sent by Walks
 	mLookups     *prometheus.CounterVec
 	mLookupRPCs  prometheus.Counter
 	mDHTReceived *prometheus.CounterVec

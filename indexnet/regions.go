@@ -84,8 +84,9 @@ func (r *Regions) Region(kw string) keyspace.Region { return keyspace.IndexRegio
 func centreKey(kw string) []byte { return []byte(keyspace.IndexNamespace + kw) }
 
 // Peers returns the known nodes around kw's region, nearest to its first
-// point first: a lookup of the centre key, then the nearest peers to the
-// region that the node closest to it knows (one RPC). Cached for the TTL.
+// point first: a walk to that point (dht.Walk: a few near questions, the
+// last to the node nearest it; not a lookup, whose 20 follow-up requests
+// would all land on the region's nodes). Cached for the TTL.
 func (r *Regions) Peers(ctx context.Context, kw string) ([]peer.ID, error) {
 	v, err := r.view(ctx, kw)
 	if err != nil {
@@ -105,17 +106,14 @@ func (r *Regions) view(ctx context.Context, kw string) (regionView, error) {
 		return v, nil
 	}
 	region := r.Region(kw)
-	found, err := r.d.ClosestN(ctx, centreKey(kw), nearLimit)
+	// The walk's last question is the node nearest the region's first
+	// point, whose answer is that point's neighbourhood.
+	found, err := r.d.Walk(ctx, region.Prefix, nearLimit)
 	if err != nil || len(found) == 0 {
 		return regionView{}, fmt.Errorf("nodes around keyword %q: %w", kw, orNone(err))
 	}
-	full := len(found) >= nearLimit
-	v = regionView{fetched: now}.with(region.Prefix, keyspace.KeyPos(centreKey(kw)), found)
-	if near, err := r.near(ctx, found[0], region.Prefix, nearLimit); err == nil {
-		full = full || len(near) >= nearLimit
-		v = v.with(region.Prefix, region.Prefix, near)
-	}
-	v.crowded = full && allInside(region, v.peers)
+	v = regionView{fetched: now}.with(region.Prefix, region.Prefix, found)
+	v.crowded = len(found) >= nearLimit && allInside(region, v.peers)
 	r.mu.Lock()
 	r.cache[kw] = v
 	r.mu.Unlock()

@@ -10,14 +10,14 @@ import (
 )
 
 // TestEmptyFindRefreshesStaleView: a Find that finds nothing anywhere drops
-// a region view at least MinEmptyRefresh old, and the lookup behind it, so
-// a client whose view predates the nodes holding the entries looks again;
-// a younger view is kept (no lookup per empty find).
+// a region view at least MinEmptyRefresh old, so a client whose view
+// predates the nodes holding the entries looks again (walks to the region
+// anew); a younger view is kept (no walk per empty find).
 func TestEmptyFindRefreshesStaleView(t *testing.T) {
 	in := startIdxNet(t, 8, 52, testnet.Options{})
 	a := in.client(t, "worker")
 	ctx := context.Background()
-	lookups := func() int64 { return a.DHT().Stats().Network }
+	lookups := func() int64 { return a.DHT().WalkStats().Walks } // a view is a walk and a near question
 
 	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexnet.ErrNoJob) {
 		t.Fatalf("find on an empty keyword: %v", err)

@@ -16,7 +16,7 @@
 // crawled, possibly stale, view (no RPC), that node places it from its
 // table when it is among the job's closest and looks it up only when it
 // is not; index writers and client gateways keep region views for 5 min
-// (a lookup of the centre and near questions, indexnet's rules); claims
+// (a walk of near questions to the region, indexnet's rules); claims
 // use the replica set the index entry carries; results and harvests go to
 // the claim's or the entry's nodes, with a lookup only when none is left.
 // Around them are a

@@ -63,10 +63,9 @@ const nearLimit = 20
 const maxCovered = 64
 
 // regionView is a party's cached view of a keyword's region
-// (indexnet.Regions): fetched with a lookup of the region's centre and a
-// near question to the node nearest its first point, kept for
-// Config.RegionTTL (5 min; the lookup of the centre is cached for the
-// lookup cache's 90 s, as every lookup). It is crowded when the region
+// (indexnet.Regions): fetched with a walk of near questions to the region's
+// first point (dht.Walk; walkCost), kept for Config.RegionTTL (5 min). It
+// is crowded when the region
 // holds nearLimit nodes or more (the answers all lie inside it): a target
 // point then costs a near question unless it lies in a sub-region an
 // earlier answer showed in full.
@@ -115,8 +114,8 @@ func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
 
 // regionTarget is indexnet.Regions.Target for a party at position from
 // with region view rv and lookup cache cache: it fetches the view when
-// absent or older than Config.RegionTTL (a lookup of the region's centre
-// and a near question), draws a random point of region g, refines a
+// absent or older than Config.RegionTTL (a walk to the region's first
+// point), draws a random point of region g, refines a
 // crowded view with a near question when the point lies in no sub-region
 // known in full, and returns the point, the node closest to it and the
 // latency in ms. The node is the true closest; when it joined or moved
@@ -128,9 +127,9 @@ func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64
 	lat := int64(0)
 	fresh := now >= rv.until || rv.until == 0
 	if fresh {
-		lat = s.lookup(why, cache, from, side, g.Prefix)
-		s.near(why, v.closestOne(g.Prefix))
-		lat += s.rtt()
+		// indexnet's view: a walk to the region's first point, whose
+		// last question is the near question there.
+		lat = s.walkCost(why, from, side, g.Prefix)
 		rv.at, rv.until = now, now+ms(s.c.RegionTTL)
 		rv.covered = rv.covered[:0]
 		a, b := v.span(g)

@@ -249,8 +249,8 @@ const modelNotes = `## Model
   each job to the closest node of its table and its crawled view (project.firstNode), a lookup only after a failed
   store. That node places the job on the r closest of its own table if it is among them (pool placement), else it
   looks the job up, pushes it to the r closest and forgets it. Index writers and client gateways keep a region view
-  per keyword for 5 min (indexnet.Regions): a lookup of the region's centre (cached 90 s like every lookup) plus a
-  near question to the node nearest the region; when the region holds ≥ 20 nodes (crowded), a target point outside
+  per keyword for 5 min (indexnet.Regions): a walk of near questions to the region's first point (dht.Walk, about
+  log2(N)/log2(20) + 1 questions, the last to the node nearest the region); when the region holds ≥ 20 nodes (crowded), a target point outside
   every sub-region a near answer showed in full costs one more near question. The simulator then sends to the true
   closest node; a target whose node joined or moved after the view was fetched is counted as stale (the real view
   would name an older node). Claims use the replica set the index entry carries (no lookup); results go to the
