@@ -52,10 +52,10 @@ func (p *Pool) Spread(ctx context.Context, keys [][]byte, leaving bool) int {
 // ClosestPositions returns the positions of the held jobs this node is the
 // closest to (its n_job items for a load split).
 func (p *Pool) ClosestPositions() []keyspace.Pos {
-	self := p.self()
+	nearest := p.dht.SelfNearestFunc()
 	var out []keyspace.Pos
 	p.Each(func(h Held) bool {
-		if v := p.dht.NearestLocal(h.Pos, 1); len(v) == 1 && v[0] == self {
+		if nearest(h.Pos) {
 			out = append(out, h.Pos)
 		}
 		return true

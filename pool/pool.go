@@ -396,9 +396,9 @@ func (p *Pool) Counts() (held, closest int) {
 		items = append(items, e.pos)
 	}
 	p.mu.Unlock()
-	self := p.ep.ID()
+	nearest := p.dht.SelfNearestFunc()
 	for _, pos := range items {
-		if v := p.dht.NearestLocal(pos, 1); len(v) == 1 && v[0] == self {
+		if nearest(pos) {
 			closest++
 		}
 	}
