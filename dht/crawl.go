@@ -69,10 +69,7 @@ func (d *DHT) Crawl(ctx context.Context) (CrawlStats, error) {
 		level = []keyspace.Region{keyspace.NewRegion(keyspace.Pos{}, 0)}
 	)
 	for len(level) > 0 && ctx.Err() == nil {
-		known := make([]peer.ID, 0, len(found))
-		for p := range found {
-			known = append(known, p)
-		}
+		known := newCrawlView(found, time.Time{})
 		var next []keyspace.Region
 		sem := make(chan struct{}, crawlParallel)
 		var wg sync.WaitGroup
@@ -105,14 +102,7 @@ func (d *DHT) Crawl(ctx context.Context) (CrawlStats, error) {
 	if err := ctx.Err(); err != nil {
 		return stats, fmt.Errorf("crawl: %w", err)
 	}
-	v := &crawlView{at: d.cfg.Now(), pos: make([]keyspace.Pos, 0, len(found)), ids: make([]peer.ID, 0, len(found))}
-	for p := range found {
-		v.ids = append(v.ids, p)
-	}
-	sortByPos(v.ids)
-	for _, p := range v.ids {
-		v.pos = append(v.pos, keyspace.PeerPos([]byte(p)))
-	}
+	v := newCrawlView(found, d.cfg.Now())
 	d.crawlMu.Lock()
 	d.crawled = v
 	d.crawlMu.Unlock()
@@ -123,11 +113,10 @@ func (d *DHT) Crawl(ctx context.Context) (CrawlStats, error) {
 
 // crawlRegion asks the known peers nearest r's first point, nearest
 // first, until one answers (at most three tries).
-func (d *DHT) crawlRegion(ctx context.Context, r keyspace.Region, known []peer.ID) (ps []peer.ID, rpcs, failed int) {
+func (d *DHT) crawlRegion(ctx context.Context, r keyspace.Region, known *crawlView) (ps []peer.ID, rpcs, failed int) {
 	first := r.First()
-	cands := slices.Clone(known)
-	SortPeers(first, cands)
-	for _, c := range cands[:min(3, len(cands))] {
+	for _, i := range known.nearest(first, 3) {
+		c := known.ids[i]
 		if c == d.ep.ID() {
 			return d.NearestLocal(first, CrawlAnswer), rpcs, failed
 		}
@@ -141,19 +130,22 @@ func (d *DHT) crawlRegion(ctx context.Context, r keyspace.Region, known []peer.I
 	return nil, rpcs, failed
 }
 
-func sortByPos(ps []peer.ID) {
+// newCrawlView sorts the found peers by position into a view taken at.
+func newCrawlView(found map[peer.ID]keyspace.Pos, at time.Time) *crawlView {
 	type byPos struct {
 		pos keyspace.Pos
 		p   peer.ID
 	}
-	tmp := make([]byPos, len(ps))
-	for i, p := range ps {
-		tmp[i] = byPos{keyspace.PeerPos([]byte(p)), p}
+	tmp := make([]byPos, 0, len(found))
+	for p, pos := range found {
+		tmp = append(tmp, byPos{pos, p})
 	}
 	slices.SortFunc(tmp, func(a, b byPos) int { return keyspace.Compare(a.pos, b.pos) })
-	for i := range tmp {
-		ps[i] = tmp[i].p
+	v := &crawlView{at: at, pos: make([]keyspace.Pos, len(tmp)), ids: make([]peer.ID, len(tmp))}
+	for i, t := range tmp {
+		v.pos[i], v.ids[i] = t.pos, t.p
 	}
+	return v
 }
 
 // CrawledAt is when the crawled view was taken; zero when never.

@@ -58,9 +58,7 @@ func TestCrawl(t *testing.T) {
 		pos := keyspace.NewRegion(keyspace.Pos{}, 0).RandomPoint(rng)
 		got := d.NearestKnown(pos, 5)
 		want := slices.Clone(all)
-		slices.SortFunc(want, func(x, y peer.ID) int {
-			return keyspace.Compare(keyspace.Distance(keyspace.PeerPos([]byte(x)), pos), keyspace.Distance(keyspace.PeerPos([]byte(y)), pos))
-		})
+		dhtSort(pos, want)
 		if !slices.Equal(got, want[:5]) {
 			t.Fatalf("key %d: NearestKnown %v, want %v", i, got, want[:5])
 		}

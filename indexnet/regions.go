@@ -80,9 +80,6 @@ func (r *Regions) Bits() int { return r.bits }
 // Region is the wildcard region of keyword kw.
 func (r *Regions) Region(kw string) keyspace.Region { return keyspace.IndexRegion(kw, r.bits) }
 
-// centreKey is the DHT key whose position is the keyword's centre.
-func centreKey(kw string) []byte { return []byte(keyspace.IndexNamespace + kw) }
-
 // Peers returns the known nodes around kw's region, nearest to its first
 // point first: a walk to that point (dht.Walk: a few near questions, the
 // last to the node nearest it; not a lookup, whose 20 follow-up requests
@@ -232,8 +229,8 @@ func (r *Regions) Invalidate(kw string) {
 // can miss the nodes that hold the entries, for the whole cache TTL.
 const MinEmptyRefresh = 10 * time.Second
 
-// Stale drops kw's view, and the lookup of its centre, when the view is at
-// least age old, so the next use looks again. It reports whether it did.
+// Stale drops kw's view when it is at least age old, so the next use
+// looks again. It reports whether it did.
 func (r *Regions) Stale(kw string, age time.Duration) bool {
 	now := r.now()
 	r.mu.Lock()
@@ -243,9 +240,6 @@ func (r *Regions) Stale(kw string, age time.Duration) bool {
 		delete(r.cache, kw)
 	}
 	r.mu.Unlock()
-	if drop {
-		r.d.Invalidate(centreKey(kw))
-	}
 	return drop
 }
 
