@@ -322,3 +322,48 @@ func TestSameClientClaimsOnce(t *testing.T) {
 		t.Fatalf("claimer stats %+v, want 2 won and no other attempt (held is none)", st)
 	}
 }
+
+// TestClaimLogForgetsDeletedJobs: a node's log of permanent claims keeps a
+// job's records while it holds the job and drops them when the job leaves
+// its store (collected and kept T_collect), so the log stays bounded by the
+// jobs held over a long run.
+func TestClaimLogForgetsDeletedJobs(t *testing.T) {
+	cn := startClaimNet(t, 8, 2, 53)
+	ctx := context.Background()
+	_, cl := cn.client(t, "w")
+	for _, key := range cn.keys {
+		if _, err := cl.Claim(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logged := func(key []byte) (n int) {
+		for _, nd := range cn.net.Live() {
+			for _, rec := range nd.Claims().Log() {
+				if string(rec.Job) == string(key) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	gone, kept := cn.keys[0], cn.keys[1]
+	if n := logged(gone); n != 5 {
+		t.Fatalf("%d permanent claims logged for the job, want 5", n)
+	}
+	collected := job.State{Phase: job.Collected, At: cn.clock.Now().UnixMilli()}
+	for _, i := range cn.net.Holders(gone) {
+		if _, err := cn.net.Node(i).Pool().Apply(gone, collected); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cn.clock.Advance(3 * time.Hour) // past T_collect (2 h)
+	for _, nd := range cn.net.Live() {
+		nd.Pool().ExpireNow()
+	}
+	if n := logged(gone); n != 0 {
+		t.Fatalf("%d claims still logged for a job deleted after T_collect", n)
+	}
+	if n := logged(kept); n != 5 {
+		t.Fatalf("%d claims logged for a job still held, want 5", n)
+	}
+}

@@ -7,10 +7,12 @@
 package claimnet
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,9 +67,13 @@ type Service struct {
 
 	mu    sync.Mutex
 	temps map[string]*claim.Temp
-	log   []Record
-	open  map[string][]int // job key → indices in log of its claims not released
-	keys  *keyCache        // expanded node keys, for batch verification
+	// claims holds, per job this node still holds, the permanent claims it
+	// made (in order); a job's records go when the job leaves the store
+	// (collected and kept T_collect, or handed on), so the log is bounded
+	// by the jobs held.
+	claims map[string]*jobClaims
+	seq    uint64    // order of records across jobs, for Log
+	keys   *keyCache // expanded node keys, for batch verification
 
 	mReplies *prometheus.CounterVec
 	mConfirm *prometheus.CounterVec
@@ -99,7 +105,7 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 		Name: "up_claim_confirms_total", Help: "Confirms, by result (claimed, refused).",
 	}, []string{"result"})
 	ep.Metrics().Registry.MustRegister(s.mReplies, s.mConfirm)
-	s.open = map[string][]int{}
+	s.claims = map[string]*jobClaims{}
 	p.OnChange(s.onChange)
 	clients := []certs.Role{certs.RoleClient}
 	ep.Handle(wire.ProtoClaim, 1024, clients, s.handleClaim)
@@ -129,11 +135,36 @@ func (s *Service) Counts() Counts {
 	}
 }
 
-// Log returns the permanent claims this node made.
+// jobClaims are one held job's permanent claims at this node.
+type jobClaims struct {
+	recs []Record
+	seqs []uint64 // order of each record in the whole log
+	// closed is set once the job is finished or collected: its claims are
+	// past releasing.
+	closed bool
+}
+
+// Log returns the permanent claims this node made on the jobs it still
+// holds, in the order it made them.
 func (s *Service) Log() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Record(nil), s.log...)
+	type seqRec struct {
+		seq uint64
+		rec Record
+	}
+	var all []seqRec
+	for _, jc := range s.claims {
+		for i, r := range jc.recs {
+			all = append(all, seqRec{jc.seqs[i], r})
+		}
+	}
+	slices.SortFunc(all, func(a, b seqRec) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]Record, len(all))
+	for i, sr := range all {
+		out[i] = sr.rec
+	}
+	return out
 }
 
 func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
@@ -240,8 +271,14 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	}
 	s.mu.Lock()
 	delete(s.temps, string(req.Job))
-	s.open[string(req.Job)] = append(s.open[string(req.Job)], len(s.log))
-	s.log = append(s.log, Record{Job: req.Job, Client: client, Start: st.Start, Deadline: st.Deadline})
+	jc := s.claims[string(req.Job)]
+	if jc == nil {
+		jc = &jobClaims{}
+		s.claims[string(req.Job)] = jc
+	}
+	s.seq++
+	jc.recs = append(jc.recs, Record{Job: req.Job, Client: client, Start: st.Start, Deadline: st.Deadline})
+	jc.seqs = append(jc.seqs, s.seq)
 	s.mu.Unlock()
 	s.mConfirm.WithLabelValues("claimed").Inc()
 	return &wire.Ping{}, nil
@@ -250,9 +287,17 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 // onChange marks the claims of a job that became ready before their
 // deadline as released: the release came by replication.
 func (s *Service) onChange(key []byte, st job.State, deleted bool) {
-	if deleted || st.Phase == job.Finished || st.Phase == job.Collected {
+	if deleted {
 		s.mu.Lock()
-		delete(s.open, string(key)) // past releasing
+		delete(s.claims, string(key))
+		s.mu.Unlock()
+		return
+	}
+	if st.Phase == job.Finished || st.Phase == job.Collected {
+		s.mu.Lock()
+		if jc := s.claims[string(key)]; jc != nil {
+			jc.closed = true // past releasing
+		}
 		s.mu.Unlock()
 		return
 	}
@@ -268,19 +313,14 @@ func (s *Service) onChange(key []byte, st job.State, deleted bool) {
 // releasedLocked marks the job's open claims that match as released.
 // s.mu is held.
 func (s *Service) releasedLocked(key []byte, match func(Record) bool) {
-	idx := s.open[string(key)]
-	keep := idx[:0]
-	for _, i := range idx {
-		if match(s.log[i]) {
-			s.log[i].Released = true
-		} else {
-			keep = append(keep, i)
-		}
+	jc := s.claims[string(key)]
+	if jc == nil || jc.closed {
+		return
 	}
-	if len(keep) == 0 {
-		delete(s.open, string(key))
-	} else {
-		s.open[string(key)] = keep
+	for i := range jc.recs {
+		if !jc.recs[i].Released && match(jc.recs[i]) {
+			jc.recs[i].Released = true
+		}
 	}
 }
 
