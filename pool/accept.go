@@ -101,6 +101,10 @@ func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.
 			merges = append(merges, i)
 			continue
 		}
+		if _, gone := p.gone(a.key, nowMS); gone {
+			a.refuse(wire.StatusGone, "job %s was collected and deleted here", signed.CID())
+			continue
+		}
 		if !known {
 			if der, known = offered[string(spec.CertRef)]; !known {
 				a.refuse(wire.StatusBadRequest, "job %s: certificate of project %q not sent", signed.CID(), spec.Project)

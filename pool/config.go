@@ -20,6 +20,10 @@ type Config struct {
 	// TCollect is how long a collected job is kept (so its state can win
 	// every merge) before it is deleted. Default 2 h.
 	TCollect time.Duration
+	// GoneKeep is how long a node remembers, on disk, the key of a
+	// collected job it deleted, so a stale replica of it is told it was
+	// collected rather than stored again (gone.go). Default T_collect.
+	GoneKeep time.Duration
 	// ExpiryInterval is how often claims lapse and collected jobs are
 	// deleted. Default 10 s.
 	ExpiryInterval time.Duration
@@ -49,6 +53,9 @@ func (c *Config) applyDefaults() {
 	if c.TCollect == 0 {
 		c.TCollect = 2 * time.Hour
 	}
+	if c.GoneKeep == 0 {
+		c.GoneKeep = c.TCollect
+	}
 	if c.ExpiryInterval == 0 {
 		c.ExpiryInterval = 10 * time.Second
 	}
@@ -69,7 +76,7 @@ func (c *Config) applyDefaults() {
 // Validate reports a bad setting.
 func (c *Config) Validate() error {
 	switch {
-	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0:
+	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0:
 		return errors.New("pool config: negative duration")
 	case c.RepublishJitter >= c.RepublishInterval:
 		return errors.New("pool config: republish jitter must be below the interval")

@@ -88,3 +88,57 @@ func TestNewNodeGetsJobs(t *testing.T) {
 	pn.net.RepublishAll(context.Background())
 	pn.checkPlacement(t, true)
 }
+
+// TestStaleReplicaAfterCollection: a replica that missed every state after
+// ready (it was outside the claim's nodes and no republish reached it
+// before T_collect) still holds the job as ready when the others delete
+// it. A republish round must not store it on them again: they remember the
+// collected job's key, answer its sync with the collected state, refuse to
+// store it, and the stale replica deletes it too.
+func TestStaleReplicaAfterCollection(t *testing.T) {
+	pn := startPoolNet(t, 8, 10, 30)
+	ctx := context.Background()
+	key := pn.keys[0]
+	holders := pn.net.Holders(key)
+	if len(holders) != 5 {
+		t.Fatalf("job on %d nodes", len(holders))
+	}
+	now := pn.clock.Now().UnixMilli()
+	stale := holders[len(holders)-1]
+	for _, i := range holders {
+		if i == stale {
+			continue
+		}
+		if _, err := pn.net.Node(i).Pool().Apply(key, job.State{Phase: job.Collected, At: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pn.clock.Advance(2*time.Hour + time.Minute)
+	deleted := 0
+	for _, nd := range pn.net.Live() {
+		_, d := nd.Pool().ExpireNow()
+		deleted += d
+	}
+	if deleted != 4 {
+		t.Fatalf("%d replicas deleted after T_collect, want 4", deleted)
+	}
+	if h := pn.net.Holders(key); len(h) != 1 || h[0] != stale {
+		t.Fatalf("after expiry the job is on %v, want only the stale node %d", h, stale)
+	}
+	pn.net.RepublishAll(ctx)
+	if st, _ := pn.net.Node(stale).Pool().State(key); st.Phase != job.Collected {
+		t.Fatalf("stale replica is %s after a republish round, want collected", st.Phase)
+	}
+	for _, i := range pn.net.Holders(key) {
+		if i != stale {
+			t.Fatalf("collected job stored again on node %d", i)
+		}
+	}
+	if _, d := pn.net.Node(stale).Pool().ExpireNow(); d != 1 {
+		t.Fatalf("stale replica: %d deleted, want 1", d)
+	}
+	pn.net.RepublishAll(ctx)
+	if h := pn.net.Holders(key); len(h) != 0 {
+		t.Fatalf("collected job back on %v", h)
+	}
+}

@@ -250,7 +250,11 @@ func (p *Pool) handleSync(_ context.Context, from *overlay.Admitted, body []byte
 		}
 		p.mu.Unlock()
 		if !held {
-			resp.Need = append(resp.Need, it.Key)
+			if st, gone := p.gone(it.Key, now); gone {
+				resp.Newer = append(resp.Newer, wire.SyncItem{Key: it.Key, State: st})
+			} else {
+				resp.Need = append(resp.Need, it.Key)
+			}
 			continue
 		}
 		merged, err := p.Apply(it.Key, it.State)

@@ -8,7 +8,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/job"
-	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
 
@@ -224,8 +223,9 @@ func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, s
 }
 
 // ExpireNow lapses claims whose deadline passed (the job is ready again,
-// as the tombstone job.Expire makes of the claim) and deletes collected
-// jobs kept longer than T_collect. Running it is an optimisation only:
+// as the tombstone job.Expire makes of the claim), deletes collected
+// jobs kept longer than T_collect (remembering their keys GoneKeep more,
+// see gone.go) and forgets the gone records that lapsed. Running it is an optimisation only:
 // every read and merge expires states itself, with the same result. It returns how
 // many jobs it changed and deleted.
 func (p *Pool) ExpireNow() (lapsed, deleted int) {
@@ -242,8 +242,9 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 				changes = append(changes, change{key: []byte(k), st: ended})
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
-			if err := p.st.Delete(store.Key(jobNS, []byte(k))); err == nil {
-				_ = p.st.Delete(store.Key(resultNS, []byte(k)))
+			b := p.st.NewBatch()
+			markGone(b, []byte(k), e.state.At, now+p.cfg.GoneKeep.Milliseconds())
+			if err := b.Commit(true); err == nil {
 				delete(p.jobs, k)
 				deleted++
 				p.mDropped.Inc()
@@ -252,6 +253,9 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 		}
 	}
 	p.mu.Unlock()
+	if _, err := p.expireGone(now); err != nil {
+		p.log.Warn("expire", "err", err)
+	}
 	p.notify(changes...)
 	return lapsed, deleted
 }

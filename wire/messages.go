@@ -18,6 +18,7 @@ const (
 	StatusRateLimited
 	StatusInternal
 	StatusMoved // the item belongs to another node now; Msg names it
+	StatusGone  // the job was collected and deleted; it is not stored again
 )
 
 func (s Status) String() string {
@@ -36,6 +37,8 @@ func (s Status) String() string {
 		return "internal error"
 	case StatusMoved:
 		return "moved"
+	case StatusGone:
+		return "gone"
 	}
 	return fmt.Sprintf("status %d", uint16(s))
 }

@@ -1,0 +1,75 @@
+package pool
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/store"
+)
+
+// Gone records. A collected job is deleted T_collect after collection; a
+// replica that missed every later state (it was down, or outside the
+// claim's nodes, through all of T_collect's republish rounds) still holds
+// it as ready, and would store it anew on the nodes that deleted it: the
+// job would come back and run again. So a node that deletes a collected
+// job remembers its key, on disk only, for Config.GoneKeep more: it
+// answers a sync of the key with the collected state, which the stale
+// replica merges and then deletes in turn, and refuses to store the job
+// again.
+//
+// Layout: "gone/<key>" holds the collection time and the time the record
+// lapses; "goneq/<lapse, 8 bytes big-endian>/<key>" orders the records by
+// lapse, so expiring them reads only those due.
+const (
+	goneNS  = "gone"
+	goneQNS = "goneq"
+)
+
+// markGone adds to b the deletion of a collected job and its gone record.
+func markGone(b *store.Batch, key []byte, collectedAt, lapse int64) {
+	b.Delete(store.Key(jobNS, key))
+	b.Delete(store.Key(resultNS, key))
+	v := binary.BigEndian.AppendUint64(nil, uint64(collectedAt))
+	v = binary.BigEndian.AppendUint64(v, uint64(lapse))
+	b.Put(store.Key(goneNS, key), v)
+	b.Put(store.Key(goneQNS, binary.BigEndian.AppendUint64(nil, uint64(lapse)), key), nil)
+}
+
+// gone reports whether key is a collected job this node deleted and still
+// remembers, and the state to answer for it: collected at the time it was.
+func (p *Pool) gone(key []byte, now int64) (job.State, bool) {
+	v, err := p.st.Get(store.Key(goneNS, key))
+	if err != nil || len(v) != 16 {
+		return job.State{}, false
+	}
+	at, lapse := int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+	if now >= lapse || at <= 0 {
+		return job.State{}, false
+	}
+	return job.State{Phase: job.Collected, At: at}, true
+}
+
+// expireGone deletes the gone records that lapsed by now, and returns how
+// many.
+func (p *Pool) expireGone(now int64) (int, error) {
+	prefix := store.Key(goneQNS)
+	b := p.st.NewBatch()
+	err := p.st.Scan(prefix, func(k, _ []byte) bool {
+		rest := k[len(prefix):]
+		if len(rest) < 9 || int64(binary.BigEndian.Uint64(rest)) > now {
+			return false // ordered by lapse: the rest are not due
+		}
+		b.Delete(append([]byte(nil), k...))
+		b.Delete(store.Key(goneNS, rest[9:]))
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire gone records: %w", err)
+	}
+	n := b.Len() / 2
+	if n == 0 {
+		return 0, nil
+	}
+	return n, b.Commit(true)
+}
