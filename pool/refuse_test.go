@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -60,10 +61,13 @@ func TestRefusesBadJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	forged := good(lhc)
-	forged.Sig[3] ^= 1
-	unsigned := good(lhc)
-	unsigned.Sig = nil
+	// Tampered copies of signed jobs: a Prepared caches its encoding, so
+	// the tampering is done on a fresh job.Signed.
+	g := good(lhc)
+	forgedSig := bytes.Clone(g.Sig)
+	forgedSig[3] ^= 1
+	forged := &job.Signed{Spec: g.Spec, Sig: forgedSig}
+	unsigned := &job.Signed{Spec: good(lhc).Spec}
 	truncated := good(lhc).Encode()
 	truncated = truncated[:len(truncated)-7]
 	hugeSigned := &job.Signed{Spec: make([]byte, job.MaxSignedSize), Sig: make([]byte, 64)}

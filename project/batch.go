@@ -40,31 +40,38 @@ func (p *Project) SubmitFile(ctx context.Context, l *Ledger, file []byte, source
 // SubmitFile.
 func (p *Project) SubmitUnits(ctx context.Context, l *Ledger, units []Unit, copies int, digest []byte, source string, progress Progress) (SubmitReport, error) {
 	rep := SubmitReport{Units: len(units), Jobs: len(units) * copies}
-	now := p.a.Now()
-	batch, _, err := l.Batch(digest, source, len(units), copies, now)
+	b := &batchRecord{digest: digest, source: source, units: len(units), copies: copies, unitIDs: map[int]int64{}}
+	id, err := l.findBatch(digest)
 	if err != nil {
 		return rep, err
 	}
-	var fresh []PreparedJob
+	var have map[int64]map[int]bool // copies recorded, by unit
+	if id != 0 {
+		b.id = id
+		if b.unitIDs, have, err = l.batchUnits(id); err != nil {
+			return rep, fmt.Errorf("ledger batch: %w", err)
+		}
+	}
+	// Sign what is missing and record it, 1000 jobs a transaction. A new
+	// batch's jobs are then sent as signed; a re-run sends what the ledger
+	// has as not acknowledged.
+	var fresh []unitJob
+	var signed []*Prepared
 	flush := func() error {
 		if len(fresh) == 0 {
 			return nil
 		}
-		err := l.Prepare(fresh, p.a.Now())
+		err := l.record(b, fresh, p.a.Now())
 		fresh = fresh[:0]
 		return err
 	}
 	for idx, u := range units {
-		unit, err := l.EnsureUnit(batch, idx, copies)
-		if err != nil {
-			return rep, err
-		}
-		have, err := l.Copies(unit)
-		if err != nil {
-			return rep, err
+		var got map[int]bool
+		if unit, ok := b.unitIDs[idx]; ok {
+			got = have[unit]
 		}
 		for c := range copies {
-			if have[c] {
+			if got[c] {
 				continue
 			}
 			spec, err := p.SpecFor(u)
@@ -75,7 +82,10 @@ func (p *Project) SubmitUnits(ctx context.Context, l *Ledger, units []Unit, copi
 			if err != nil {
 				return rep, fmt.Errorf("unit %d: %w", idx, err)
 			}
-			fresh = append(fresh, PreparedJob{CID: prep.CID().String(), Unit: unit, Copy: c, Signed: prep.Encode(), Listing: prep.Listing})
+			fresh = append(fresh, unitJob{idx: idx, PreparedJob: PreparedJob{CID: prep.cidString(), Copy: c, Signed: prep.Encode(), Listing: prep.Listing}})
+			if id == 0 {
+				signed = append(signed, prep)
+			}
 			rep.Prepared++
 			if len(fresh) == 1000 {
 				if err := flush(); err != nil {
@@ -87,10 +97,20 @@ func (p *Project) SubmitUnits(ctx context.Context, l *Ledger, units []Unit, copi
 	if err := flush(); err != nil {
 		return rep, err
 	}
-	sent, errs := p.SubmitPending(ctx, l, batch, progress)
+	if b.id == 0 { // no units: record the batch alone
+		if b.id, _, err = l.Batch(digest, source, len(units), copies, p.a.Now()); err != nil {
+			return rep, err
+		}
+	}
+	if id == 0 {
+		// A new batch: every job is fresh, none acknowledged.
+		rep.Submitted, rep.Errors = p.submitChunks(ctx, l, signed, progress)
+		return rep, nil
+	}
+	sent, errs := p.SubmitPending(ctx, l, b.id, progress)
 	rep.Submitted, rep.Errors = sent, errs
 	var already int
-	if err := l.db.QueryRow(`SELECT COUNT(*) FROM jobs j JOIN units u ON u.id = j.unit WHERE u.batch = ? AND j.state != ?`, batch, StatePrepared).Scan(&already); err == nil {
+	if err := l.db.QueryRow(`SELECT COUNT(*) FROM jobs j JOIN units u ON u.id = j.unit WHERE u.batch = ? AND j.state != ?`, b.id, StatePrepared).Scan(&already); err == nil {
 		rep.Already = already - sent
 	}
 	return rep, nil
@@ -115,36 +135,44 @@ func (p *Project) SubmitPending(ctx context.Context, l *Ledger, batch int64, pro
 		return 0, []error{err}
 	}
 	var errs []error
+	jobs := make([]*Prepared, 0, len(pending))
+	for _, pj := range pending {
+		s, _, err := job.Decode(pj.Signed)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s in the ledger: %w", pj.CID, err))
+			continue
+		}
+		jobs = append(jobs, &Prepared{Signed: s, Listing: pj.Listing, enc: pj.Signed})
+	}
+	sent, more := p.submitChunks(ctx, l, jobs, progress)
+	return sent, append(errs, more...)
+}
+
+// submitChunks sends recorded jobs in chunks and records each chunk's
+// acknowledgements.
+func (p *Project) submitChunks(ctx context.Context, l *Ledger, jobs []*Prepared, progress Progress) (int, []error) {
+	var errs []error
 	sent := 0
 	chunk := p.chunk
 	if chunk <= 0 {
 		chunk = 1000
 	}
-	for start := 0; start < len(pending); start += chunk {
-		part := pending[start:min(start+chunk, len(pending))]
-		jobs := make([]*Prepared, 0, len(part))
-		for _, pj := range part {
-			s, _, err := job.Decode(pj.Signed)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("job %s in the ledger: %w", pj.CID, err))
-				continue
-			}
-			jobs = append(jobs, &Prepared{Signed: s, Listing: pj.Listing})
-		}
-		acks := map[string]int{}
-		for i, r := range p.Submit(ctx, jobs) {
+	for start := 0; start < len(jobs); start += chunk {
+		part := jobs[start:min(start+chunk, len(jobs))]
+		acks := make(map[string]int, len(part))
+		for i, r := range p.Submit(ctx, part) {
 			if r.Err != nil {
 				errs = append(errs, r.Err)
 				continue
 			}
-			acks[jobs[i].CID().String()] = r.Acks
+			acks[part[i].cidString()] = r.Acks
 		}
 		if err := l.MarkSubmitted(acks, p.a.Now()); err != nil {
 			return sent, append(errs, err)
 		}
 		sent += len(acks)
 		if progress != nil {
-			progress(start+len(part), len(pending))
+			progress(start+len(part), len(jobs))
 		}
 		if ctx.Err() != nil {
 			break
@@ -176,12 +204,12 @@ func (p *Project) AddCopy(ctx context.Context, l *Ledger, unit int64) error {
 	if err != nil {
 		return err
 	}
-	if err := l.Prepare([]PreparedJob{{CID: prep.CID().String(), Unit: unit, Copy: maxCopy + 1, Signed: prep.Encode(), Listing: prep.Listing}}, p.a.Now()); err != nil {
+	if err := l.Prepare([]PreparedJob{{CID: prep.cidString(), Unit: unit, Copy: maxCopy + 1, Signed: prep.Encode(), Listing: prep.Listing}}, p.a.Now()); err != nil {
 		return err
 	}
 	res := p.Submit(ctx, []*Prepared{prep})
 	if res[0].Err != nil {
 		return res[0].Err // recorded: a later SubmitPending retries it
 	}
-	return l.MarkSubmitted(map[string]int{prep.CID().String(): res[0].Acks}, p.a.Now())
+	return l.MarkSubmitted(map[string]int{prep.cidString(): res[0].Acks}, p.a.Now())
 }

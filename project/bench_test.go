@@ -92,7 +92,12 @@ func TestProjectChild(t *testing.T) {
 }
 
 func runChild(b *testing.B, mode, dir string, addrs []string) map[string]int64 {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestProjectChild$", "-test.v")
+	args := []string{"-test.run=^TestProjectChild$", "-test.v"}
+	if prof := os.Getenv("UP_PROJECT_CPUPROFILE"); prof != "" {
+		// The project process's CPU profile: <prefix><mode>.prof.
+		args = append(args, "-test.cpuprofile="+prof+mode+".prof")
+	}
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "UP_PROJECT_BENCH="+mode, "UP_PROJECT_DIR="+dir, "UP_PROJECT_NODES="+strings.Join(addrs, ","))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -117,7 +122,9 @@ func runChild(b *testing.B, mode, dir string, addrs []string) map[string]int64 {
 
 // BenchmarkProject measures the project's own CPU per job, in its own
 // process, for submitting b.N jobs to 16 TCP nodes (r = 5) and for
-// harvesting their results (fetch, open, verify, store, collect).
+// harvesting their results (fetch, open, verify, store, collect). With
+// UP_PROJECT_CPUPROFILE=/path/prefix- the project processes write their
+// CPU profiles to /path/prefix-submit.prof and -harvest.prof.
 func BenchmarkProject(b *testing.B) {
 	ctx := context.Background()
 	net, err := testnet.Start(ctx, testnet.Options{Nodes: 16, Dir: b.TempDir(), Seed: 75, Transport: testnet.TCP, PoolLoops: true,

@@ -2,7 +2,6 @@ package project
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,9 +11,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/job"
-	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/wire"
 )
 
@@ -51,8 +48,9 @@ type HarvestReport struct {
 // opens it (decrypts, checks the client's certificate and signature),
 // stores it durably in the ledger, and only then tells the nodes it is
 // collected. Last it validates every unit whose verdict may have changed
-// (see Ledger.Undecided) and issues another copy of a unit whose results
-// disagree.
+// (see Ledger.Undecided: the units of new results, not every unit),
+// records the verdicts with the jobs the nodes confirmed collected in one
+// transaction, and issues another copy of a unit whose results disagree.
 //
 // Re-running after a crash loses and doubles nothing: results already in
 // the ledger are not fetched again, only confirmed to the nodes, and
@@ -65,7 +63,10 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 	}
 	var rep HarvestReport
 	var fetch, confirm []found
+	listed := map[string]bool{} // jobs in confirm
 	_, err := p.a.Index().Harvest(ctx, job.FinishedKeyword(p.Name()), opts.PageSize, func(hits []wire.IndexHit) error {
+		page := make([]found, 0, len(hits))
+		cids := make([]string, 0, len(hits))
 		for _, h := range hits {
 			c, err := cid.Cast(h.Job)
 			if err != nil {
@@ -76,13 +77,20 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 				f.replicas = append(f.replicas, peer.ID(r))
 			}
 			rep.Finished++
-			switch st, err := l.Known(f.cid); {
-			case err != nil:
-				return fmt.Errorf("job %s: ledger state: %w", f.cid, err)
-			case st == StatePrepared || st == StateSubmitted:
+			page = append(page, f)
+			cids = append(cids, f.cid)
+		}
+		states, err := l.states(cids)
+		if err != nil {
+			return fmt.Errorf("ledger state of %d jobs: %w", len(cids), err)
+		}
+		for _, f := range page {
+			switch st := states[f.cid]; st {
+			case StatePrepared, StateSubmitted:
 				fetch = append(fetch, f)
-			case st == StateHarvested || st == StateCollected:
+			case StateHarvested, StateCollected:
 				confirm = append(confirm, f) // the nodes still list it: tell them again
+				listed[f.cid] = true
 			}
 		}
 		return nil
@@ -96,14 +104,16 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 		return rep, fmt.Errorf("ledger: jobs harvested but not collected: %w", err)
 	}
 	for _, s := range pending {
-		if c, err := cid.Decode(s); err == nil && !slices.ContainsFunc(confirm, func(f found) bool { return f.cid == s }) {
+		if c, err := cid.Decode(s); err == nil && !listed[s] {
 			confirm = append(confirm, found{key: c.Bytes(), cid: s})
+			listed[s] = true
 		}
 	}
 	for start := 0; start < len(fetch) && ctx.Err() == nil; start += 64 {
 		part := fetch[start:min(start+64, len(fetch))]
 		var results []Result
-		got, refusedBy, errs := p.fetchResults(ctx, part)
+		var got []found
+		res, refusedBy, errs := p.fetchResults(ctx, part)
 		for i, f := range part {
 			rep.RefusedCopies += len(refusedBy[i])
 			if err := errs[i]; err != nil {
@@ -114,25 +124,25 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", f.cid, err))
 				continue
 			}
-			if got[i] == nil {
+			if res[i] == nil {
 				continue
 			}
 			for _, e := range refusedBy[i] {
 				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w (another node's copy was recorded)", f.cid, e))
 			}
-			r := got[i]
+			r := res[i]
 			r.CID = f.cid
 			results = append(results, *r)
+			got = append(got, f)
 		}
 		if err := l.RecordResults(results, p.a.Now()); err != nil {
 			return rep, err
 		}
 		rep.Recorded += len(results)
-		for _, r := range results {
-			for _, f := range part {
-				if f.cid == r.CID {
-					confirm = append(confirm, f)
-				}
+		for _, f := range got {
+			if !listed[f.cid] {
+				confirm = append(confirm, f)
+				listed[f.cid] = true
 			}
 		}
 		if progress != nil {
@@ -140,28 +150,120 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 		}
 	}
 	collected := p.collect(ctx, confirm, &rep)
-	if err := l.MarkCollected(collected, p.a.Now()); err != nil {
-		return rep, err
-	}
 	rep.Collected = len(collected)
 	if ctx.Err() != nil {
+		if err := l.MarkCollected(collected, p.a.Now()); err != nil {
+			return rep, err
+		}
 		rep.Errors = append(rep.Errors, fmt.Errorf("harvest interrupted (run it again to finish): %w", ctx.Err()))
 		return rep, nil
 	}
-	units, err := l.Undecided()
-	if err != nil {
+	if err := p.validate(ctx, l, opts, collected, &rep); err != nil {
 		return rep, err
 	}
-	for _, unit := range units {
-		if ctx.Err() != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("harvest interrupted before validating unit %d (run it again to finish): %w", unit, ctx.Err()))
-			break
+	return rep, nil
+}
+
+// validate decides every unit whose verdict may have changed (see
+// Ledger.Undecided), a page of units at a time, and records the verdicts
+// with the jobs confirmed collected in one transaction per page (those
+// with the first); then it issues another copy of each unit whose
+// results disagree.
+func (p *Project) validate(ctx context.Context, l *Ledger, opts HarvestOptions, collected []string, rep *HarvestReport) error {
+	for after, more := int64(0), true; more; {
+		pg, err := l.validateQueued(after, opts.Equal, opts.MaxCopies, collected, p.a.Now())
+		if err != nil {
+			return err
 		}
-		if err := p.decide(ctx, l, unit, opts, &rep); err != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("unit %d: validate: %w", unit, err))
+		collected = nil
+		after, more = pg.last, pg.more
+		rep.Decided += pg.decided
+		for _, unit := range pg.extra {
+			if ctx.Err() != nil {
+				rep.Errors = append(rep.Errors, fmt.Errorf("harvest interrupted before issuing another copy of unit %d (run it again to finish): %w", unit, ctx.Err()))
+				return nil
+			}
+			if err := p.AddCopy(ctx, l, unit); err != nil {
+				rep.Errors = append(rep.Errors, fmt.Errorf("unit %d: validate: %w", unit, err))
+				continue
+			}
+			rep.Extra++
+		}
+		if more && ctx.Err() != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("harvest interrupted before validating the units after unit %d (run it again to finish): %w", after, ctx.Err()))
+			return nil
 		}
 	}
-	return rep, nil
+	return nil
+}
+
+// validatePage is how many units a harvest validates per transaction.
+const validatePage = 512
+
+// validatedPage is what validateQueued did.
+type validatedPage struct {
+	last    int64   // the page's last unit
+	more    bool    // another page may follow
+	decided int     // units made valid
+	extra   []int64 // units whose results disagree, due another copy
+}
+
+// validateQueued validates the queued units after unit after (a page of
+// them) and records, in one transaction with the collected marks, their
+// verdicts; a unit leaves the queue once only a new result can change its
+// verdict. The copies due are left to the caller.
+func (l *Ledger) validateQueued(after int64, eq Equal, maxCopies int, collected []string, now time.Time) (validatedPage, error) {
+	pg := validatedPage{last: after}
+	units, err := l.queuedUnits(after, validatePage)
+	if err != nil {
+		return pg, errors.Join(err, l.MarkCollected(collected, now))
+	}
+	if len(units) == 0 {
+		return pg, l.MarkCollected(collected, now)
+	}
+	pg.more = len(units) == validatePage
+	pg.last = units[len(units)-1].id
+	vs := make([]unitVerdict, 0, len(units))
+	for _, u := range units {
+		if !u.undecided() {
+			// Waiting for more results (or decided and graded): only
+			// a new result can change it.
+			vs = append(vs, unitVerdict{unit: u.id, done: true, results: len(u.results)})
+			continue
+		}
+		v, done, another := decideUnit(u, eq, maxCopies)
+		vs = append(vs, unitVerdict{unit: u.id, verdict: &v, done: done, results: len(u.results)})
+		if v.Status == UnitValid && u.status != UnitValid {
+			pg.decided++
+		}
+		if another {
+			pg.extra = append(pg.extra, u.id)
+		}
+	}
+	return pg, l.settle(collected, vs, now)
+}
+
+// decideUnit validates a unit whose verdict may change: a decided one has
+// its late results graded against the canonical one; any other is
+// validated under its quorum. done reports a verdict only a new result can
+// change; another that the results disagree and another copy is due.
+func decideUnit(u *unitState, eq Equal, maxCopies int) (v Verdict, done, another bool) {
+	if u.status == UnitValid {
+		v = Verdict{Status: UnitValid, Canonical: u.canonical, Valid: Grade(u.results, u.canonical, eq)}
+		return v, len(v.Valid) >= len(u.results), false
+	}
+	v = Validate(u.results, u.issued, Quorum(u.asked), eq)
+	if maxCopies == 0 {
+		maxCopies = u.asked + 2
+	}
+	switch v.Status {
+	case UnitValid:
+		return v, len(v.Valid) >= len(u.results), false
+	case UnitOpen:
+		return v, true, false
+	default: // inconclusive: kept queued, so the next harvest retries a copy that failed
+		return v, false, u.issued < maxCopies
+	}
 }
 
 // found is a finished job of the project found in the index.
@@ -213,7 +315,10 @@ func (p *Project) fetchResults(ctx context.Context, jobs []found) ([]*Result, []
 		}
 		byNode[f.replicas[0]] = append(byNode[f.replicas[0]], i)
 	}
+	o := p.opener()
 	var mu sync.Mutex
+	opened := make([]*unsealed, len(jobs)) // copies whose signatures are left to check, and from which node
+	from := make([]peer.ID, len(jobs))
 	eachNode(byNode, func(n peer.ID, idx []int) {
 		for start := 0; start < len(idx); start += wire.MaxJobsPerStore {
 			part := idx[start:min(start+wire.MaxJobsPerStore, len(idx))]
@@ -229,7 +334,7 @@ func (p *Project) fetchResults(ctx context.Context, jobs []found) ([]*Result, []
 					retry = append(retry, i) // this node again among the others: it may have left it out for size
 					continue
 				}
-				r, oerr := p.open(resp.Results[j], jobs[i].key)
+				u, oerr := o.unseal(resp.Results[j], jobs[i].key)
 				if oerr != nil {
 					mu.Lock()
 					refused[i] = append(refused[i], fmt.Errorf("copy from node %s refused: %w", n, oerr))
@@ -238,13 +343,32 @@ func (p *Project) fetchResults(ctx context.Context, jobs []found) ([]*Result, []
 					retry = append(retry, i)
 					continue
 				}
-				res[i] = r
+				opened[i], from[i] = u, n // each job is one node's to fill
 			}
 			mu.Lock()
 			rest = append(rest, retry...)
 			mu.Unlock()
 		}
 	})
+	// The signatures of every copy fetched, in one batch.
+	var batch []*unsealed
+	var of []int
+	for i, u := range opened {
+		if u != nil {
+			batch = append(batch, u)
+			of = append(of, i)
+		}
+	}
+	for k, err := range verifySigs(batch) {
+		i := of[k]
+		if err != nil {
+			refused[i] = append(refused[i], fmt.Errorf("copy from node %s refused: %w", from[i], err))
+			jobs[i].replicas = jobs[i].replicas[1:]
+			rest = append(rest, i)
+			continue
+		}
+		res[i] = batch[k].toResult()
+	}
 	for _, i := range rest {
 		if ctx.Err() != nil {
 			errs[i] = ctx.Err()
@@ -255,7 +379,7 @@ func (p *Project) fetchResults(ctx context.Context, jobs []found) ([]*Result, []
 			errs[i] = fmt.Errorf("no good result from any node: %w", errors.Join(refused[i]...))
 			continue
 		}
-		r, more, err := p.fetchResult(ctx, f.key, f.replicas)
+		r, more, err := p.fetchResult(ctx, o, f.key, f.replicas)
 		refused[i] = append(refused[i], more...)
 		if err != nil && len(refused[i]) > len(more) {
 			err = fmt.Errorf("%w (also refused: %w)", err, errors.Join(refused[i][:len(refused[i])-len(more)]...))
@@ -271,7 +395,7 @@ func (p *Project) fetchResults(ctx context.Context, jobs []found) ([]*Result, []
 // asked; refused lists those copies, each naming its node, also when a
 // good copy was found. err wraps result.ErrForged when every copy was
 // forged.
-func (p *Project) fetchResult(ctx context.Context, key []byte, replicas []peer.ID) (*Result, []error, error) {
+func (p *Project) fetchResult(ctx context.Context, o *opener, key []byte, replicas []peer.ID) (*Result, []error, error) {
 	if len(replicas) == 0 {
 		var err error
 		if replicas, err = p.a.DHT().ClosestPeers(ctx, key); err != nil {
@@ -294,7 +418,7 @@ func (p *Project) fetchResult(ctx context.Context, key []byte, replicas []peer.I
 			errs = append(errs, fmt.Errorf("node %s has no result", n))
 			continue
 		}
-		r, err := p.open(resp.Results[0], key)
+		r, err := o.open(resp.Results[0], key)
 		if err != nil {
 			err = fmt.Errorf("copy from node %s refused: %w", n, err)
 			refused = append(refused, err)
@@ -304,31 +428,6 @@ func (p *Project) fetchResult(ctx context.Context, key []byte, replicas []peer.I
 		return r, refused, nil
 	}
 	return nil, refused, fmt.Errorf("no good result from any of %d nodes: %w", len(replicas), errors.Join(errs...))
-}
-
-// open unseals and verifies a result envelope end to end.
-func (p *Project) open(b, key []byte) (*Result, error) {
-	env, err := result.Decode(b)
-	if err != nil {
-		return nil, err
-	}
-	if string(env.Job) != string(key) {
-		return nil, fmt.Errorf("%w: result names another job", result.ErrForged)
-	}
-	var name string
-	in, err := result.Open(env, p.a.Identity().ResultKey, func(der []byte) (ed25519.PublicKey, error) {
-		id, err := p.a.Endpoint().Admission().Verifier().VerifyCert(der, p.a.Now(), certs.RoleClient)
-		if err != nil {
-			return nil, err
-		}
-		name = id.Name
-		return id.PublicKey, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Client: name, ClientKey: env.Client, Output: in.Output, ExitCode: int(in.ExitCode), Error: in.Error,
-		CPU: time.Duration(in.CPU) * time.Millisecond, Wall: time.Duration(in.Wall) * time.Millisecond, At: time.UnixMilli(in.At)}, nil
 }
 
 // collect tells each job's nodes it is collected; it returns the jobs at
@@ -386,50 +485,4 @@ func (p *Project) collect(ctx context.Context, jobs []found, rep *HarvestReport)
 		}
 	}
 	return out
-}
-
-// decide validates a unit and issues another copy when it is inconclusive.
-func (p *Project) decide(ctx context.Context, l *Ledger, unit int64, opts HarvestOptions, rep *HarvestReport) error {
-	status, err := l.UnitStatus(unit)
-	if err != nil {
-		return err
-	}
-	results, err := l.UnitResults(unit)
-	if err != nil {
-		return err
-	}
-	if status == UnitValid {
-		// Decided already: grade the late results against the canonical one.
-		var canonical string
-		if err := l.db.QueryRow(`SELECT canonical FROM units WHERE id = ?`, unit).Scan(&canonical); err != nil {
-			return fmt.Errorf("unit %d: canonical result: %w", unit, err)
-		}
-		return l.SetVerdict(unit, Verdict{Status: UnitValid, Canonical: canonical, Valid: Grade(results, canonical, opts.Equal)})
-	}
-	_, issued, err := l.UnitOf(results[0].CID)
-	if err != nil {
-		return err
-	}
-	var asked int
-	if err := l.db.QueryRow(`SELECT copies FROM units WHERE id = ?`, unit).Scan(&asked); err != nil {
-		return err
-	}
-	v := Validate(results, issued, Quorum(asked), opts.Equal)
-	if err := l.SetVerdict(unit, v); err != nil {
-		return err
-	}
-	if v.Status == UnitValid {
-		rep.Decided++
-	}
-	maxCopies := opts.MaxCopies
-	if maxCopies == 0 {
-		maxCopies = asked + 2
-	}
-	if v.Status == UnitInconclusive && issued < maxCopies {
-		if err := p.AddCopy(ctx, l, unit); err != nil {
-			return err
-		}
-		rep.Extra++
-	}
-	return nil
 }

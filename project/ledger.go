@@ -1,10 +1,14 @@
 package project
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite: the binary stays static
@@ -13,11 +17,29 @@ import (
 // Ledger is the project's durable record (SQLite, pure Go, so operators
 // can query it with any SQLite tool): every batch submitted, its units and
 // their jobs with the replicas that acknowledged them, every result
-// harvested, its validation, and so each client's credit. Every write
-// commits and syncs before it returns.
+// harvested, its validation, and so each client's credit.
+//
+// Every write commits before it returns, and what the network is told of
+// is synced to disk first: a job is recorded (Prepare) before it is sent,
+// a result (RecordResults) before its nodes are told it is collected. The
+// bookkeeping that follows — acknowledgements (MarkSubmitted), collected
+// marks (MarkCollected) and a harvest's verdicts — commits without waiting
+// for the disk (lazyTx: SQLite's synchronous=NORMAL, in WAL mode), which
+// costs a fraction of a synced commit. A crash of the process loses none
+// of it; a power cut may lose the last of it, never out of order (the next
+// synced commit syncs it too); and losing it costs only a re-send: the
+// same jobs submitted again (a node keeps one copy of a CID), the same
+// jobs confirmed collected again, units validated again (a unit stays
+// queued until its verdict commits).
+//
+// The statements of the hot paths (submit, harvest) are prepared once per
+// ledger (stmt): SQLite's parser costs more than most of them take to run.
 type Ledger struct {
 	db   *sql.DB
 	path string
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
 }
 
 const schema = `
@@ -62,7 +84,74 @@ CREATE TABLE IF NOT EXISTS results(
 	at         INTEGER NOT NULL,
 	harvested  INTEGER NOT NULL,
 	valid      INTEGER);
+CREATE INDEX IF NOT EXISTS results_ungraded ON results(cid) WHERE valid IS NULL;
+CREATE TABLE IF NOT EXISTS to_validate(
+	unit INTEGER PRIMARY KEY REFERENCES units(id));
 `
+
+// to_validate holds the units a harvest has to look at: every unit a
+// result was recorded for since it was last validated (RecordResults adds
+// it in the same transaction), so a harvest pass touches only the units of
+// new results, not every unit of the ledger. A pass drops a unit once its
+// verdict can change only by a new result. OpenLedger adds every unit
+// with a result not yet graded (cheap: a partial index), which covers a
+// ledger written by a version without the table.
+const (
+	unqueuedUngraded = `FROM results r INDEXED BY results_ungraded CROSS JOIN jobs j ON j.cid = r.cid
+		WHERE r.valid IS NULL AND j.unit NOT IN (SELECT unit FROM to_validate)`
+	seedToValidate = `INSERT OR IGNORE INTO to_validate(unit) SELECT DISTINCT j.unit ` + unqueuedUngraded
+)
+
+// seed queues the units of ungraded results that are not queued; it
+// writes only when there are some.
+func seed(db *sql.DB) error {
+	var some bool
+	if err := db.QueryRow(`SELECT EXISTS(SELECT 1 ` + unqueuedUngraded + `)`).Scan(&some); err != nil || !some {
+		return err
+	}
+	_, err := db.Exec(seedToValidate)
+	return err
+}
+
+// Statements run in transactions: prepared when the ledger opens, as one
+// prepared in a transaction would wait for the connection the
+// transaction holds. Those that change many rows take them as one JSON
+// array (json_each): one statement per transaction, not one per row.
+// "+state" keeps SQLite from walking the jobs of a state (jobs_state),
+// which may be most of the ledger, rather than looking each job up.
+const (
+	qInsertBatch = `INSERT INTO batches(digest, source, units, copies, created) VALUES(?,?,?,?,?)`
+	qEnsureUnit  = `INSERT OR IGNORE INTO units(batch, idx, copies) VALUES(?,?,?)`
+	qUnitID      = `SELECT id FROM units WHERE batch = ? AND idx = ?`
+	qInsertJob   = `INSERT INTO jobs(cid, unit, copy, signed, listing, state, prepared) VALUES(?,?,?,?,?,?,?)`
+	qInsertUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?)`
+	// [[cid, acks], ...]
+	qMarkSubmitted = `UPDATE jobs SET state = ?1, acks = e.value->>1, submitted = ?2
+		FROM json_each(?3) e WHERE jobs.cid = e.value->>0 AND +jobs.state = ?4`
+	qInsertResult = `INSERT OR IGNORE INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested)
+			VALUES(?,?,?,?,?,?,?,?,?,?)`
+	// [cid, ...]
+	qMarkHarvested = `UPDATE jobs SET state = ?1 WHERE cid IN (SELECT value FROM json_each(?2)) AND +state IN (?3, ?4)`
+	qQueueUnits    = `INSERT OR IGNORE INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON j.cid = e.value`
+	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2 WHERE cid IN (SELECT value FROM json_each(?3)) AND +state = ?4`
+	// [[unit, status, canonical or null], ...]
+	qSetStatus = `UPDATE units SET status = e.value->>1, canonical = e.value->>2 FROM json_each(?) e WHERE units.id = e.value->>0`
+	// [[cid, 0 or 1], ...]
+	qGrade = `UPDATE results SET valid = e.value->>1 FROM json_each(?) e WHERE results.cid = e.value->>0`
+	// [[unit, results], ...]: each unit leaves to_validate unless it has
+	// another number of results by now.
+	qUnqueueUnits = `DELETE FROM to_validate WHERE unit IN (SELECT e.value->>0 FROM json_each(?) e
+		WHERE (SELECT COUNT(*) FROM jobs j JOIN results r ON r.cid = j.cid WHERE j.unit = e.value->>0) = e.value->>1)`
+)
+
+var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertUnit, qMarkSubmitted, qInsertResult,
+	qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits}
+
+// jsonArg is v as a JSON array argument of a statement.
+func jsonArg(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
 
 // Job states in the ledger.
 const (
@@ -79,15 +168,114 @@ func OpenLedger(path string) (*Ledger, error) {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one writer; SQLite serialises anyway
+	db.SetMaxIdleConns(1) // and keep it, with its prepared statements
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
-	return &Ledger{db: db, path: path}, nil
+	if err := seed(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: queue the units of ungraded results: %w", path, err)
+	}
+	l := &Ledger{db: db, path: path, stmts: map[string]*sql.Stmt{}}
+	for _, q := range txQueries {
+		if _, err := l.stmt(q); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("ledger %s: %w", path, err)
+		}
+	}
+	return l, nil
 }
 
 // Close closes the ledger.
-func (l *Ledger) Close() error { return l.db.Close() }
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	for q, s := range l.stmts {
+		s.Close()
+		delete(l.stmts, q)
+	}
+	l.mu.Unlock()
+	return l.db.Close()
+}
+
+// stmt returns the prepared statement of q, preparing it on first use;
+// not in a transaction (see txQueries).
+func (l *Ledger) stmt(q string) (*sql.Stmt, error) {
+	l.mu.Lock()
+	s, ok := l.stmts[q]
+	l.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	// Not under l.mu: Prepare waits for the connection, which another
+	// goroutine's transaction may hold while it calls txStmt.
+	s, err := l.db.Prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if had, ok := l.stmts[q]; ok {
+		s.Close()
+		return had, nil
+	}
+	l.stmts[q] = s
+	return s, nil
+}
+
+// txStmt returns q prepared, bound to tx: the statement prepared at open
+// (txQueries), else one prepared in tx for tx.
+func (l *Ledger) txStmt(tx *sql.Tx, q string) (*sql.Stmt, error) {
+	l.mu.Lock()
+	s, ok := l.stmts[q]
+	l.mu.Unlock()
+	if !ok {
+		return tx.Prepare(q)
+	}
+	return tx.Stmt(s), nil
+}
+
+// exec runs q with each args, in tx, prepared once.
+func (l *Ledger) exec(tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	s, err := l.txStmt(tx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.Exec(args...)
+}
+
+// lazyTx runs f in a transaction whose commit does not wait for the disk
+// (see Ledger): on the one connection, synchronous is NORMAL for it and
+// FULL again before any other statement runs there.
+func (l *Ledger) lazyTx(f func(tx *sql.Tx) error) (err error) {
+	ctx := context.Background()
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		return err
+	}
+	defer func() {
+		if _, rerr := conn.ExecContext(ctx, "PRAGMA synchronous = FULL"); rerr != nil {
+			// Never hand the connection on unsynced: close it.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			err = errors.Join(err, fmt.Errorf("ledger: restore synchronous commits: %w", rerr))
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
 
 // DB is the underlying database, for reports.
 func (l *Ledger) DB() *sql.DB { return l.db }
@@ -95,20 +283,40 @@ func (l *Ledger) DB() *sql.DB { return l.db }
 // Batch returns the batch with this digest, creating it; existed reports
 // a re-run of the same submission.
 func (l *Ledger) Batch(digest []byte, source string, units, copies int, now time.Time) (id int64, existed bool, err error) {
-	err = l.db.QueryRow(`SELECT id FROM batches WHERE digest = ?`, digest).Scan(&id)
-	if err == nil {
-		return id, true, nil
+	if id, err = l.findBatch(digest); err != nil || id != 0 {
+		return id, id != 0, err
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return 0, false, fmt.Errorf("ledger batch: %w", err)
+	tx, err := l.db.Begin()
+	if err != nil {
+		return 0, false, err
 	}
-	res, err := l.db.Exec(`INSERT INTO batches(digest, source, units, copies, created) VALUES(?,?,?,?,?)`,
+	defer tx.Rollback()
+	if id, err = l.insertBatch(tx, digest, source, units, copies, now); err != nil {
+		return 0, false, err
+	}
+	return id, false, tx.Commit()
+}
+
+// findBatch returns the id of the batch with this digest, 0 when none.
+func (l *Ledger) findBatch(digest []byte) (int64, error) {
+	s, err := l.stmt(`SELECT id FROM batches WHERE digest = ?`)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := s.QueryRow(digest).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("ledger batch: %w", err)
+	}
+	return id, nil
+}
+
+func (l *Ledger) insertBatch(tx *sql.Tx, digest []byte, source string, units, copies int, now time.Time) (int64, error) {
+	res, err := l.exec(tx, qInsertBatch,
 		digest, source, units, copies, now.UnixMilli())
 	if err != nil {
-		return 0, false, fmt.Errorf("ledger batch: %w", err)
+		return 0, fmt.Errorf("ledger batch: %w", err)
 	}
-	id, err = res.LastInsertId()
-	return id, false, err
+	return res.LastInsertId()
 }
 
 // PreparedJob is a signed job recorded before it is sent.
@@ -122,17 +330,32 @@ type PreparedJob struct {
 
 // EnsureUnit returns the id of unit idx of a batch, creating it.
 func (l *Ledger) EnsureUnit(batch int64, idx, copies int) (int64, error) {
-	if _, err := l.db.Exec(`INSERT OR IGNORE INTO units(batch, idx, copies) VALUES(?,?,?)`, batch, idx, copies); err != nil {
+	tx, err := l.db.Begin()
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	if _, err := l.exec(tx, qEnsureUnit, batch, idx, copies); err != nil {
 		return 0, fmt.Errorf("ledger unit %d: %w", idx, err)
 	}
+	s, err := l.txStmt(tx, qUnitID)
+	if err != nil {
+		return 0, err
+	}
 	var id int64
-	err := l.db.QueryRow(`SELECT id FROM units WHERE batch = ? AND idx = ?`, batch, idx).Scan(&id)
-	return id, err
+	if err := s.QueryRow(batch, idx).Scan(&id); err != nil {
+		return 0, err
+	}
+	return id, tx.Commit()
 }
 
 // Copies returns which copies of a unit have jobs.
 func (l *Ledger) Copies(unit int64) (map[int]bool, error) {
-	rows, err := l.db.Query(`SELECT copy FROM jobs WHERE unit = ?`, unit)
+	s, err := l.stmt(`SELECT copy FROM jobs WHERE unit = ?`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Query(unit)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +371,37 @@ func (l *Ledger) Copies(unit int64) (map[int]bool, error) {
 	return out, rows.Err()
 }
 
+// batchUnits returns the units a batch has in the ledger (by index) and
+// which copies of each have jobs: what a re-run of its submission finds.
+func (l *Ledger) batchUnits(batch int64) (ids map[int]int64, copies map[int64]map[int]bool, err error) {
+	s, err := l.stmt(`SELECT u.idx, u.id, j.copy FROM units u LEFT JOIN jobs j ON j.unit = u.id WHERE u.batch = ?`)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.Query(batch)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	ids, copies = map[int]int64{}, map[int64]map[int]bool{}
+	for rows.Next() {
+		var idx int
+		var id int64
+		var c sql.NullInt64
+		if err := rows.Scan(&idx, &id, &c); err != nil {
+			return nil, nil, err
+		}
+		ids[idx] = id
+		if c.Valid {
+			if copies[id] == nil {
+				copies[id] = map[int]bool{}
+			}
+			copies[id][int(c.Int64)] = true
+		}
+	}
+	return ids, copies, rows.Err()
+}
+
 // Prepare records signed jobs, in one transaction, before they are sent:
 // a crash after this point re-sends the same jobs (same CIDs), never new
 // ones.
@@ -157,13 +411,96 @@ func (l *Ledger) Prepare(jobs []PreparedJob, now time.Time) error {
 		return err
 	}
 	defer tx.Rollback()
+	if err := l.insertJobs(tx, jobs, now); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (l *Ledger) insertJobs(tx *sql.Tx, jobs []PreparedJob, now time.Time) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	ins, err := l.txStmt(tx, qInsertJob)
+	if err != nil {
+		return err
+	}
+	at := now.UnixMilli()
 	for _, j := range jobs {
-		if _, err := tx.Exec(`INSERT INTO jobs(cid, unit, copy, signed, listing, state, prepared) VALUES(?,?,?,?,?,?,?)`,
-			j.CID, j.Unit, j.Copy, j.Signed, j.Listing, StatePrepared, now.UnixMilli()); err != nil {
+		if _, err := ins.Exec(j.CID, j.Unit, j.Copy, j.Signed, j.Listing, StatePrepared, at); err != nil {
 			return fmt.Errorf("ledger: record job %s: %w", j.CID, err)
 		}
 	}
-	return tx.Commit()
+	return nil
+}
+
+// batchRecord is a batch being recorded: created with its first jobs.
+type batchRecord struct {
+	id            int64 // 0 until the batch is in the ledger
+	digest        []byte
+	source        string
+	units, copies int
+	unitIDs       map[int]int64 // unit index → id, of the units in the ledger
+}
+
+// unitJob is a prepared job of the unit of index idx.
+type unitJob struct {
+	idx int
+	PreparedJob
+}
+
+// record stores jobs in one synced transaction, with the batch (when not
+// yet in the ledger) and the units they are the first of; it fills in
+// b.id, b.unitIDs and each job's Unit.
+func (l *Ledger) record(b *batchRecord, jobs []unitJob, now time.Time) error {
+	tx, err := l.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	id := b.id
+	if id == 0 {
+		if id, err = l.insertBatch(tx, b.digest, b.source, b.units, b.copies, now); err != nil {
+			return err
+		}
+	}
+	insUnit, err := l.txStmt(tx, qInsertUnit)
+	if err != nil {
+		return err
+	}
+	created := map[int]int64{}
+	rows := make([]PreparedJob, len(jobs))
+	for i, j := range jobs {
+		unit, ok := b.unitIDs[j.idx]
+		if !ok {
+			if unit, ok = created[j.idx]; !ok {
+				res, err := insUnit.Exec(id, j.idx, b.copies)
+				if err != nil {
+					return fmt.Errorf("ledger unit %d: %w", j.idx, err)
+				}
+				if unit, err = res.LastInsertId(); err != nil {
+					return err
+				}
+				created[j.idx] = unit
+			}
+		}
+		rows[i] = j.PreparedJob
+		rows[i].Unit = unit
+	}
+	if err := l.insertJobs(tx, rows, now); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	b.id = id
+	for idx, unit := range created {
+		b.unitIDs[idx] = unit
+	}
+	for i := range jobs {
+		jobs[i].Unit = rows[i].Unit
+	}
+	return nil
 }
 
 // Pending lists the jobs of a batch (all batches when 0) not yet
@@ -193,29 +530,69 @@ func (l *Ledger) Pending(batch int64) ([]PreparedJob, error) {
 
 // MarkSubmitted records jobs acknowledged by their replicas.
 func (l *Ledger) MarkSubmitted(acks map[string]int, now time.Time) error {
-	tx, err := l.db.Begin()
+	if len(acks) == 0 {
+		return nil
+	}
+	rows := make([][2]any, 0, len(acks))
+	for cid, n := range acks {
+		rows = append(rows, [2]any{cid, n})
+	}
+	list, err := jsonArg(rows)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	for cid, n := range acks {
-		if _, err := tx.Exec(`UPDATE jobs SET state = ?, acks = ?, submitted = ? WHERE cid = ? AND state = ?`,
-			StateSubmitted, n, now.UnixMilli(), cid, StatePrepared); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	return l.lazyTx(func(tx *sql.Tx) error {
+		_, err := l.exec(tx, qMarkSubmitted, StateSubmitted, now.UnixMilli(), list, StatePrepared)
+		return err
+	})
 }
 
 // Known reports the ledger state of a job ("" when it is not the
 // project's).
 func (l *Ledger) Known(cid string) (string, error) {
+	s, err := l.stmt(`SELECT state FROM jobs WHERE cid = ?`)
+	if err != nil {
+		return "", err
+	}
 	var st string
-	err := l.db.QueryRow(`SELECT state FROM jobs WHERE cid = ?`, cid).Scan(&st)
+	err = s.QueryRow(cid).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	return st, err
+}
+
+// qStates is the ledger state of each job of a JSON array of CIDs.
+const qStates = `SELECT j.cid, j.state FROM json_each(?) e CROSS JOIN jobs j ON j.cid = e.value`
+
+// states returns the ledger state of each of cids that is the project's
+// (Known for many jobs, in one statement).
+func (l *Ledger) states(cids []string) (map[string]string, error) {
+	out := make(map[string]string, len(cids))
+	if len(cids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(cids)
+	if err != nil {
+		return nil, err
+	}
+	s, err := l.stmt(qStates)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Query(string(list))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c, st string
+		if err := rows.Scan(&c, &st); err != nil {
+			return nil, err
+		}
+		out[c] = st
+	}
+	return out, rows.Err()
 }
 
 // Result is a harvested result as the ledger keeps it.
@@ -233,22 +610,39 @@ type Result struct {
 
 // RecordResults stores results durably (one synced transaction) and marks
 // their jobs harvested. A result already recorded is kept, never doubled.
+// Each result's unit is queued for validation (to_validate) in the same
+// transaction.
 func (l *Ledger) RecordResults(rs []Result, now time.Time) error {
+	if len(rs) == 0 {
+		return nil
+	}
 	tx, err := l.db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	for _, r := range rs {
-		if _, err := tx.Exec(`INSERT OR IGNORE INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested)
-			VALUES(?,?,?,?,?,?,?,?,?,?)`, r.CID, r.Client, r.ClientKey, r.Output, r.ExitCode, r.Error,
-			r.CPU.Milliseconds(), r.Wall.Milliseconds(), r.At.UnixMilli(), now.UnixMilli()); err != nil {
+	ins, err := l.txStmt(tx, qInsertResult)
+	if err != nil {
+		return err
+	}
+	at := now.UnixMilli()
+	cids := make([]string, len(rs))
+	for i, r := range rs {
+		if _, err := ins.Exec(r.CID, r.Client, r.ClientKey, r.Output, r.ExitCode, r.Error,
+			r.CPU.Milliseconds(), r.Wall.Milliseconds(), r.At.UnixMilli(), at); err != nil {
 			return fmt.Errorf("ledger: record result of %s: %w", r.CID, err)
 		}
-		if _, err := tx.Exec(`UPDATE jobs SET state = ? WHERE cid = ? AND state IN (?, ?)`,
-			StateHarvested, r.CID, StatePrepared, StateSubmitted); err != nil {
-			return err
-		}
+		cids[i] = r.CID
+	}
+	list, err := jsonArg(cids)
+	if err != nil {
+		return err
+	}
+	if _, err := l.exec(tx, qMarkHarvested, StateHarvested, list, StatePrepared, StateSubmitted); err != nil {
+		return err
+	}
+	if _, err := l.exec(tx, qQueueUnits, list); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
@@ -258,39 +652,42 @@ func (l *Ledger) MarkCollected(cids []string, now time.Time) error {
 	if len(cids) == 0 {
 		return nil
 	}
-	tx, err := l.db.Begin()
+	return l.lazyTx(func(tx *sql.Tx) error { return l.markCollected(tx, cids, now) })
+}
+
+func (l *Ledger) markCollected(tx *sql.Tx, cids []string, now time.Time) error {
+	if len(cids) == 0 {
+		return nil
+	}
+	list, err := jsonArg(cids)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	for _, c := range cids {
-		if _, err := tx.Exec(`UPDATE jobs SET state = ?, collected = ? WHERE cid = ? AND state = ?`,
-			StateCollected, now.UnixMilli(), c, StateHarvested); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	_, err = l.exec(tx, qMarkCollected, StateCollected, now.UnixMilli(), list, StateHarvested)
+	return err
 }
+
+const qHarvested = `SELECT cid FROM jobs WHERE state = ?`
 
 // Harvested lists jobs whose result is recorded but whose nodes were not
 // yet told (a harvest stopped between the two).
 func (l *Ledger) Harvested() ([]string, error) {
-	return l.strings(`SELECT cid FROM jobs WHERE state = ?`, StateHarvested)
-}
-
-func (l *Ledger) strings(q string, args ...any) ([]string, error) {
-	rows, err := l.db.Query(q, args...)
+	s, err := l.stmt(qHarvested)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Query(StateHarvested)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		var c string
+		if err := rows.Scan(&c); err != nil {
 			return nil, err
 		}
-		out = append(out, s)
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }

@@ -43,28 +43,121 @@ func (l *Ledger) UnitStatus(unit int64) (string, error) {
 
 // Undecided lists the units whose verdict may change: those not yet valid
 // with at least as many results as their quorum needs, or as copies were
-// issued; and valid ones with a late result not yet graded. Harvest validates them all, so units whose
-// results an interrupted harvest recorded are validated by the next one;
-// a unit still waiting for enough results is left out, as validating it
-// would only say "open" again.
+// issued; and valid ones with a late result not yet graded. Harvest
+// validates them all, so units whose results an interrupted harvest
+// recorded are validated by the next one; a unit still waiting for enough
+// results is left out, as validating it would only say "open" again, and
+// so is an open unit whose results did not change since it was last
+// validated.
+//
+// Only the units queued in to_validate are looked at (those with a result
+// recorded since their last validation), so the cost follows the new
+// results, not the size of the ledger.
 func (l *Ledger) Undecided() ([]int64, error) {
-	rows, err := l.db.Query(`SELECT u.id, u.copies, COUNT(r.cid), COUNT(j.cid), u.status = ? AND SUM(r.cid IS NOT NULL AND r.valid IS NULL) > 0
-		FROM units u JOIN jobs j ON j.unit = u.id LEFT JOIN results r ON r.cid = j.cid
-		GROUP BY u.id HAVING COUNT(r.cid) > 0 AND (u.status != ? OR SUM(r.cid IS NOT NULL AND r.valid IS NULL) > 0) ORDER BY u.id`, UnitValid, UnitValid)
+	var out []int64
+	for after := int64(0); ; {
+		page, err := l.queuedUnits(after, validatePage)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range page {
+			if u.undecided() {
+				out = append(out, u.id)
+			}
+		}
+		if len(page) < validatePage {
+			return out, nil
+		}
+		after = page[len(page)-1].id
+	}
+}
+
+// unitState is what validating a unit needs from the ledger.
+type unitState struct {
+	id        int64
+	status    string
+	canonical string
+	asked     int    // copies the file asked for
+	issued    int    // copies issued (jobs of the unit)
+	results   []Copy // in harvest order (at, cid), as UnitResults
+	ungraded  int    // results without a grade
+}
+
+// undecided reports whether validating u may change its verdict (see
+// Undecided).
+func (u *unitState) undecided() bool {
+	n := len(u.results)
+	switch {
+	case n == 0:
+		return false
+	case u.status == UnitValid:
+		return u.ungraded > 0
+	default:
+		return n >= Quorum(u.asked) || n >= u.issued
+	}
+}
+
+// The units queued for validation after a unit, in order, and their
+// results (in the order validation takes them: UnitResults'). CROSS JOIN
+// makes SQLite walk the queued units and look their jobs up, rather than
+// every job in the range of their ids.
+const (
+	qQueuedUnits = `SELECT t.unit, u.status, COALESCE(u.canonical, ''), u.copies, (SELECT COUNT(*) FROM jobs k WHERE k.unit = t.unit)
+		FROM to_validate t JOIN units u ON u.id = t.unit WHERE t.unit > ? ORDER BY t.unit LIMIT ?`
+	qQueuedResults = `SELECT j.unit, r.cid, r.client_key, r.output, r.exit_code, r.error, r.valid IS NULL
+		FROM to_validate t CROSS JOIN jobs j ON j.unit = t.unit JOIN results r ON r.cid = j.cid
+		WHERE t.unit > ? AND t.unit <= ? ORDER BY t.unit, r.at, r.cid`
+)
+
+// queuedUnits returns up to limit units of to_validate with ids above
+// after, in id order, with their results.
+func (l *Ledger) queuedUnits(after int64, limit int) ([]*unitState, error) {
+	s, err := l.stmt(qQueuedUnits)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: undecided units: %w", err)
+		return nil, err
+	}
+	rows, err := s.Query(after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: units to validate: %w", err)
+	}
+	var out []*unitState
+	byID := map[int64]*unitState{}
+	for rows.Next() {
+		u := &unitState{}
+		if err := rows.Scan(&u.id, &u.status, &u.canonical, &u.asked, &u.issued); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("ledger: units to validate: %w", err)
+		}
+		out = append(out, u)
+		byID[u.id] = u
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(out) == 0 {
+		return out, err
+	}
+	s, err = l.stmt(qQueuedResults)
+	if err != nil {
+		return nil, err
+	}
+	if rows, err = s.Query(after, out[len(out)-1].id); err != nil {
+		return nil, fmt.Errorf("ledger: results of the units to validate: %w", err)
 	}
 	defer rows.Close()
-	var out []int64
 	for rows.Next() {
 		var unit int64
-		var asked, results, issued int
-		var ungraded bool // decided, with a late result not yet graded
-		if err := rows.Scan(&unit, &asked, &results, &issued, &ungraded); err != nil {
-			return nil, fmt.Errorf("ledger: undecided units: %w", err)
+		var c Copy
+		var code int
+		var msg string
+		var ungraded bool
+		if err := rows.Scan(&unit, &c.CID, &c.ClientKey, &c.Output, &code, &msg, &ungraded); err != nil {
+			return nil, fmt.Errorf("ledger: results of the units to validate: %w", err)
 		}
-		if ungraded || results >= Quorum(asked) || results >= issued {
-			out = append(out, unit)
+		c.Failed = code != 0 || msg != ""
+		if u := byID[unit]; u != nil {
+			u.results = append(u.results, c)
+			if ungraded {
+				u.ungraded++
+			}
 		}
 	}
 	return out, rows.Err()
@@ -77,19 +170,81 @@ func (l *Ledger) SetVerdict(unit int64, v Verdict) error {
 		return err
 	}
 	defer tx.Rollback()
-	var canonical any
-	if v.Canonical != "" {
-		canonical = v.Canonical
-	}
-	if _, err := tx.Exec(`UPDATE units SET status = ?, canonical = ? WHERE id = ?`, v.Status, canonical, unit); err != nil {
+	if err := l.setVerdict(tx, unit, v); err != nil {
 		return err
 	}
-	for cid, ok := range v.Valid {
-		if _, err := tx.Exec(`UPDATE results SET valid = ? WHERE cid = ?`, ok, cid); err != nil {
+	return tx.Commit()
+}
+
+func (l *Ledger) setVerdict(tx *sql.Tx, unit int64, v Verdict) error {
+	return l.setVerdicts(tx, []unitVerdict{{unit: unit, verdict: &v}})
+}
+
+// setVerdicts records validations: units' statuses and results' grades,
+// and drops the units that are done from to_validate.
+func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict) error {
+	var statuses, grades, done [][]any
+	for _, v := range vs {
+		if v.verdict != nil {
+			var canonical any
+			if v.verdict.Canonical != "" {
+				canonical = v.verdict.Canonical
+			}
+			statuses = append(statuses, []any{v.unit, v.verdict.Status, canonical})
+			for cid, ok := range v.verdict.Valid {
+				grade := 0
+				if ok {
+					grade = 1
+				}
+				grades = append(grades, []any{cid, grade})
+			}
+		}
+		if v.done {
+			done = append(done, []any{v.unit, v.results})
+		}
+	}
+	for _, st := range []struct {
+		q    string
+		rows [][]any
+	}{{qSetStatus, statuses}, {qGrade, grades}, {qUnqueueUnits, done}} {
+		if len(st.rows) == 0 {
+			continue
+		}
+		list, err := jsonArg(st.rows)
+		if err != nil {
+			return err
+		}
+		if _, err := l.exec(tx, st.q, list); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
+}
+
+// unitVerdict is a validation to record: Verdict nil records none.
+type unitVerdict struct {
+	unit    int64
+	verdict *Verdict
+	// done: the unit leaves to_validate, as only a new result can change
+	// its verdict; results is how many it had, so a result recorded
+	// meanwhile keeps it queued.
+	done    bool
+	results int
+}
+
+// settle records, in one transaction (not waiting for the disk: see
+// Ledger), the jobs the nodes confirmed collected and a harvest's
+// validations.
+func (l *Ledger) settle(collected []string, vs []unitVerdict, now time.Time) error {
+	if len(collected) == 0 && len(vs) == 0 {
+		return nil
+	}
+	return l.lazyTx(func(tx *sql.Tx) error {
+		if err := l.markCollected(tx, collected, now); err != nil {
+			return err
+		}
+		return l.setVerdicts(tx, vs)
+	})
 }
 
 // AnyJob returns one job of a unit (to derive another copy from) and the

@@ -17,14 +17,17 @@ package project
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
@@ -35,9 +38,18 @@ import (
 
 // Project is a project workstation on the overlay.
 type Project struct {
-	a     *agent.Agent
-	rand  io.Reader
-	mu    sync.Mutex
+	a    *agent.Agent
+	rand io.Reader
+	mu   sync.Mutex
+	// Of the identity, computed once (again should the identity's
+	// certificate or result key be replaced): the result public key (an
+	// X25519 scalar multiplication) and the certificate reference (a hash).
+	derivedFor struct {
+		cert *x509.Certificate
+		key  *[32]byte
+	}
+	resultKey, certRef []byte
+	keyCaches
 	chunk int // jobs per submission round (default 1000)
 	// storeTimeout bounds one store call to a node (default
 	// DefaultStoreTimeout): a node that takes the request and never
@@ -64,6 +76,17 @@ func New(a *agent.Agent) (*Project, error) {
 	return &Project{a: a, rand: rand.Reader, storeTimeout: DefaultStoreTimeout}, nil
 }
 
+// derived returns the identity's result public key and certificate
+// reference; p.mu held.
+func (p *Project) derived() (resultKey, certRef []byte) {
+	id := p.a.Identity()
+	if p.derivedFor.cert != id.Cert || p.derivedFor.key != id.ResultKey || p.certRef == nil {
+		p.resultKey, p.certRef = id.ResultPublicKey(), job.CertRef(id.Cert.Raw)
+		p.derivedFor.cert, p.derivedFor.key = id.Cert, id.ResultKey
+	}
+	return p.resultKey, p.certRef
+}
+
 // SetRand sets the source of job nonces (tests replay with a seeded one).
 func (p *Project) SetRand(r io.Reader) { p.rand = r }
 
@@ -79,23 +102,63 @@ func (p *Project) NewSpec(app string, args, keywords []string, tFinish time.Dura
 	nonce := make([]byte, job.NonceLen)
 	p.mu.Lock()
 	_, err := io.ReadFull(p.rand, nonce)
+	resultKey, certRef := p.derived()
 	p.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("job nonce: %w", err)
 	}
-	id := p.a.Identity()
 	return &job.Spec{
-		Version: job.SpecVersion, Project: id.Name, App: app, Args: args,
+		Version: job.SpecVersion, Project: p.Name(), App: app, Args: args,
 		Keywords: keywords, TFinish: tFinish.Milliseconds(), Created: p.a.Now().UnixMilli(),
-		Nonce: nonce, CertRef: job.CertRef(id.Cert.Raw), ResultKey: id.ResultPublicKey(),
+		Nonce: nonce, CertRef: slices.Clone(certRef), ResultKey: slices.Clone(resultKey),
 	}, nil
 }
 
 // Prepared is a job ready to submit: the signed spec and the signed
-// listing that lets the index list it under its keywords.
+// listing that lets the index list it under its keywords. It caches the
+// signed spec's encoding and CID, so the embedded job.Signed must not be
+// changed once Encode or CID has been called: build a new one instead.
 type Prepared struct {
 	*job.Signed
 	Listing []byte
+
+	// Computed once (Sign fills them; else the first call, which must
+	// not race with another): the signed spec's encoding and CID.
+	enc  []byte
+	cid  cid.Cid
+	cids string
+}
+
+// Encode is the signed spec's canonical encoding (job.Signed.Encode),
+// computed once.
+func (p *Prepared) Encode() []byte {
+	if p.enc == nil {
+		p.enc = p.Signed.Encode()
+	}
+	return p.enc
+}
+
+// CID is the job's identifier (job.Signed.CID), computed once.
+func (p *Prepared) CID() cid.Cid {
+	if !p.cid.Defined() {
+		mh, err := multihash.Sum(p.Encode(), multihash.SHA2_256, -1)
+		if err != nil {
+			panic(err)
+		}
+		p.cid = cid.NewCidV1(cid.DagCBOR, mh)
+	}
+	return p.cid
+}
+
+// Key is the job's key in the overlay: the CID's bytes.
+func (p *Prepared) Key() []byte { return p.CID().Bytes() }
+
+// cidString is CID().String(), computed once.
+func (p *Prepared) cidString() string {
+	if p.cids == "" {
+		p.cids = p.CID().String()
+	}
+	return p.cids
 }
 
 // Sign signs a spec and its listing with the project key.
@@ -104,15 +167,27 @@ func (p *Project) Sign(spec *job.Spec) (*Prepared, error) {
 		return nil, fmt.Errorf("spec of project %q signed by project %q", spec.Project, p.Name())
 	}
 	key := p.a.Identity().Key
-	s, err := job.Sign(spec, key)
+	s, enc, err := signSpec(spec, key)
 	if err != nil {
 		return nil, err
 	}
-	l, err := job.SignListing(job.ListingOf(s, spec), key)
+	prep := &Prepared{Signed: s, enc: enc}
+	prep.cidString()
+	l, err := signListing(listingOf(prep.Key(), spec), key)
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{Signed: s, Listing: l.Encode()}, nil
+	prep.Listing = l.Encode()
+	return prep, nil
+}
+
+// listingOf is job.ListingOf for the job of key (computed once by the
+// caller, where ListingOf computes it again).
+func listingOf(key []byte, spec *job.Spec) *job.Listing {
+	kw := append(append(make([]string, 0, len(spec.Keywords)+len(spec.Resources)), spec.Keywords...), spec.Resources...)
+	slices.Sort(kw)
+	kw = slices.Compact(kw)
+	return &job.Listing{Job: key, Project: spec.Project, Created: spec.Created, Keywords: kw}
 }
 
 // Submitted is the outcome of submitting one job.
@@ -135,7 +210,8 @@ func (p *Project) Submit(ctx context.Context, jobs []*Prepared) []Submitted {
 	p.crawlIfDue(ctx, len(jobs))
 	byNode := map[peer.ID][]int{}
 	for i, s := range jobs {
-		out[i].CID = s.CID()
+		out[i].CID = s.CID() // computed here, before the goroutines use it
+		s.Encode()
 		first, err := p.firstNode(ctx, s.Key())
 		if err != nil {
 			out[i].Err = fmt.Errorf("job %s: find its closest node: %w", out[i].CID, err)
