@@ -27,6 +27,9 @@ type RoundStats struct {
 	BytesSent, BytesReceived int
 
 	changed [][]byte // keys whose state Merged changed, in the round's first pass
+	// handed are the keys this node only hands on to their closest (it is
+	// no longer among their r closest): it fetches no result for them.
+	handed map[string]bool
 }
 
 func (p *Pool) republishLoop() {
@@ -61,7 +64,12 @@ func (p *Pool) expiryLoop() {
 // for every job whose closest live node this node is, it syncs the job's
 // state to the others of the r closest, sends the job to those that lack
 // it, and merges what they answer; jobs it is no longer among the r
-// closest of for longer than the replica expiry are deleted.
+// closest of for longer than the replica expiry are deleted. A job it is
+// no longer among the r closest of is synced to the closest until then,
+// and once more before it is deleted: its state here may be newer than
+// theirs (a result, release or collected notice sent to the claim's
+// nodes after the job's closest nodes changed), and must not leave with
+// this node's copy.
 func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	start := time.Now()
 	now := p.nowMS()
@@ -86,10 +94,12 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	probe := p.dht.NewProber()
 	plan := map[peer.ID][]wire.SyncItem{}
 	replicas := map[string][]peer.ID{} // the other r-1 of the jobs this node republishes
+	var drop [][]byte                  // deleted once handed on
+	st.handed = map[string]bool{}
 	for _, j := range all {
 		view := probe.NearestLive(ctx, j.pos, p.r)
 		item := wire.SyncItem{Key: []byte(j.key), State: j.h.State}
-		switch Decide(self, view, j.h, now, p.cfg.ReplicaExpiry.Milliseconds()) {
+		switch d := Decide(self, view, j.h, now, p.cfg.ReplicaExpiry.Milliseconds()); d {
 		case Republish:
 			st.Closest++
 			p.markResponsible(j.key, now)
@@ -100,10 +110,13 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 		case Keep:
 			p.markResponsible(j.key, now)
 			plan[view[0]] = append(plan[view[0]], item)
-		case Drop:
-			if err := p.Forget([]byte(j.key)); err == nil {
-				st.Dropped++
-				p.mDropped.Inc()
+		case Linger, Drop:
+			if len(view) > 0 {
+				plan[view[0]] = append(plan[view[0]], item)
+				st.handed[j.key] = true
+			}
+			if d == Drop {
+				drop = append(drop, []byte(j.key))
 			}
 		}
 	}
@@ -157,6 +170,13 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 		}
 		st.changed = nil
 	}
+	for _, key := range drop {
+		if err := p.Forget(key); err == nil {
+			st.Dropped++
+			p.mDropped.Inc()
+		}
+	}
+	st.handed = nil
 	st.Elapsed = time.Since(start)
 	return st
 }
@@ -198,6 +218,7 @@ func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, s
 			}
 			newer = append(newer, it.Key)
 		}
+		newer = slices.DeleteFunc(newer, func(k []byte) bool { return st.handed[string(k)] })
 		if missing := p.missingResults(newer); len(missing) > 0 {
 			p.fetchResults(ctx, t, missing, &tr)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -75,8 +76,83 @@ func (p *Pool) SubmitResult(client []byte, envBytes []byte, at int64) error {
 	if err := p.st.Put(store.Key(resultNS, env.Job), envBytes); err != nil {
 		return err
 	}
-	_, err = p.Apply(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest})
-	return err
+	merged, err := p.Apply(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest})
+	if err != nil {
+		return err
+	}
+	if !job.Equal(merged, st) {
+		p.passOnResult(env.Job)
+	}
+	return nil
+}
+
+// passOnResult hands a result just stored here on, in the background, to
+// where this node's next republish round would send the job's state,
+// without waiting for that round: the client sent the result only to the
+// claim's nodes, and the job's closest nodes may have changed since the
+// claim (nodes joined nearer the job, or replaced claim nodes that died).
+// Should the claim's nodes that hold the result die before their next
+// rounds, the finished state would go with them, and the job would run
+// again once the claim lapsed at T_finish.
+//
+// As RepublishRound plans it, from this node's view of the job's r
+// closest live nodes: the closest syncs the finished state to the others
+// of the r, another of the r syncs it to the closest, and a node no
+// longer among them (the job moved on since the claim) syncs it to all r.
+// A sync is one state; a target without the result fetches it from this
+// node (handleSync), and one that lacked the job gets it stored and is
+// synced once more, for the result. A target that fails is marked dead
+// and the plan made again from the new view.
+func (p *Pool) passOnResult(key []byte) {
+	p.inflight.Add(1)
+	go func() {
+		defer p.inflight.Done()
+		p.syncNow(p.ctx, key)
+	}()
+}
+
+// syncNow syncs one job's state to the nodes a republish round of this
+// node would sync it to (passOnResult), and to all of the job's r closest
+// when this node is not among them.
+func (p *Pool) syncNow(ctx context.Context, key []byte) {
+	self := p.self()
+	tried := map[peer.ID]bool{self: true}
+	for attempt := 0; attempt < 4; attempt++ {
+		st, ok := p.State(key)
+		if !ok {
+			return
+		}
+		view := p.dht.NearestLive(ctx, keyPos(key), p.r)
+		targets := view
+		switch i := slices.Index(view, self); {
+		case i == 0:
+			targets = view[1:]
+		case i > 0:
+			targets = view[:1]
+		}
+		failed := false
+		for _, t := range targets {
+			if tried[t] {
+				continue
+			}
+			tried[t] = true
+			items := []wire.SyncItem{{Key: key, State: st}}
+			var rs RoundStats
+			if err := p.syncWith(ctx, t, items, &rs); err != nil {
+				p.dht.MarkDead(t)
+				failed = true
+				continue
+			}
+			if rs.Repaired > 0 {
+				// Stored there just now, without the result: a second
+				// sync makes it fetch the result.
+				_ = p.syncWith(ctx, t, items, &rs)
+			}
+		}
+		if !failed || ctx.Err() != nil {
+			return
+		}
+	}
 }
 
 // handleResultGet returns results and states of held jobs.

@@ -327,7 +327,8 @@ func (s *Sim) clientDone(att *attempt) {
 	}
 }
 
-// result: a client's result arrives at a replica.
+// result: a client's result arrives at a replica, which stores it and,
+// when that finishes the job here, passes it on (passOn).
 func (s *Sim) result(ev event) {
 	att := ev.att
 	if !s.reach(att.side, ev.node, ev.gen) {
@@ -341,5 +342,6 @@ func (s *Sim) result(ev event) {
 	fin := job.State{Phase: job.Finished, Client: att.client, At: att.doneAt, Result: att.client}
 	if m := job.Merge(job.Expire(rep.st, s.e.now), fin); !job.Equal(m, rep.st) {
 		s.setState(ev.node, att.job, rep, m)
+		s.passOn(ev.node, att.job, m)
 	}
 }

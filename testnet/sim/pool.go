@@ -188,8 +188,10 @@ func (s *Sim) reachable(id int32, gen uint32) bool {
 // republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
 // each job decided by pool.Decide: the closest syncs the others of the r
 // closest, the others sync the closest, replicas no longer among the r
-// closest for longer than the replica expiry are dropped, collected jobs
-// are deleted after T_collect. Items are batched per peer: one RPC each.
+// closest sync the closest too (their state may be newer: pool's
+// RepublishRound hands it on) and are dropped once that has lasted longer
+// than the replica expiry, collected jobs are deleted after T_collect.
+// Items are batched per peer: one RPC each.
 func (s *Sim) republish(id int32) {
 	n := &s.nodes[id]
 	now := s.e.now
@@ -226,7 +228,14 @@ func (s *Sim) republish(id int32) {
 		case pool.Keep:
 			rep.resp = now
 			add(view[0], syncItem{job: j, st: st})
+		case pool.Linger:
+			// No longer among the r closest: the state goes to the
+			// closest, so a newer one that reached only this node (a
+			// result, a release, a collected notice sent to the claim's
+			// nodes) does not stay here.
+			add(view[0], syncItem{job: j, st: st})
 		case pool.Drop:
+			add(view[0], syncItem{job: j, st: st}) // handed on before it is dropped
 			s.dropReplica(id, j)
 		}
 	}
@@ -241,6 +250,13 @@ func (s *Sim) republish(id int32) {
 // sync: a republish batch (or a replication from the closest, arg 1)
 // arrives; the replica stores what it lacks, merges the rest and answers
 // the states where its own is greater.
+//
+// As pool.handleSync and syncWith do, a replica that lacks a job answers
+// so and the sender stores it there (one more RPC, the job's size), and a
+// replica that becomes finished fetches the result from the sender (one
+// RPC at the sender, the result's size). A result's pass-on (arg 2,
+// passOn) syncs a replica that lacked the job once more, so it fetches
+// the result.
 func (s *Sim) sync(ev event) {
 	b := ev.bat
 	from := s.nodes[b.from].side
@@ -251,6 +267,7 @@ func (s *Sim) sync(ev event) {
 	size := 0
 	now := s.e.now
 	var back []syncItem
+	need, fetch := 0, 0
 	for _, it := range b.items {
 		if it.st.Phase == job.Ready && len(it.st.Client) == 0 && ev.arg == 1 {
 			size += s.c.SizeJob
@@ -259,7 +276,18 @@ func (s *Sim) sync(ev event) {
 		}
 		rep := s.nodes[id].jobs[it.job]
 		if rep == nil {
+			if ev.arg != 1 {
+				need++
+			} else if r := &s.jobs[it.job]; r.lost {
+				// The placing node died with its pushes in flight: they
+				// carry the job and land all the same, so it was not lost.
+				r.lost = false
+				s.m.lost--
+			}
 			s.putReplica(id, it.job, it.st)
+			if rep = s.nodes[id].jobs[it.job]; rep != nil && rep.st.Phase == job.Finished {
+				fetch++
+			}
 			continue
 		}
 		theirs := job.Expire(it.st, now)
@@ -269,16 +297,31 @@ func (s *Sim) sync(ev event) {
 		}
 		rep.resp = now
 		if !job.Equal(merged, rep.st) {
+			if merged.Phase == job.Finished && rep.st.Phase != job.Finished {
+				fetch++
+			}
 			s.setState(id, it.job, rep, merged)
 		}
 	}
 	s.count(id, kJob, size)
+	if need > 0 {
+		s.count(id, kJob, need*s.c.SizeJob)
+		if ev.arg == 2 {
+			s.count(id, kJob, need*s.c.SizeState)
+		}
+	}
+	if fetch > 0 && s.reachable(b.from, b.fromGen) {
+		s.count(b.from, kJob, fetch*s.c.SizeResult)
+	}
 	if len(back) > 0 {
-		s.e.after(s.latency(), event{kind: evSyncReply, node: b.from, gen: b.fromGen, bat: &batch{from: id, items: back}})
+		s.e.after(s.latency(), event{kind: evSyncReply, node: b.from, gen: b.fromGen, bat: &batch{from: id, fromGen: s.nodes[id].gen, items: back}})
 	}
 }
 
-// syncReply merges the newer states a replica answered.
+// syncReply merges the newer states a replica answered. A job that
+// becomes finished here has its result fetched from the replica (one RPC
+// there), unless this node is no longer among the job's r closest: it only
+// handed its state on (pool's RepublishRound fetches no result for it).
 func (s *Sim) syncReply(ev event) {
 	if !s.alive(ev) {
 		return
@@ -286,13 +329,53 @@ func (s *Sim) syncReply(ev event) {
 	now := s.e.now
 	n := &s.nodes[ev.node]
 	n.bytes += uint32(len(ev.bat.items) * s.c.SizeState)
+	fetch := 0
 	for _, it := range ev.bat.items {
 		if rep := n.jobs[it.job]; rep != nil {
 			m := job.Merge(job.Expire(rep.st, now), job.Expire(it.st, now))
 			if !job.Equal(m, rep.st) {
+				if m.Phase == job.Finished && rep.st.Phase != job.Finished && s.amongR(ev.node, it.job) {
+					fetch++
+				}
 				s.setState(ev.node, it.job, rep, m)
 			}
 		}
+	}
+	if b := ev.bat; fetch > 0 && s.reachable(b.from, b.fromGen) {
+		s.count(b.from, kJob, fetch*s.c.SizeResult)
+	}
+}
+
+// amongR reports whether node id is among job j's r closest in its view.
+func (s *Sim) amongR(id, j int32) bool {
+	var buf [8]int32
+	return slices.Contains(s.view(s.nodes[id].side).closest(s.jobs[j].pos, s.c.R, buf[:0]), id)
+}
+
+// passOn is pool's passOnResult: a node that just stored a job's result
+// does at once, for that job, what its next republish round would do,
+// rather than up to a round later: the job's closest (in its view) syncs
+// the finished state to the others of the r closest, another of the r
+// closest syncs it to the closest, and a node no longer among them (the
+// job's closest nodes changed since the claim) syncs it to all r. One
+// sync RPC per target; a target without the result fetches it (sync). A
+// target that is down is not replaced by the next one (the real node
+// re-plans after a failure; the sim's republish does not model that
+// either).
+func (s *Sim) passOn(id, j int32, st job.State) {
+	n := &s.nodes[id]
+	var buf [8]int32
+	view := s.view(n.side).closest(s.jobs[j].pos, s.c.R, buf[:0])
+	to := view
+	switch i := slices.Index(view, id); {
+	case i == 0:
+		to = view[1:]
+	case i > 0:
+		to = view[:1]
+	}
+	for _, t := range to {
+		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j, st: st}}}
+		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b, arg: 2})
 	}
 }
 
