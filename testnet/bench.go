@@ -57,11 +57,16 @@ type BenchOptions struct {
 	// phase (first submission to last harvest, setup excluded), its
 	// samples labelled party=project or party=client.
 	CPUProfile io.Writer
+	// HeapProfile, when set, receives the pprof heap profile taken right
+	// after the last harvest (after a garbage collection): what the run
+	// retains.
+	HeapProfile io.Writer
 	// TCollect, when set, is the nodes' T_collect (collected jobs are
-	// deleted this long after collection; production 2 h), and the bench
-	// runs one republish round after the run (nodes run one every
-	// 20-30 min) and waits, up to TCollect + 30 s, for every node store and
-	// index to be empty of the run's jobs, reporting what is left.
+	// deleted this long after collection; production 2 h) and scales the
+	// republish period (25 ± 5 min in production) and replica expiry (1 h)
+	// with it; the bench runs one republish round after the run and waits,
+	// up to TCollect + 30 s, for every node store and index to be empty of
+	// the run's jobs, reporting what is left.
 	TCollect time.Duration
 	Dir      string // required
 	Seed     uint64
@@ -197,6 +202,12 @@ type BenchReport struct {
 	PeakRSSMiB    float64 `json:"peak_rss_mib"`     // whole process
 	RSSPerNodeMiB float64 `json:"rss_per_node_mib"` // peak RSS / nodes (an upper bound)
 	HeapMiB       float64 `json:"heap_mib"`         // heap in use at the end
+	// Live heap (reachable at the last GC), sampled every 2 s: first past
+	// the warm-up (a fifth of the jobs harvested and T_collect elapsed),
+	// at the last sample and at most; 0 when the run was too short.
+	LiveHeapWarmMiB float64 `json:"live_heap_warm_mib,omitempty"`
+	LiveHeapEndMiB  float64 `json:"live_heap_end_mib,omitempty"`
+	LiveHeapMaxMiB  float64 `json:"live_heap_max_mib,omitempty"`
 
 	// Consistency.
 	Submitted     int `json:"submitted"`        // acknowledged by r replicas
@@ -289,6 +300,9 @@ func (r BenchReport) Format(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  wire              %8.0f bytes/job\n", r.BytesPerJob)
 	fmt.Fprintf(w, "  memory            peak RSS %.0f MiB for the process (%.1f MiB per node at most), heap %.0f MiB at the end\n", r.PeakRSSMiB, r.RSSPerNodeMiB, r.HeapMiB)
+	if r.LiveHeapWarmMiB > 0 {
+		fmt.Fprintf(w, "  growth            live heap %.0f MiB after warm-up, %.0f MiB at the end (%+.0f %%), %.0f MiB at most\n", r.LiveHeapWarmMiB, r.LiveHeapEndMiB, 100*(r.LiveHeapEndMiB/r.LiveHeapWarmMiB-1), r.LiveHeapMaxMiB)
+	}
 	fmt.Fprintf(w, "  checks            submitted %d, recorded %d, collected %d (ledger: %d results, %d collected, %d/%d units valid), runs %d, claims won %d lost %d failed %d, released %d, empty finds %d, held at end %d\n",
 		r.Submitted, r.Recorded, r.Collected, r.LedgerResults, r.LedgerCollect, r.UnitsValid, r.Units, r.Runs, r.ClaimsWon, r.ClaimsLost, r.ClaimsFailed, r.Released, r.EmptyFinds, r.HeldAtEnd)
 	if r.EmptyAfterS > 0 {

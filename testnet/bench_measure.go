@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"syscall"
@@ -165,4 +166,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// liveHeap returns the bytes of heap the last garbage collection found
+// reachable: what the process retains, without the garbage awaiting the
+// next collection that HeapInuse counts.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// heapTrack follows the live heap over a run to tell growth from warm-up:
+// the warm sample is the first taken once the run is past its warm-up (a
+// fifth of the jobs harvested and, with a short T_collect, collected jobs
+// being deleted); growth is the end's live heap over it.
+type heapTrack struct {
+	warm, end, max uint64
+}
+
+func (h *heapTrack) sample(pastWarmUp bool) uint64 {
+	v := liveHeap()
+	h.end = v
+	h.max = max(h.max, v)
+	if pastWarmUp && h.warm == 0 {
+		h.warm = v
+	}
+	return v
 }

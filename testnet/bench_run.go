@@ -49,8 +49,13 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 			// capacity, so they are out of the way.
 			cfg.Claim.Limit, cfg.Claim.Burst = 1e9, 1<<30
 			if o.TCollect > 0 {
+				// The production periods scaled with T_collect (2 h):
+				// republish every 25 ± 5 min, replica expiry 1 h, so
+				// replicas still converge before collected jobs go.
 				cfg.Pool.TCollect = o.TCollect
 				cfg.Pool.ExpiryInterval = min(o.TCollect/4, 10*time.Second)
+				cfg.Pool.RepublishInterval, cfg.Pool.RepublishJitter = o.TCollect*25/120, o.TCollect*5/120
+				cfg.Pool.ReplicaExpiry = o.TCollect / 2
 			}
 		}}
 	opts.DHT.Replication = o.R
@@ -230,6 +235,7 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 		}()
 	}()
 	progress := time.NewTicker(2 * time.Second)
+	var heap heapTrack
 	var runErr error
 	for pending := 2; pending > 0; {
 		select {
@@ -240,7 +246,9 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 				cancel()
 			}
 		case <-progress.C:
-			logf("  %6.1f s: %d submitted, %d harvested", time.Since(t0).Seconds(), submitted.Load(), harvested.Load())
+			h := harvested.Load()
+			live := heap.sample(h >= int64(o.Jobs)/5 && time.Since(t0) > o.TCollect)
+			logf("  %6.1f s: %d submitted, %d harvested, live heap %.0f MiB", time.Since(t0).Seconds(), submitted.Load(), h, float64(live)/(1<<20))
 		}
 	}
 	progress.Stop()
@@ -262,6 +270,12 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 	rep.JobsPerSec = jobs / elapsed.Seconds()
 	rep.CPUUSPerJob = float64(cpu.Microseconds()) / jobs
 	rep.SubmitWallS, rep.HarvestWallS = submitWall.Seconds(), harvestWall.Seconds()
+	if o.HeapProfile != nil {
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(o.HeapProfile); err != nil {
+			return rep, fmt.Errorf("write the heap profile: %w", err)
+		}
+	}
 	if prof != nil && o.CPUProfile != nil {
 		if _, err := o.CPUProfile.Write(prof.Bytes()); err != nil {
 			return rep, fmt.Errorf("write the CPU profile: %w", err)
@@ -390,6 +404,11 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	rep.HeapMiB = float64(ms.HeapInuse) / (1 << 20)
+	if heap.warm > 0 {
+		rep.LiveHeapWarmMiB = float64(heap.warm) / (1 << 20)
+		rep.LiveHeapEndMiB = float64(heap.end) / (1 << 20)
+		rep.LiveHeapMaxMiB = float64(heap.max) / (1 << 20)
+	}
 	return rep, nil
 }
 

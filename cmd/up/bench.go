@@ -15,10 +15,11 @@ import (
 
 // benchFlags are the flags of 'up bench'.
 type benchFlags struct {
-	o       testnet.BenchOptions
-	asJSON  bool
-	noShare bool
-	profile string
+	o           testnet.BenchOptions
+	asJSON      bool
+	noShare     bool
+	profile     string
+	heapProfile string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -96,6 +97,14 @@ start 'up app exec' per job.`,
 				defer pf.Close()
 				o.CPUProfile = pf
 			}
+			if fl.heapProfile != "" {
+				hf, err := os.Create(fl.heapProfile)
+				if err != nil {
+					return err
+				}
+				defer hf.Close()
+				o.HeapProfile = hf
+			}
 			rep, err := testnet.RunBench(ctx, o)
 			if err != nil {
 				return err
@@ -130,6 +139,7 @@ start 'up app exec' per job.`,
 	f.StringVar(&fl.o.Exec, "exec", fl.o.Exec, "how clients run the application: inproc or subprocess")
 	f.BoolVar(&fl.asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&fl.noShare, "no-share", false, "do not profile the CPU to split it by party")
+	f.StringVar(&fl.heapProfile, "memprofile", "", "write the heap profile taken after the last harvest (what the run retains) to this file")
 	f.StringVar(&fl.profile, "cpuprofile", "", "write the CPU profile of the measured phase (setup excluded) to this file, samples labelled by party")
 	f.StringVar(&fl.o.Dir, "dir", "", "directory for the CA, nodes and ledger (default: a temporary one, removed after)")
 	f.Uint64Var(&fl.o.Seed, "seed", fl.o.Seed, "seed of identities, so a run replays its keyspace")
