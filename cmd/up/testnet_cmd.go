@@ -104,6 +104,6 @@ and prints the figures (or keeps running with --hold).`,
 	f.Uint64Var(&fl.seed, "seed", fl.seed, "seed of identities and keys, so a run replays")
 	f.StringVar(&fl.dir, "dir", "", "directory for the CA and node data (default: a temporary one, removed after)")
 	f.BoolVar(&fl.hold, "hold", false, "keep the network running until interrupted")
-	cmd.AddCommand(lookups, newTestnetInitCmd(), newTestnetSimCmd())
+	cmd.AddCommand(lookups, newTestnetInitCmd(), newTestnetSimCmd(), newTestnetRunCmd())
 	return cmd
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/testnet"
+)
+
+func TestRunFlags(t *testing.T) {
+	base := func() runFlags {
+		return runFlags{scenario: "dynamic", nodes: 32, seed: 1, timeout: 15 * time.Minute, set: map[string]bool{}}
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*runFlags)
+		bad   string // substring of the usage error; "" for a good line
+		check func(testnet.ScenarioOptions) bool
+	}{
+		{"defaults", func(*runFlags) {}, "", func(o testnet.ScenarioOptions) bool {
+			return o.Scenario == "dynamic" && o.Nodes == 32 && o.Seed == 1 && o.Jobs == 0 && o.Rate == 0 && o.Dir == ""
+		}},
+		{"static with jobs and rate", func(f *runFlags) {
+			f.scenario, f.jobs, f.rate = "static", 500, 20
+			f.set["jobs"], f.set["rate"] = true, true
+		}, "", func(o testnet.ScenarioOptions) bool { return o.Jobs == 500 && o.Rate == 20 }},
+		{"dynamic duration and job length", func(f *runFlags) {
+			f.duration, f.jobLength = 3*time.Minute, 0
+			f.set["duration"], f.set["job-length"] = true, true
+		}, "", func(o testnet.ScenarioOptions) bool {
+			return o.Duration == 3*time.Minute && o.JobLength == time.Millisecond
+		}},
+		{"churn lifetime", func(f *runFlags) {
+			f.scenario, f.churn = "churn", 2*time.Minute
+			f.set["churn"] = true
+		}, "", func(o testnet.ScenarioOptions) bool { return o.ChurnLife == 2*time.Minute }},
+		{"scale and clients", func(f *runFlags) {
+			f.scale, f.clients = 10, 4
+			f.set["scale"], f.set["clients"] = true, true
+		}, "", func(o testnet.ScenarioOptions) bool { return o.Scale == 10 && o.Clients == 4 }},
+		{"thousand nodes", func(f *runFlags) { f.nodes = 1000 }, "", func(o testnet.ScenarioOptions) bool { return o.Nodes == 1000 }},
+		{"unknown scenario", func(f *runFlags) { f.scenario = "trace" }, "unknown scenario", nil},
+		{"four nodes", func(f *runFlags) { f.nodes = 4 }, "--nodes 4 below 5", nil},
+		{"too many nodes", func(f *runFlags) { f.nodes = 5000 }, "--nodes 5000 above", nil},
+		{"jobs on a dynamic workload", func(f *runFlags) { f.jobs = 10; f.set["jobs"] = true }, "--jobs applies to the static", nil},
+		{"zero jobs", func(f *runFlags) { f.scenario = "static"; f.set["jobs"] = true }, "--jobs 0", nil},
+		{"zero rate", func(f *runFlags) { f.set["rate"] = true }, "--rate 0", nil},
+		{"duration on a static workload", func(f *runFlags) {
+			f.scenario, f.duration = "static", time.Minute
+			f.set["duration"] = true
+		}, "--duration and --job-length apply", nil},
+		{"short duration", func(f *runFlags) { f.duration = time.Millisecond; f.set["duration"] = true }, "--duration 1ms", nil},
+		{"negative job length", func(f *runFlags) { f.jobLength = -time.Second; f.set["job-length"] = true }, "--job-length -1s", nil},
+		{"no clients", func(f *runFlags) { f.set["clients"] = true }, "--clients 0", nil},
+		{"scale below 1", func(f *runFlags) { f.scale = 0.5; f.set["scale"] = true }, "--scale 0.5", nil},
+		{"churn without churn", func(f *runFlags) { f.churn = time.Minute; f.set["churn"] = true }, "--churn applies", nil},
+		{"tiny churn", func(f *runFlags) {
+			f.scenario, f.churn = "churn-dynamic", time.Millisecond
+			f.set["churn"] = true
+		}, "--churn 1ms below 1s", nil},
+		{"negative timeout", func(f *runFlags) { f.timeout = -time.Second }, "--timeout", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := base()
+			tc.edit(&f)
+			o, err := f.options()
+			if tc.bad != "" {
+				var ue usageError
+				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.bad) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("err %v, want a one-line usage error about %s", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(o) {
+				t.Fatalf("options %+v", o)
+			}
+		})
+	}
+}
+
+// TestRunCommandBadFlags checks the exit status and the one-line message
+// of a bad command line, without starting any node.
+func TestRunCommandBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"testnet", "run", "--scenario", "nope"},
+		{"testnet", "run", "--nodes", "3"},
+		{"testnet", "run", "--scenario", "static", "--duration", "1m"},
+	} {
+		code, _, errs := upRun(t, args...)
+		if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "up testnet run --help") {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errs)
+		}
+	}
+}

@@ -1,0 +1,316 @@
+package testnet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/client"
+	"github.com/up-pool/up/index"
+	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/loadbalance"
+	"github.com/up-pool/up/node"
+	"github.com/up-pool/up/pool"
+	"github.com/up-pool/up/project"
+)
+
+// realRun is one scenario run on real nodes: a project submitting at the
+// offered rate, open-loop claim attempts at the same rate spread over a
+// few client parties (the simulator's clients), results after the
+// workload's idle time or job length, the project harvesting every
+// HarvestEvery, and, for churn, nodes killed and restarted.
+type realRun struct {
+	o       ScenarioOptions
+	p       Periods
+	balance bool
+	dir     string
+	logf    func(string, ...any)
+
+	net     *Network
+	proj    *project.Project
+	ledger  *project.Ledger
+	workers []*benchWorker
+	t0      time.Time
+
+	acked, claimed, finished, harvested atomic.Int64
+	failedAttempts, pending             atomic.Int64
+	lastProgress                        atomic.Int64 // unix ms of the last claim, result or harvest
+	submitDone, claimsDone, resultsDone atomic.Bool
+
+	mu      sync.Mutex
+	gt      map[string]*gtClaim // job key: the latest won claim (the clients' view)
+	failBy  map[string]int      // failed claim attempts by reason
+	doubles int
+	running []*wonClaim // static: won claims waiting for the results phase
+	errs    []string
+	nerrs   int
+}
+
+// gtClaim is the ground truth of a job's claim, as the simulator keeps it.
+type gtClaim struct {
+	client int
+	until  time.Time
+	ended  bool
+}
+
+// wonClaim is a claim a client won, with the spec it fetched.
+type wonClaim struct {
+	client int
+	w      *benchWorker
+	cl     *claimnet.Claim
+	signed *job.Signed
+	spec   *job.Spec
+}
+
+func (rr *realRun) addErr(format string, args ...any) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.nerrs++
+	if len(rr.errs) < 20 {
+		rr.errs = append(rr.errs, fmt.Sprintf(format, args...))
+	}
+}
+
+func (rr *realRun) progressed() { rr.lastProgress.Store(time.Now().UnixMilli()) }
+
+// since is the time since the first submission, in seconds.
+func (rr *realRun) since() float64 { return time.Since(rr.t0).Seconds() }
+
+// options are the network's options: mocknet, loops on, the shortened
+// periods; per-client rate limits are out of the way (the simulator has
+// none).
+func (rr *realRun) options() Options {
+	o, p := rr.o, rr.p
+	opts := Options{Nodes: o.Nodes, Transport: Mocknet, Dir: rr.dir, Seed: o.Seed, PoolLoops: true,
+		Configure: func(_ int, cfg *node.Config) {
+			cfg.Claim.TClaim = p.TClaim
+			cfg.Claim.Limit, cfg.Claim.Burst = 1e9, 1<<30
+		}}
+	opts.DHT.Replication = o.R
+	opts.DHT.LookupCacheTTL = p.LookupCache
+	opts.Pool = pool.Config{RepublishInterval: (p.RepublishMin + p.RepublishMax) / 2,
+		RepublishJitter: (p.RepublishMax - p.RepublishMin) / 2, ReplicaExpiry: p.ReplicaExpiry,
+		TCollect: p.TCollect, ExpiryInterval: p.ExpirySweep}
+	opts.Index.Server = indexnet.ServerConfig{Table: index.Config{Expiry: p.IndexExpiry.Milliseconds(), Quarantine: p.Quarantine.Milliseconds()},
+		ExpiryInterval: p.ExpirySweep, QueryLimit: 1e9, QueryBurst: 1 << 30}
+	opts.Index.Writer = indexnet.WriterConfig{RewriteMin: p.RewriteMin, RewriteMax: p.RewriteMax, Tick: p.WriterTick}
+	opts.Index.RegionTTL = p.RegionTTL
+	if rr.balance {
+		// Interval ± half: BalanceMin..BalanceMax. Splits deeper than 24
+		// bits are left alone: grinding one takes over a core-second, and
+		// every node shares this process's cores.
+		opts.Balance = node.BalanceConfig{Interval: (p.BalanceMin + p.BalanceMax) / 2, MaxGrindBits: 24,
+			Params: loadbalance.Params{CoolDown: p.CoolDown.Milliseconds(), MinMoveInterval: p.CoolDown.Milliseconds()}}
+	}
+	return opts
+}
+
+// run sets the network up, runs the workload and measures it.
+func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
+	o := rr.o
+	fig := Figures{Side: "real", NodesStart: o.Nodes, LostNoReplica: -1, LogDoubles: -1}
+	wallStart := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	rr.gt, rr.failBy = map[string]*gtClaim{}, map[string]int{}
+
+	net, err := Start(ctx, rr.options())
+	if err != nil {
+		return fig, nil, fmt.Errorf("start %d nodes: %w", o.Nodes, err)
+	}
+	rr.net = net
+	defer net.Close()
+	if rr.proj, err = net.NewProject(ctx, scenarioProject); err != nil {
+		return fig, nil, fmt.Errorf("start the project: %w", err)
+	}
+	defer rr.proj.Agent().Close()
+	// Submissions run concurrently (open loop): the nonce source must
+	// take turns.
+	var s [32]byte
+	copy(s[:], fmt.Appendf(nil, "scenario nonces %d", o.Seed))
+	rr.proj.SetRand(&lockedReader{r: newSeeded(s)})
+	if rr.ledger, err = project.OpenLedger(filepath.Join(rr.dir, "ledger.db")); err != nil {
+		return fig, nil, fmt.Errorf("open the ledger: %w", err)
+	}
+	defer rr.ledger.Close()
+	attrs := client.Attributes{OS: runtime.GOOS, Arch: runtime.GOARCH}
+	for i := range o.Clients {
+		a, err := net.NewAgent(ctx, certs.RoleClient, fmt.Sprintf("client%d", i+1))
+		if err != nil {
+			return fig, nil, fmt.Errorf("start client %d: %w", i+1, err)
+		}
+		defer a.Close()
+		rr.workers = append(rr.workers, &benchWorker{a: a, claimer: claimnet.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
+			query: client.QueryFor(scenarioProject, attrs), units: map[string]bool{}})
+	}
+	rr.logf("  %d nodes, a project and %d clients up on mocknet in %s", o.Nodes, o.Clients, time.Since(wallStart).Round(time.Millisecond))
+
+	window := time.Duration(1<<62 - 1)
+	if o.dynamic() {
+		window = o.Duration
+	}
+	smp := newSampler(net, window)
+	smp.sample(0, rr) // baseline
+	rr.t0 = time.Now()
+	smp.last = rr.t0
+	rr.progressed()
+
+	var wg sync.WaitGroup
+	runCtx, stop := context.WithCancel(ctx)
+	defer func() { stop(); wg.Wait() }() // before the network closes
+	goRun := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(runCtx)
+		}()
+	}
+	goRun(rr.submitter)
+	goRun(rr.harvester)
+	goRun(func(ctx context.Context) { rr.driver(ctx, goRun) })
+	if o.churn() {
+		for i := range o.Nodes {
+			goRun(func(ctx context.Context) { rr.churn(ctx, i) })
+		}
+	}
+
+	// Sample every second until the workload is done.
+	tick := time.NewTicker(time.Second)
+	idle := rr.idle()
+	lastLog := time.Now()
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			runErr = fmt.Errorf("harvested %d of %d jobs before the time-out: %w", rr.harvested.Load(), rr.acked.Load(), ctx.Err())
+			break loop
+		case <-tick.C:
+		}
+		smp.sample(rr.since(), rr)
+		if time.Since(lastLog) >= 5*time.Second {
+			lastLog = time.Now()
+			rr.logf("  %6.0f s: %d submitted, %d claimed, %d finished, %d harvested; %d nodes up", rr.since(),
+				rr.acked.Load(), rr.claimed.Load(), rr.finished.Load(), rr.harvested.Load(), len(net.Live()))
+		}
+		if !rr.submitDone.Load() {
+			continue
+		}
+		if rr.harvested.Load() >= rr.acked.Load() && rr.resultsDone.Load() {
+			break
+		}
+		quiet := time.Since(time.UnixMilli(rr.lastProgress.Load()))
+		if rr.claimsDone.Load() && rr.resultsDone.Load() && rr.pending.Load() == 0 && quiet > idle {
+			rr.logf("  nothing claimed, finished or harvested for %s: stopping", quiet.Round(time.Second))
+			break
+		}
+	}
+	tick.Stop()
+	span := time.Since(rr.t0)
+	smp.sample(rr.since(), rr)
+	stop()
+	wg.Wait()
+
+	fig.Span, fig.Wall = span, time.Since(wallStart)
+	fig.Window = min(window, span)
+	fig.NodesEnd = len(net.Live())
+	fig.Submitted, fig.Claimed = int(rr.acked.Load()), int(rr.claimed.Load())
+	fig.Finished, fig.Harvested = int(rr.finished.Load()), int(rr.harvested.Load())
+	fig.FailedAttempts = int(rr.failedAttempts.Load())
+	rr.mu.Lock()
+	fig.DoubleClaims = rr.doubles
+	fig.FailedBy = maps.Clone(rr.failBy)
+	rr.mu.Unlock()
+	fig.LogDoubles = smp.logDoubles()
+	var rates []float64
+	par := loadbalance.Params{}
+	par.ApplyDefaults()
+	for _, nd := range net.Live() {
+		fig.Moves += nd.Moves()
+		fig.Reactions += nd.Reactions()
+		if rr.balance {
+			l := nd.Load()
+			rates = append(rates, par.WRate*l.Rate)
+			fig.ItemTermMax = max(fig.ItemTermMax, par.WIndex*float64(l.IndexEntries)+par.WJob*float64(l.ClosestJobs))
+		}
+	}
+	if len(rates) > 0 {
+		fig.RateTermMedian, fig.RateTermMax = medianOf(rates), slices.Max(rates)
+	}
+	if err := rr.countLost(&fig); err != nil {
+		rr.addErr("%v", err)
+	}
+	if fig.Lost > 0 {
+		rr.logf("  %d jobs submitted and never harvested; the first of them:\n%s%s", fig.Lost,
+			unharvested(net, rr.ledger, scenarioProject, 3, rr.workers), rr.indexDiag(ctx))
+	}
+	reduceRows(&fig, smp.rows, fig.Window)
+	smp.perJob(&fig)
+	fig.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
+	if smp.samples > 0 {
+		fig.SampleMS = float64(smp.cost.Microseconds()) / 1000 / float64(smp.samples)
+		fig.SampleMaxMS = float64(smp.costMax.Microseconds()) / 1000
+	}
+	rr.mu.Lock()
+	fig.Errors = rr.errs
+	if rr.nerrs > len(rr.errs) {
+		fig.Errors = append(fig.Errors, fmt.Sprintf("… %d more", rr.nerrs-len(rr.errs)))
+	}
+	rr.mu.Unlock()
+	return fig, smp.rows, runErr
+}
+
+// lockedReader is an io.Reader safe for concurrent use.
+type lockedReader struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
+}
+
+// countLost counts the jobs the ledger holds as submitted and never
+// harvested, and of them those no live node holds.
+func (rr *realRun) countLost(fig *Figures) error {
+	rows, err := rr.ledger.DB().Query(`SELECT signed FROM jobs WHERE state = ?`, project.StateSubmitted)
+	if err != nil {
+		return fmt.Errorf("ledger: unharvested jobs: %w", err)
+	}
+	defer rows.Close()
+	fig.LostNoReplica = 0
+	for rows.Next() {
+		var signed []byte
+		if err := rows.Scan(&signed); err != nil {
+			return fmt.Errorf("ledger: unharvested jobs: %w", err)
+		}
+		fig.Lost++
+		s, _, err := job.Decode(signed)
+		if err != nil {
+			return fmt.Errorf("ledger: decode a job: %w", err)
+		}
+		if len(rr.net.Holders(s.Key())) == 0 {
+			fig.LostNoReplica++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("ledger: unharvested jobs: %w", err)
+	}
+	var unacked int
+	if err := rr.ledger.DB().QueryRow(`SELECT COUNT(*) FROM jobs WHERE state = ?`, project.StatePrepared).Scan(&unacked); err == nil && unacked > 0 {
+		rr.addErr("%d jobs never acknowledged by r replicas (not counted as submitted)", unacked)
+	}
+	return nil
+}
