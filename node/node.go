@@ -83,7 +83,7 @@ func Open(cfg Config) (_ *Node, err error) {
 			_ = n.Abandon() // the cause is err; closing what half-opened adds nothing
 		}
 	}()
-	if n.store, err = store.Open(id.Paths.Store()); err != nil {
+	if n.store, err = store.OpenWith(id.Paths.Store(), store.Options{SyncInterval: max(cfg.StoreSyncInterval, 0)}); err != nil {
 		return nil, err
 	}
 	in, err := n.openInstance(cfg.Host)

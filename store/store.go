@@ -1,7 +1,8 @@
 // Package store owns a party's embedded on-disk key-value store (pebble):
-// opening it in a data directory, namespaced keys, synced single writes and
-// atomic batches, prefix scans. What lives in it (jobs, known peers) belongs
-// to the packages that write it.
+// opening it in a data directory, namespaced keys, durable single writes
+// and atomic batches (synced each, or by a periodic group sync), prefix
+// scans. What lives in it (jobs, known peers) belongs to the packages that
+// write it.
 package store
 
 import (
@@ -9,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -16,23 +20,102 @@ import (
 // ErrNotFound reports a missing key.
 var ErrNotFound = errors.New("not found")
 
-// Store is an open pebble database. Safe for concurrent use.
-type Store struct {
-	db   *pebble.DB
-	path string
+// Options configures a Store. The zero value syncs every write.
+type Options struct {
+	// SyncInterval, when positive, trades the fsync of each write for one
+	// group sync of the write-ahead log every SyncInterval: a write is in
+	// the OS's page cache when it returns (a crash of the process loses
+	// nothing once pebble has written it out, which it does at once), and
+	// on disk within SyncInterval (what a power failure can take). For
+	// state replicated on several machines, which repair each other. Zero:
+	// each Put, Delete and synced Commit waits for its own fsync.
+	SyncInterval time.Duration
 }
 
-// Open opens (creating if needed) the store in dir.
-func Open(dir string) (*Store, error) {
+// Store is an open pebble database. Safe for concurrent use.
+type Store struct {
+	db    *pebble.DB
+	path  string
+	write *pebble.WriteOptions // Sync, or NoSync with a group syncer
+
+	syncs   atomic.Int64 // group syncs done
+	dirty   atomic.Bool  // written since the last group sync
+	stop    chan struct{}
+	stopped sync.WaitGroup
+}
+
+// Open opens (creating if needed) the store in dir; every write is synced.
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith opens (creating if needed) the store in dir with options.
+func OpenWith(dir string, o Options) (*Store, error) {
+	if o.SyncInterval < 0 {
+		return nil, fmt.Errorf("open store %s: sync interval %s is negative", dir, o.SyncInterval)
+	}
 	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return &Store{db: db, path: dir}, nil
+	s := &Store{db: db, path: dir, write: pebble.Sync}
+	if o.SyncInterval > 0 {
+		s.write = pebble.NoSync
+		s.stop = make(chan struct{})
+		s.stopped.Add(1)
+		go s.syncLoop(o.SyncInterval)
+	}
+	return s, nil
 }
 
-// Close flushes and closes the store.
+// syncLoop syncs the write-ahead log every interval when something was
+// written since the last sync.
+func (s *Store) syncLoop(interval time.Duration) {
+	defer s.stopped.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			_ = s.Sync()
+		}
+	}
+}
+
+// Sync makes every write so far durable (a no-op when none is pending).
+func (s *Store) Sync() error {
+	if !s.dirty.Swap(false) {
+		return nil
+	}
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		s.dirty.Store(true)
+		return fmt.Errorf("sync store %s: %w", s.path, err)
+	}
+	s.syncs.Add(1)
+	return nil
+}
+
+// GroupSyncs is how many group syncs the store has done (0 when every
+// write syncs itself).
+func (s *Store) GroupSyncs() int64 { return s.syncs.Load() }
+
+// wrote notes an unsynced write for the group syncer.
+func (s *Store) wrote() {
+	if s.stop != nil {
+		s.dirty.Store(true)
+	}
+}
+
+// Close syncs pending writes, flushes and closes the store.
 func (s *Store) Close() error {
+	if s.stop != nil {
+		close(s.stop)
+		s.stopped.Wait()
+		if err := s.Sync(); err != nil {
+			_ = s.db.Close()
+			return err
+		}
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
@@ -52,27 +135,32 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	return bytes.Clone(v), nil
 }
 
-// Put writes key=value and syncs it to disk before returning.
+// Put writes key=value durably (synced, or by the next group sync).
 func (s *Store) Put(key, value []byte) error {
-	if err := s.db.Set(key, value, pebble.Sync); err != nil {
+	if err := s.db.Set(key, value, s.write); err != nil {
 		return fmt.Errorf("put %q: %w", key, err)
 	}
+	s.wrote()
 	return nil
 }
 
-// Delete removes key, synced.
+// Delete removes key durably (synced, or by the next group sync).
 func (s *Store) Delete(key []byte) error {
-	if err := s.db.Delete(key, pebble.Sync); err != nil {
+	if err := s.db.Delete(key, s.write); err != nil {
 		return fmt.Errorf("delete %q: %w", key, err)
 	}
+	s.wrote()
 	return nil
 }
 
 // Batch collects writes that commit atomically.
-type Batch struct{ b *pebble.Batch }
+type Batch struct {
+	b *pebble.Batch
+	s *Store
+}
 
 // NewBatch starts an atomic batch.
-func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewBatch()} }
+func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewBatch(), s: s} }
 
 // Put adds key=value to the batch.
 func (b *Batch) Put(key, value []byte) { _ = b.b.Set(key, value, nil) }
@@ -83,15 +171,17 @@ func (b *Batch) Delete(key []byte) { _ = b.b.Delete(key, nil) }
 // Len is the number of writes in the batch.
 func (b *Batch) Len() int { return int(b.b.Count()) }
 
-// Commit writes the batch atomically; sync makes it durable before return.
+// Commit writes the batch atomically; sync makes it durable before return
+// (or by the next group sync, when the store has a sync interval).
 func (b *Batch) Commit(sync bool) error {
 	opt := pebble.NoSync
 	if sync {
-		opt = pebble.Sync
+		opt = b.s.write
 	}
 	if err := b.b.Commit(opt); err != nil {
 		return fmt.Errorf("commit batch of %d writes: %w", b.b.Count(), err)
 	}
+	b.s.wrote()
 	return b.b.Close()
 }
 

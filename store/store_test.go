@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func open(t *testing.T, dir string) *Store {
@@ -274,5 +275,82 @@ func TestOpenTwiceFails(t *testing.T) {
 	if s2, err := Open(dir); err == nil {
 		s2.Close()
 		t.Fatal("second Open of a locked store succeeded")
+	}
+}
+
+// TestGroupSync: with a sync interval, writes wait for no fsync of their
+// own; one group sync covers every write before it, none is done when
+// nothing was written, Close syncs what is pending, and a reopened store
+// has every write.
+func TestGroupSync(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := OpenWith(dir, Options{SyncInterval: time.Hour}) // the loop never fires here
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := s.Put(fmt.Appendf(nil, "k%03d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.GroupSyncs(); n != 0 {
+		t.Fatalf("%d group syncs before any was due", n)
+	}
+	for range 2 {
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.GroupSyncs(); n != 1 {
+		t.Fatalf("%d group syncs after 100 writes and two Sync calls, want 1", n)
+	}
+	b := s.NewBatch()
+	b.Put([]byte("b"), []byte("batched"))
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete([]byte("k000")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.GroupSyncs(); n != 2 {
+		t.Fatalf("%d group syncs after Close with writes pending, want 2", n)
+	}
+	s = open(t, dir)
+	defer s.Close()
+	mustMissing(t, s, "k000")
+	mustGet(t, s, "k099", "v")
+	mustGet(t, s, "b", "batched")
+}
+
+// TestGroupSyncLoop: the syncer runs by itself every interval while there
+// are writes, and a synced-each store never counts group syncs.
+func TestGroupSyncLoop(t *testing.T) {
+	s, err := OpenWith(filepath.Join(t.TempDir(), "store"), Options{SyncInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.GroupSyncs() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no group sync within 10 s at a 1 ms interval")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	each := openTemp(t)
+	if err := each.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := each.Sync(); err != nil || each.GroupSyncs() != 0 {
+		t.Fatalf("synced-each store: Sync %v, %d group syncs", err, each.GroupSyncs())
+	}
+	if _, err := OpenWith(filepath.Join(t.TempDir(), "neg"), Options{SyncInterval: -time.Second}); err == nil {
+		t.Fatal("a negative sync interval was taken")
 	}
 }

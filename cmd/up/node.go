@@ -88,6 +88,7 @@ type nodeRunFlags struct {
 	capacity      float64
 	balance       time.Duration // 0: the default period; negative: off
 	maxGrindBits  int
+	storeSync     time.Duration // 0: fsync every write
 }
 
 // config turns the flags into a node configuration, or a usage error naming
@@ -138,6 +139,14 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 		return node.Config{}, usageError{fmt.Errorf("--max-grind-bits %d out of 0..40", f.maxGrindBits)}
 	}
 	cfg.Balance.Capacity = f.capacity
+	switch {
+	case f.storeSync < 0:
+		return node.Config{}, usageError{fmt.Errorf("--store-sync %s is negative", f.storeSync)}
+	case f.storeSync == 0:
+		cfg.StoreSyncInterval = -1 // each write; the config's zero means the default
+	default:
+		cfg.StoreSyncInterval = f.storeSync
+	}
 	cfg.Balance.Interval = f.balance
 	cfg.Balance.MaxGrindBits = f.maxGrindBits
 	return cfg, nil
@@ -245,6 +254,7 @@ func newNodeRunCmd() *cobra.Command {
 	f.DurationVar(&fl.republish, "republish", 0, "mean time between republish rounds (default 25 min, ± 5 min)")
 	f.Float64Var(&fl.capacity, "capacity", 0, "this node's capacity relative to a typical volunteer's (default 1): load balancing divides its load by it")
 	f.DurationVar(&fl.balance, "balance-interval", 0, "mean time between load-balancing probes (default 40 min, ± half); negative turns balancing off")
+	f.DurationVar(&fl.storeSync, "store-sync", 100*time.Millisecond, "how often the store's log is synced to disk for the writes since (replicas repair each other, so a write waits for the OS, not its own fsync); 0 syncs every write")
 	f.IntVar(&fl.maxGrindBits, "max-grind-bits", 0, "longest position prefix this node grinds an identity for when it moves (default 28; each bit doubles the cost)")
 	return cmd
 }

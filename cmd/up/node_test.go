@@ -174,3 +174,27 @@ func TestNodeRunBalanceFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeRunStoreSyncFlag: --store-sync sets the group-sync interval, 0
+// syncs every write, and a negative value is a usage error naming it.
+func TestNodeRunStoreSyncFlag(t *testing.T) {
+	for _, c := range []struct {
+		flag time.Duration
+		want time.Duration
+	}{{100 * time.Millisecond, 100 * time.Millisecond}, {0, -1}} {
+		fl := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5, storeSync: c.flag}
+		cfg, err := fl.config(io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.StoreSyncInterval != c.want {
+			t.Errorf("--store-sync %s: interval %s, want %s", c.flag, cfg.StoreSyncInterval, c.want)
+		}
+	}
+	fl := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5, storeSync: -time.Second}
+	_, err := fl.config(io.Discard)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--store-sync") {
+		t.Fatalf("--store-sync -1s: %v, want a usage error naming the flag", err)
+	}
+}
