@@ -233,9 +233,10 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 		probe = w.d.NewProber()
 		w.dropDeadTargets(ctx, probe)
 	}
+	selfNearest := w.d.SelfNearestFunc() // one pass over the routing table, no sorting
 	for _, h := range helds {
 		k := string(h.Key)
-		closest := w.isClosest(ctx, h.Pos, probe)
+		closest := selfNearest(h.Pos) || w.isClosest(ctx, h.Pos, probe)
 		var listing []byte
 		var keywords []string
 		var certRef []byte
