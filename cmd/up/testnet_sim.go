@@ -17,18 +17,20 @@ import (
 
 // simFlags are the flags of 'up testnet sim'.
 type simFlags struct {
-	scenario string
-	nodes    int
-	out      string
-	seed     uint64
-	duration time.Duration
-	limit    time.Duration
-	jobs     int
-	rate     float64
-	balance  string
-	churn    time.Duration
-	report   bool
-	set      map[string]bool // flags given on the command line
+	scenario  string
+	nodes     int
+	out       string
+	seed      uint64
+	duration  time.Duration
+	limit     time.Duration
+	jobs      int
+	rate      float64
+	balance   string
+	churn     time.Duration
+	coolDown  time.Duration
+	piggyback string
+	report    bool
+	set       map[string]bool // flags given on the command line
 }
 
 // config turns the flags into a simulation config; bad flags are usage
@@ -78,6 +80,19 @@ func (f *simFlags) config() (sim.Config, error) {
 	default:
 		return sim.Config{}, usageError{fmt.Errorf("--balance %q: want on or off", f.balance)}
 	}
+	if f.set["cooldown"] {
+		if f.coolDown <= 0 {
+			return sim.Config{}, usageError{fmt.Errorf("--cooldown %v must be positive", f.coolDown)}
+		}
+		c.CoolDown = f.coolDown
+	}
+	switch f.piggyback {
+	case "", "on":
+	case "off":
+		c.NoPiggyback = true
+	default:
+		return sim.Config{}, usageError{fmt.Errorf("--piggyback %q: want on or off", f.piggyback)}
+	}
 	if f.set["churn"] {
 		if f.churn < 0 {
 			return sim.Config{}, usageError{fmt.Errorf("--churn %v must not be negative", f.churn)}
@@ -97,6 +112,12 @@ func (f *simFlags) config() (sim.Config, error) {
 	}
 	if c.ChurnLife > 0 {
 		tags = append(tags, fmt.Sprintf("churn%gh", c.ChurnLife.Hours()))
+	}
+	if f.set["cooldown"] {
+		tags = append(tags, "cd"+strings.TrimSuffix(strings.TrimSuffix(c.CoolDown.String(), "0s"), "0m"))
+	}
+	if c.NoPiggyback {
+		tags = append(tags, "nopb")
 	}
 	c.Name = f.scenario + "-" + strings.Join(tags, "-")
 	return c, nil
@@ -125,7 +146,7 @@ targets of issue 9.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fl.set = map[string]bool{}
-			for _, name := range []string{"duration", "limit", "jobs", "rate", "churn"} {
+			for _, name := range []string{"duration", "limit", "jobs", "rate", "churn", "cooldown"} {
 				fl.set[name] = cmd.Flags().Changed(name)
 			}
 			if fl.report {
@@ -195,6 +216,8 @@ targets of issue 9.`,
 	f.IntVar(&fl.jobs, "jobs", 0, "static: jobs in total (default 50000); trace: jobs over the trace")
 	f.Float64Var(&fl.rate, "rate", 0, "jobs/s submitted and claimed (default 15 static, 10 dynamic and trace)")
 	f.StringVar(&fl.balance, "balance", "", "load balancing on or off (default: the scenario's)")
+	f.DurationVar(&fl.coolDown, "cooldown", 0, "load balancing: no balance for this long after a node moved or took over data (default 21m: index expiry + 5 min)")
+	f.StringVar(&fl.piggyback, "piggyback", "", "load balancing: on (default) reacts to loads piggy-backed on replies as the nodes do; off only to periodic probes")
 	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md from the runs already there")
 	f.DurationVar(&fl.churn, "churn", 0, "mean node lifetime and down time, e.g. 24h or 12h (0: no churn; default: the scenario's)")
 	return cmd

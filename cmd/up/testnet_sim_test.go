@@ -38,7 +38,15 @@ func TestSimFlags(t *testing.T) {
 			f.jobs, f.duration = 100, time.Hour
 			f.set["jobs"], f.set["duration"] = true, true
 		}, "", func(c sim.Config) bool { return c.Jobs == 100 && c.Duration == time.Hour }},
+		{"cooldown and no piggy-backing", func(f *simFlags) {
+			f.scenario, f.coolDown, f.piggyback = "loadbalance-dynamic", 6*time.Minute, "off"
+			f.set["cooldown"] = true
+		}, "", func(c sim.Config) bool {
+			return c.CoolDown == 6*time.Minute && c.NoPiggyback && strings.HasSuffix(c.Name, "-cd6m-nopb")
+		}},
 		{"no out", func(f *simFlags) { f.out = "" }, "--out", nil},
+		{"zero cooldown", func(f *simFlags) { f.set["cooldown"] = true }, "--cooldown", nil},
+		{"piggyback maybe", func(f *simFlags) { f.piggyback = "maybe" }, "--piggyback", nil},
 		{"unknown scenario", func(f *simFlags) { f.scenario = "nope" }, "unknown scenario", nil},
 		{"one node", func(f *simFlags) { f.nodes = 1 }, "--nodes", nil},
 		{"zero rate", func(f *simFlags) { f.set["rate"] = true }, "--rate", nil},

@@ -60,7 +60,6 @@ func (s *Sim) items(id int32) []loadbalance.Item {
 // the heavy node's nearest neighbour.
 func (s *Sim) balance(id int32) {
 	n := &s.nodes[id]
-	now := s.e.now
 	s.e.after(s.e.uniform(ms(s.c.BalanceMin), ms(s.c.BalanceMax)), event{kind: evBalance, node: id, gen: n.gen})
 	key := keyspace.Region{}.RandomPoint(s.e.rng)
 	// The node's routing table's nearest to the key (node.BalanceRound:
@@ -76,6 +75,16 @@ func (s *Sim) balance(id int32) {
 	if other < 0 {
 		return
 	}
+	s.balanceWith(id, other)
+}
+
+// balanceWith is node id's balance with node other (a probe, then
+// loadbalance.Decide, and a move of the lighter when one must move):
+// after its periodic probe picked other, or when other's reply carried a
+// load id should react to (observe).
+func (s *Sim) balanceWith(id, other int32) {
+	n := &s.nodes[id]
+	now := s.e.now
 	s.count(other, kLB, s.c.SizeState)
 	self, ol := s.load(id), s.load(other)
 	n.winRPC, n.winStart = 0, now
@@ -150,6 +159,7 @@ func (s *Sim) move(m, h int32, pos keyspace.Pos) {
 	mn.wq, mn.flushAt, mn.expiring = nil, 0, false
 	mn.born, mn.lastMove, mn.lastChange = now, now, now
 	mn.winRPC, mn.winStart = 0, now
+	mn.loadAt = -1
 	s.ringsAdd(m)
 	s.timers(m)
 	// The heavy node hands over what m is now closer to.
@@ -172,6 +182,7 @@ func (s *Sim) move(m, h int32, pos keyspace.Pos) {
 		}
 	}
 	hn.lastChange = now
+	hn.loadAt = -1
 	s.m.moves++
 }
 
@@ -211,4 +222,75 @@ func (s *Sim) putEntry(to int32, e index.Entry) {
 	if s.kwName(r.wKw) == e.Keyword && r.wKw >= 0 {
 		r.wTo, r.wToGen = to, s.nodes[to].gen
 	}
+}
+
+// loadReportAge is how long (ms) a node reuses the load it piggy-backs on
+// its replies before computing it again (node.loadReportAge).
+const loadReportAge = 1000
+
+// reportedLoad is the load node id piggy-backs on its replies, at most
+// loadReportAge old.
+func (s *Sim) reportedLoad(id int32) loadbalance.Load {
+	n := &s.nodes[id]
+	if n.loadAt < 0 || s.e.now-n.loadAt >= loadReportAge {
+		n.load, n.loadAt = s.load(id), s.e.now
+	}
+	return n.load
+}
+
+// decideObserved is loadbalance.Decide(self's load, other, now) without
+// counting the jobs self is the closest to when it need not: the verdict
+// is SelfMoves for self loads below a bound, OtherMoves above another and
+// None between (the cool-down checks do not depend on the load), so when
+// self counted as the closest to none of its jobs and to all of them gets
+// one verdict, that is the verdict.
+func (s *Sim) decideObserved(self int32, other loadbalance.Load, now int64) loadbalance.Verdict {
+	n := &s.nodes[self]
+	p := s.params()
+	lo := loadbalance.Load{LastMove: n.lastMove, LastChange: n.lastChange}
+	if n.idx != nil {
+		lo.IndexEntries = n.idx.Len()
+	}
+	if dt := now - n.winStart; dt > 0 {
+		lo.Rate = float64(n.winRPC) * 1000 / float64(dt)
+	}
+	hi := lo
+	hi.ClosestJobs = len(n.jobs)
+	if v := loadbalance.Decide(lo, other, now, p).Verdict; v == loadbalance.Decide(hi, other, now, p).Verdict {
+		return v
+	}
+	return loadbalance.Decide(s.reportedLoad(self), other, now, p).Verdict
+}
+
+// observe is node id reading the load that node other's reply to it
+// carried (node.observeLoad, thesis 4.2.1: a node learns of a hot spot
+// from ordinary traffic, not only from its periodic probe): when one of
+// the two should move and id has not reacted within the cool-down, id
+// balances with other, as an event of its own so that the reply's
+// handling is not disturbed by a move.
+func (s *Sim) observe(id, other int32) {
+	if !s.c.Balance || s.c.NoPiggyback || id == other || id < 0 {
+		return
+	}
+	n, o := &s.nodes[id], &s.nodes[other]
+	now := s.e.now
+	if !n.alive || !o.alive || (n.reactedAt != 0 && now-n.reactedAt < ms(s.c.CoolDown)) {
+		return
+	}
+	if s.decideObserved(id, s.reportedLoad(other), now) == loadbalance.None {
+		return
+	}
+	n.reactedAt = now
+	s.m.reactions++
+	s.e.after(0, event{kind: evReact, node: id, gen: n.gen, arg: other, job: int32(o.gen)})
+}
+
+// react runs a reaction observe scheduled, if both incarnations are
+// still there.
+func (s *Sim) react(ev event) {
+	o := &s.nodes[ev.arg]
+	if !s.alive(ev) || !o.alive || int32(o.gen) != ev.job {
+		return
+	}
+	s.balanceWith(ev.node, ev.arg)
 }

@@ -97,6 +97,7 @@ func (s *Sim) queryArrive(ev event) {
 		}
 	}
 	s.count(ev.node, kIndex, len(es)*s.c.SizeEntry)
+	s.observe(att.gw, ev.node) // the gateway that sent the client's query
 	if len(es) == 0 {
 		s.m.emptyQueries++
 		s.retryQuery(att, s.latency())

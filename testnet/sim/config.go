@@ -73,15 +73,16 @@ type Config struct {
 	HarvestMax    int           // H, most results collected per harvest round; default 1000
 
 	// Load balancing (thesis 3.4, 4.2.1).
-	Balance    bool          // load balancing on
-	BalanceMin time.Duration // LB period lower bound; default 20 min
-	BalanceMax time.Duration // LB period upper bound; default 60 min
-	Phi        float64       // φ; default 0.4
-	WIndex     float64       // w_index; default 1
-	WJob       float64       // w_job; default 3
-	Trivial    float64       // ΔL_trivial; default 100
-	CoolDown   time.Duration // no LB after a move or data change; default 21 min (index expiry + 5 min)
-	SplitSlack float64       // loadbalance.SplitFrom slack; default 0.1
+	Balance     bool          // load balancing on
+	NoPiggyback bool          // balancing reacts only to its periodic probes, not to loads piggy-backed on replies (node.observeLoad)
+	BalanceMin  time.Duration // LB period lower bound; default 20 min
+	BalanceMax  time.Duration // LB period upper bound; default 60 min
+	Phi         float64       // φ; default 0.4
+	WIndex      float64       // w_index; default 1
+	WJob        float64       // w_job; default 3
+	Trivial     float64       // ΔL_trivial; default 100
+	CoolDown    time.Duration // no LB after a move or data change; default 21 min (index expiry + 5 min)
+	SplitSlack  float64       // loadbalance.SplitFrom slack; default 0.1
 
 	// Overlay and network model.
 	Alpha         int           // lookup parallelism α; default 3

@@ -28,6 +28,7 @@ const (
 	evHarvest                     // the project's harvest round
 	evCollected                   // a collected notice arrives at a replica
 	evBalance                     // a node's load-balancing round
+	evReact                       // a node balances with one whose reply carried a load to react to
 	evCrash                       // a node crashes (churn)
 	evJoin                        // a node rejoins as a new node (churn)
 	evPartition                   // a partition starts or heals

@@ -275,6 +275,9 @@ func (s *Sim) indexWrite(ev event) {
 		}
 		s.table(to).Put(s.entry(j, b.kws[i], b.pts[i], w.name), now)
 	}
+	if w.alive && w.gen == b.fromGen {
+		s.observe(b.from, ev.node)
+	}
 }
 
 // indexWithdraw: a writer's withdrawals arrive.
@@ -290,6 +293,9 @@ func (s *Sim) indexWithdraw(ev event) {
 	}
 	for i, j := range b.jobs {
 		n.idx.Withdraw(s.kwName(b.kws[i]), s.jobs[j].key, "", s.e.now)
+	}
+	if w := &s.nodes[b.from]; w.alive && w.gen == b.fromGen {
+		s.observe(b.from, ev.node)
 	}
 }
 

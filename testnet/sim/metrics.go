@@ -10,6 +10,7 @@ type metrics struct {
 
 	submitted, claimed, finished, collected int
 	lost, doubleClaims, moves               int
+	reactions                               int // balances started by a piggy-backed load
 	failedAttempts, emptyQueries            int
 	outcomes                                [5]int // failed attempts by claim.Outcome
 	lookups, cacheHits                      int

@@ -30,6 +30,8 @@ type Summary struct {
 	Nodes     int
 	Seed      uint64
 	Balance   bool
+	Piggyback bool          // balancing reacts to loads piggy-backed on replies
+	CoolDown  time.Duration // balancing's cool-down
 	ChurnLife time.Duration
 	Jobs      int
 	Rate      float64
@@ -44,6 +46,7 @@ type Summary struct {
 	Lost      int
 	Doubles   int
 	Moves     int
+	Reactions int // balances started by a load piggy-backed on a reply
 	Failed    int // claim attempts that did not win
 	EmptyQ    int // index queries that found nothing
 	Lookups   int
@@ -81,15 +84,19 @@ type Summary struct {
 	MedianMaxOverMean   float64 // median over rows of busiest/mean RPC/s
 	BusiestAvg          float64 // busiest node's lifetime average RPC/s
 	BusiestOverMean     float64 // BusiestAvg / mean of the lifetime averages
-	Top                 []NodeLoad
-	PeakJobsMax         float64
-	PeakIndexMax        float64
-	PeakBWMax           float64 // bytes/s
-	ShareAtFirstMove    float64 // busiest node's share of the index entries at the first move
-	HotSpotHalvedAfter  time.Duration
-	HotSpotHalved       bool
-	FirstMove           time.Duration
-	AllCollected        bool
+	// FinalHourMaxOverMean is the median over the seconds of the last hour
+	// of a dynamic workload's submissions of busiest/mean RPC/s: the load
+	// balancing's steady state (0 for shorter or static runs).
+	FinalHourMaxOverMean float64
+	Top                  []NodeLoad
+	PeakJobsMax          float64
+	PeakIndexMax         float64
+	PeakBWMax            float64 // bytes/s
+	ShareAtFirstMove     float64 // busiest node's share of the index entries at the first move
+	HotSpotHalvedAfter   time.Duration
+	HotSpotHalved        bool
+	FirstMove            time.Duration
+	AllCollected         bool
 }
 
 // Rows are the run's CSV rows.
@@ -122,9 +129,10 @@ func (s *Sim) NodeLoads() []NodeLoad {
 func (s *Sim) Summary(wall time.Duration) Summary {
 	c := s.c
 	sm := Summary{Name: c.Name, Workload: c.Workload, Nodes: c.Nodes, Seed: c.Seed, Balance: c.Balance,
+		Piggyback: c.Balance && !c.NoPiggyback, CoolDown: c.CoolDown,
 		ChurnLife: c.ChurnLife, Jobs: c.Jobs, Rate: c.Rate, Simulated: time.Duration(s.e.now) * time.Millisecond,
 		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
-		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves,
+		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves, Reactions: s.m.reactions,
 		Failed: s.m.failedAttempts, EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
 		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
 		RegionTargets: s.m.regionTargets,
@@ -160,6 +168,16 @@ func (s *Sim) Summary(wall time.Duration) Summary {
 		sm.PeakBWMax = max(sm.PeakBWMax, r.BWMax)
 	}
 	sm.MedianRPCMax, sm.MedianMaxOverMean = median(maxes), median(ratios)
+	if c.Workload == Dynamic && c.Duration >= 2*time.Hour {
+		from, to := (c.Duration-time.Hour).Milliseconds()/1000, c.Duration.Milliseconds()/1000
+		var final []float64
+		for _, r := range s.rows {
+			if r.T > from && r.T <= to && r.RPCMean > 0 {
+				final = append(final, r.RPCMax/r.RPCMean)
+			}
+		}
+		sm.FinalHourMaxOverMean = median(final)
+	}
 	loads := s.NodeLoads()
 	if len(loads) > 0 {
 		var sum float64

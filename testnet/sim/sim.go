@@ -12,6 +12,7 @@ import (
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/loadbalance"
 )
 
 // rpcKind classifies the RPCs a node receives.
@@ -52,6 +53,9 @@ type node struct {
 	crashAt              int64
 	winRPC               uint32
 	winStart             int64
+	reactedAt            int64            // ms of the last reaction to a piggy-backed load
+	load                 loadbalance.Load // the load piggy-backed on replies, computed at loadAt
+	loadAt               int64            // ms; negative: compute again
 
 	cnt   [nKinds]uint32 // RPCs received in the current second
 	bytes uint32
@@ -269,6 +273,7 @@ func (s *Sim) join(id int32) {
 		n.lastChange = 0
 	}
 	n.winRPC, n.winStart, n.upAt = 0, now, now
+	n.reactedAt, n.loadAt = 0, -1
 	n.phase = s.e.rng.Int64N(ms(s.c.WriterTick))
 	if s.part && s.e.rng.Float64() < s.c.Partition.Fraction {
 		n.side = 1
@@ -467,6 +472,8 @@ func (s *Sim) dispatch(ev event) {
 		if s.alive(ev) {
 			s.balance(ev.node)
 		}
+	case evReact:
+		s.react(ev)
 	case evCrash:
 		if s.alive(ev) {
 			s.crash(ev.node)

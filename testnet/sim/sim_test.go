@@ -195,6 +195,31 @@ func TestBalanceImproves(t *testing.T) {
 	}
 }
 
+// TestPiggybackSpreadsSooner: balancing that also reacts to the loads
+// piggy-backed on replies (as node.observeLoad does) finds the hot index
+// node far more often than periodic probes of random keys alone (a probe
+// finds it with chance 1/N), so the keyword's index spreads further: the
+// busiest node's share falls and its peak index load is lower.
+func TestPiggybackSpreadsSooner(t *testing.T) {
+	c := Config{Workload: Dynamic, Nodes: 128, Rate: 8, Duration: 90 * time.Minute, Balance: true,
+		BalanceMin: 20 * time.Minute, BalanceMax: 60 * time.Minute, CoolDown: 6 * time.Minute, NoPiggyback: true}
+	probes := run(t, c)
+	c.NoPiggyback = false
+	both := run(t, c)
+	ps, bs := probes.Summary(0), both.Summary(0)
+	t.Logf("probes only: busiest %.1f RPC/s (%.1f× mean), index max %.0f, %d moves; with piggy-backed loads: busiest %.1f (%.1f×), index max %.0f, %d moves, %d reactions",
+		ps.BusiestAvg, ps.BusiestOverMean, ps.PeakIndexMax, ps.Moves, bs.BusiestAvg, bs.BusiestOverMean, bs.PeakIndexMax, bs.Moves, bs.Reactions)
+	if ps.Reactions != 0 || bs.Reactions == 0 {
+		t.Fatalf("reactions: %d with probes only, %d with piggy-backed loads", ps.Reactions, bs.Reactions)
+	}
+	if !(bs.BusiestOverMean < ps.BusiestOverMean/2) {
+		t.Fatalf("busiest/mean %.1f with piggy-backed loads, %.1f with probes only: not halved", bs.BusiestOverMean, ps.BusiestOverMean)
+	}
+	if bs.Lost != 0 || bs.Doubles != 0 {
+		t.Fatalf("%d lost, %d double claims", bs.Lost, bs.Doubles)
+	}
+}
+
 // TestLookupCost: an uncached lookup charges exactly the model's RPC
 // count, k of them on the key's k closest nodes; a repeat within the
 // cache's 90 s is free; after it, charged again.
