@@ -115,6 +115,8 @@ type Endpoint struct {
 
 	muxMu sync.Mutex
 	muxes map[peer.ID]*muxConn // open ProtoMux streams to callees
+
+	workers *workers // run the multiplexed requests served
 }
 
 // SetLoad piggy-backs load figures on RPCs: report gives this node's load
@@ -150,9 +152,10 @@ func New(h host.Host, cfg Config) (*Endpoint, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Endpoint{
 		cfg: cfg, raw: h, log: cfg.Logger, m: cfg.Metrics,
-		adm:    NewAdmission(cfg.Verifier, cfg.Accept, cfg.Now, cfg.Blocklist),
-		ctx:    ctx,
-		cancel: cancel,
+		adm:     NewAdmission(cfg.Verifier, cfg.Accept, cfg.Now, cfg.Blocklist),
+		ctx:     ctx,
+		cancel:  cancel,
+		workers: newWorkers(ctx),
 	}
 	e.gated = &gatedHost{Host: h, e: e}
 	e.adm.SetMinMove(cfg.MinMoveInterval)

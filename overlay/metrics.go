@@ -1,6 +1,9 @@
 package overlay
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -15,6 +18,55 @@ type Metrics struct {
 	Refused     *prometheus.CounterVec // by protocol: requests refused for lack of admission
 	Admissions  *prometheus.CounterVec // by result: admitted, refused
 	Connections prometheus.Gauge
+
+	received counterCache[[2]string] // RPCReceived by protocol, role
+	sent     counterCache[string]    // RPCSent by protocol
+}
+
+// counterCache maps label values to the counters of a vector. Every RPC
+// counts itself; the vector's own lookup hashes the label values and takes
+// a read lock each time, where this map is read with no lock (copy on
+// write: the label values in use are few).
+type counterCache[K comparable] struct {
+	mu sync.Mutex // held while the map is replaced
+	m  atomic.Pointer[map[K]prometheus.Counter]
+}
+
+// get returns the counter for k, made by mk the first time.
+func (c *counterCache[K]) get(k K, mk func() prometheus.Counter) prometheus.Counter {
+	if m := c.m.Load(); m != nil {
+		if ctr, ok := (*m)[k]; ok {
+			return ctr
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil {
+		if ctr, ok := (*old)[k]; ok {
+			return ctr
+		}
+	}
+	next := make(map[K]prometheus.Counter, 8)
+	if old != nil {
+		for k, v := range *old {
+			next[k] = v
+		}
+	}
+	ctr := mk()
+	next[k] = ctr
+	c.m.Store(&next)
+	return ctr
+}
+
+// countReceived counts one request of protocol pid from a peer of role.
+func (m *Metrics) countReceived(pid, role string) {
+	m.received.get([2]string{pid, role}, func() prometheus.Counter { return m.RPCReceived.WithLabelValues(pid, role) }).Inc()
+}
+
+// countSent counts one request of protocol pid sent.
+func (m *Metrics) countSent(pid string) {
+	m.sent.get(pid, func() prometheus.Counter { return m.RPCSent.WithLabelValues(pid) }).Inc()
 }
 
 // NewMetrics registers the overlay metrics in a new registry.

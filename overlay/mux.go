@@ -227,7 +227,7 @@ func (e *Endpoint) handleMux(s network.Stream) {
 		}
 		sem <- struct{}{}
 		wg.Add(1)
-		go func() {
+		e.workers.run(func() {
 			defer func() {
 				<-sem
 				wg.Done()
@@ -244,7 +244,7 @@ func (e *Endpoint) handleMux(s network.Stream) {
 			if err != nil {
 				_ = s.Reset()
 			}
-		}()
+		})
 	}
 }
 
@@ -269,7 +269,7 @@ func (e *Endpoint) serveMuxed(p peer.ID, req *wire.MuxRequest) *wire.Reply {
 		e.m.RPCFailed.WithLabelValues(string(pid), "in").Inc()
 		return errorReply(wire.StatusBadRequest, fmt.Errorf("request of %d bytes over the %d of %s: %w", len(req.Body), reg.maxReq, pid, wire.ErrFrameTooLarge).Error())
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.HelloTimeout)
-	defer cancel()
+	ctx := newReqCtx(e.ctx, time.Now().Add(e.cfg.HelloTimeout))
+	defer ctx.release()
 	return e.serve(ctx, reg, adm, req.Body)
 }

@@ -103,7 +103,7 @@ func (e *Endpoint) serve(ctx context.Context, reg *registered, adm *Admitted, bo
 		e.m.Refused.WithLabelValues(string(pid)).Inc()
 		return errorReply(wire.StatusUnauthorized, fmt.Sprintf("role %s may not use %s", adm.Role(), pid))
 	}
-	e.m.RPCReceived.WithLabelValues(string(pid), string(adm.Role())).Inc()
+	e.m.countReceived(string(pid), string(adm.Role()))
 	resp, err := reg.h(ctx, adm, body)
 	if err != nil {
 		e.m.RPCFailed.WithLabelValues(string(pid), "in").Inc()
@@ -178,7 +178,7 @@ func (e *Endpoint) call(ctx context.Context, p peer.ID, pid protocol.ID, req any
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	e.m.RPCSent.WithLabelValues(string(pid)).Inc()
+	e.m.countSent(string(pid))
 	if _, ok := e.adm.Get(p); !ok {
 		// Dial (from the peerstore's addresses) and wait for the hello.
 		if err := e.raw.Connect(ctx, peer.AddrInfo{ID: p}); err != nil {
