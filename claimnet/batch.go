@@ -16,27 +16,28 @@ import (
 type batch struct {
 	keys *keyCache
 	v    *voi.BatchVerifier
-	n    int
+	ids  []int // the caller's index of each queued signature
 }
 
 func newBatch(keys *keyCache, n int) *batch {
-	return &batch{keys: keys, v: voi.NewBatchVerifierWithCapacity(n)}
+	return &batch{keys: keys, v: voi.NewBatchVerifierWithCapacity(n), ids: make([]int, 0, n)}
 }
 
-// add queues one signature of msg by pub.
-func (b *batch) add(pub ed25519.PublicKey, msg, sig []byte) {
+// add queues one signature of msg by pub; id is the caller's name for it
+// (verify reports it).
+func (b *batch) add(id int, pub ed25519.PublicKey, msg, sig []byte) {
 	if k := b.keys.get(pub); k != nil {
 		b.v.AddExpanded(k, msg, sig)
 	} else {
 		b.v.Add(voi.PublicKey(pub), msg, sig)
 	}
-	b.n++
+	b.ids = append(b.ids, id)
 }
 
 // verify checks every queued signature: -1 when all are valid, else the
-// index of the first invalid one.
+// id of the first invalid one.
 func (b *batch) verify() int {
-	if b.n == 0 {
+	if len(b.ids) == 0 {
 		return -1
 	}
 	ok, valid := b.v.Verify(nil) // nil: crypto/rand picks the batch's coefficients
@@ -45,10 +46,10 @@ func (b *batch) verify() int {
 	}
 	for i, v := range valid {
 		if !v {
-			return i
+			return b.ids[i]
 		}
 	}
-	return 0
+	return b.ids[0]
 }
 
 // keyCache keeps the expanded form of node public keys, which spares each

@@ -28,7 +28,7 @@ func TestBatchVerify(t *testing.T) {
 		b := newBatch(keys, len(items))
 		for i, it := range items {
 			it = mutate(i, it)
-			b.add(it.pub, it.msg, it.sig)
+			b.add(i, it.pub, it.msg, it.sig)
 		}
 		return b.verify()
 	}

@@ -72,8 +72,9 @@ type Service struct {
 	// (collected and kept T_collect, or handed on), so the log is bounded
 	// by the jobs held.
 	claims map[string]*jobClaims
-	seq    uint64    // order of records across jobs, for Log
-	keys   *keyCache // expanded node keys, for batch verification
+	seq    uint64      // order of records across jobs, for Log
+	keys   *keyCache   // expanded node keys, for batch verification
+	own    *ownReplies // digests of the replies this node signed lately
 
 	mReplies *prometheus.CounterVec
 	mConfirm *prometheus.CounterVec
@@ -97,6 +98,7 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 		cfg.Logger = slog.Default()
 	}
 	s := &Service{cfg: cfg, ep: ep, d: d, pool: p, id: id, temps: map[string]*claim.Temp{}, keys: newKeyCache(4096),
+		own:     newOwnReplies(1<<14, 2*cfg.TClaim.Milliseconds()),
 		limiter: overlay.NewRateLimiter(cfg.Limit, cfg.Burst, cfg.Now)}
 	s.mReplies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "up_claim_replies_total", Help: "Claim requests answered, by reply (granted, denied, don't care).",
@@ -198,6 +200,7 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	if err != nil {
 		return nil, err
 	}
+	s.own.add(signed, now)
 	return &wire.ClaimResponse{Reply: signed}, nil
 }
 
@@ -221,14 +224,10 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	if !held {
 		return nil, overlay.StatusErr(wire.StatusNotFound, fmt.Errorf("job %x not held here", req.Job))
 	}
-	_, spec, err := s.spec(req.Job)
-	if err != nil {
-		return nil, err
-	}
 	replies := make([]claim.Reply, 0, len(req.Replies))
 	sigs := newBatch(s.keys, len(req.Replies))
-	for _, b := range req.Replies {
-		r, err := s.checkReply(b, req.Job, client, now, sigs)
+	for i, b := range req.Replies {
+		r, err := s.checkReply(i, b, req.Job, client, now, sigs)
 		if err != nil {
 			s.mConfirm.WithLabelValues("refused").Inc()
 			return nil, overlay.StatusErr(wire.StatusUnauthorized, err)
@@ -253,7 +252,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	need := min(r, len(view))
 	s.mu.Lock()
 	temp := s.temps[string(req.Job)]
-	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, spec.TFinish, nowMS, s.cfg.TClaim.Milliseconds())
+	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TClaim.Milliseconds())
 	s.mu.Unlock()
 	if err != nil {
 		s.mConfirm.WithLabelValues("refused").Inc()
@@ -324,20 +323,12 @@ func (s *Service) releasedLocked(key []byte, match func(Record) bool) {
 	}
 }
 
-// spec returns a held job's signed spec.
-func (s *Service) spec(key []byte) (*job.Signed, *job.Spec, error) {
-	b, _, err := s.pool.Get(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return job.Decode(b)
-}
-
-// checkReply checks one signed reply of a confirm: a node's, for this job
-// and client, from a valid node certificate; its signature by that
+// checkReply checks the signed reply i of a confirm: a node's, for this
+// job and client, from a valid node certificate; its signature by that
 // certificate's key is queued on sigs, for the caller to verify with the
-// others'.
-func (s *Service) checkReply(b, jobKey, client []byte, now time.Time, sigs *batch) (claim.Reply, error) {
+// others', unless the reply is, byte for byte, one this node signed and
+// sent itself.
+func (s *Service) checkReply(i int, b, jobKey, client []byte, now time.Time, sigs *batch) (claim.Reply, error) {
 	signed, st, err := claim.Decode(b)
 	if err != nil {
 		return claim.Reply{}, err
@@ -345,6 +336,7 @@ func (s *Service) checkReply(b, jobKey, client []byte, now time.Time, sigs *batc
 	if string(st.Job) != string(jobKey) || string(st.Client) != string(client) {
 		return claim.Reply{}, fmt.Errorf("a reply is for another job or client")
 	}
+	reply := claim.Reply{Node: string(st.Node), Kind: st.Kind, At: st.At}
 	pub := s.id.Key.Public().(ed25519.PublicKey)
 	if peer.ID(st.Node) != s.ep.ID() {
 		id, err := s.ep.Admission().Verifier().VerifyCert(signed.Cert, now, certs.RoleNode)
@@ -352,9 +344,11 @@ func (s *Service) checkReply(b, jobKey, client []byte, now time.Time, sigs *batc
 			return claim.Reply{}, fmt.Errorf("reply of node %s: %w", peer.ID(st.Node), err)
 		}
 		pub = id.PublicKey
+	} else if s.own.take(b) {
+		return reply, nil // the very bytes this node signed
 	}
-	sigs.add(pub, signed.Message(), signed.Sig)
-	return claim.Reply{Node: string(st.Node), Kind: st.Kind, At: st.At}, nil
+	sigs.add(i, pub, signed.Message(), signed.Sig)
+	return reply, nil
 }
 
 func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {

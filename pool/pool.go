@@ -46,6 +46,7 @@ type entry struct {
 	certRef     string
 	project     string
 	created     int64
+	tFinish     int64
 	keywords    []string
 }
 
@@ -186,7 +187,7 @@ func (p *Pool) load() error {
 func newEntry(key string, spec *job.Spec, st job.State, responsible int64) *entry {
 	return &entry{
 		pos: keyspace.KeyPos([]byte(key)), state: st, responsible: responsible,
-		certRef: string(spec.CertRef), project: spec.Project, created: spec.Created, keywords: spec.Keywords,
+		certRef: string(spec.CertRef), project: spec.Project, created: spec.Created, tFinish: spec.TFinish, keywords: spec.Keywords,
 	}
 }
 
@@ -275,6 +276,7 @@ type Held struct {
 	Pos      keyspace.Pos
 	Project  string
 	Created  int64
+	TFinish  int64 // the spec's T_finish, ms
 	Keywords []string
 }
 
@@ -287,7 +289,7 @@ func (p *Pool) Lookup(key []byte) (Held, bool) {
 	if !ok {
 		return Held{}, false
 	}
-	return Held{Key: key, State: job.Expire(e.state, now), Pos: e.pos, Project: e.project, Created: e.created, Keywords: e.keywords}, true
+	return Held{Key: key, State: job.Expire(e.state, now), Pos: e.pos, Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords}, true
 }
 
 // Each calls f for every held job (in no order) until f returns false.
@@ -297,7 +299,7 @@ func (p *Pool) Each(f func(Held) bool) {
 	all := make([]Held, 0, len(p.jobs))
 	for k, e := range p.jobs {
 		all = append(all, Held{Key: []byte(k), State: job.Expire(e.state, now), Pos: e.pos,
-			Project: e.project, Created: e.created, Keywords: e.keywords})
+			Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords})
 	}
 	p.mu.Unlock()
 	for _, h := range all {

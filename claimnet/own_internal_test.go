@@ -1,0 +1,36 @@
+package claimnet
+
+import "testing"
+
+// TestOwnReplies: a reply is recognised once, byte for byte; a copy with
+// one byte changed is not; a full cache drops the old entries first.
+func TestOwnReplies(t *testing.T) {
+	o := newOwnReplies(3, 1000)
+	reply := []byte("a signed reply")
+	o.add(reply, 0)
+	altered := append([]byte(nil), reply...)
+	altered[3] ^= 1
+	if o.take(altered) {
+		t.Fatal("an altered reply was taken for this node's own")
+	}
+	if o.take(reply[:len(reply)-1]) {
+		t.Fatal("a cut reply was taken for this node's own")
+	}
+	if !o.take(reply) {
+		t.Fatal("this node's reply was not recognised")
+	}
+	if o.take(reply) {
+		t.Fatal("a reply was recognised twice")
+	}
+
+	o.add([]byte("old"), 0)
+	o.add([]byte("new1"), 5000)
+	o.add([]byte("new2"), 5000)
+	o.add([]byte("new3"), 5000) // full: "old" goes
+	if o.take([]byte("old")) {
+		t.Fatal("an expired reply was kept in a full cache")
+	}
+	if !o.take([]byte("new1")) || !o.take([]byte("new3")) {
+		t.Fatal("recent replies were dropped")
+	}
+}
