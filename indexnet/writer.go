@@ -233,10 +233,14 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 		probe = w.d.NewProber()
 		w.dropDeadTargets(ctx, probe)
 	}
-	selfNearest := w.d.SelfNearestFunc() // one pass over the routing table, no sorting
+	isClosest := w.closestFunc() // one pass over the routing table, no sorting
+	if probe != nil {
+		selfNearest := w.d.SelfNearestFunc()
+		isClosest = func(pos keyspace.Pos) bool { return selfNearest(pos) || w.isClosest(ctx, pos, probe) }
+	}
 	for _, h := range helds {
 		k := string(h.Key)
-		closest := selfNearest(h.Pos) || w.isClosest(ctx, h.Pos, probe)
+		closest := isClosest(h.Pos)
 		var listing []byte
 		var keywords []string
 		var certRef []byte
@@ -411,7 +415,7 @@ func (w *Writer) dropDeadTargets(ctx context.Context, probe *dht.Prober) {
 // fail a probe) do not count.
 func (w *Writer) isClosest(ctx context.Context, pos keyspace.Pos, probe *dht.Prober) bool {
 	self := w.d.ID()
-	for _, p := range w.d.NearestLocal(pos, 8) {
+	for _, p := range w.d.NearestLocal(pos, closestAmong) {
 		if p == self {
 			return true
 		}

@@ -1,0 +1,64 @@
+package indexnet_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/testnet"
+)
+
+// TestClosestFuncMatchesNearestLocal: the writer's one-pass test of
+// whether a node is the closest live node to a position answers as the
+// walk over NearestLocal does, with no peer marked dead, many, and all.
+func TestClosestFuncMatchesNearestLocal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	net, err := testnet.Start(ctx, testnet.Options{Nodes: 12, Dir: t.TempDir(), Seed: 61})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	rng := rand.New(rand.NewPCG(61, 1))
+	check := func(round string) {
+		closest := 0
+		for i := range net.Live() {
+			fast, ref := net.Node(i).Writer().ClosestTests()
+			for range 400 {
+				var pos keyspace.Pos
+				for j := range pos {
+					pos[j] = byte(rng.Uint32())
+				}
+				want := ref(pos)
+				if got := fast(pos); got != want {
+					t.Fatalf("%s: node %d at %x: %v, NearestLocal says %v", round, i, pos[:4], got, want)
+				}
+				if want {
+					closest++
+				}
+			}
+		}
+		if closest == 0 {
+			t.Fatalf("%s: no node was ever closest", round)
+		}
+	}
+	check("none dead")
+	for i := range net.Live() {
+		d := net.Node(i).DHT()
+		for j, p := range d.RoutingTablePeers() {
+			if j%3 != 0 {
+				d.MarkDead(p)
+			}
+		}
+	}
+	check("two in three dead")
+	for i := range net.Live() {
+		d := net.Node(i).DHT()
+		for _, p := range d.RoutingTablePeers() {
+			d.MarkDead(p)
+		}
+	}
+	check("all dead") // closest only among the nearest eight
+}

@@ -1,0 +1,13 @@
+package indexnet
+
+import (
+	"context"
+
+	"github.com/up-pool/up/dht/keyspace"
+)
+
+// ClosestTests returns the writer's test of closeness without a prober,
+// and the reference it stands for (isClosest, through NearestLocal).
+func (w *Writer) ClosestTests() (fast, ref func(keyspace.Pos) bool) {
+	return w.closestFunc(), func(pos keyspace.Pos) bool { return w.isClosest(context.Background(), pos, nil) }
+}
