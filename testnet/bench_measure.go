@@ -63,26 +63,10 @@ type counters struct {
 func benchCounters(n *Network, agents []*agent.Agent) counters {
 	c := counters{byProto: map[string]float64{}, byRole: map[string]float64{}, lookups: map[string]int64{}}
 	for _, nd := range n.Live() {
-		mfs, err := nd.Endpoint().Metrics().Registry.Gather()
-		if err != nil {
-			continue
-		}
-		for _, mf := range mfs {
-			var proto func(*dto.Metric) string
-			switch mf.GetName() {
-			case "up_rpc_received_total":
-				proto = func(m *dto.Metric) string { return label(m, "protocol") }
-			case "up_dht_requests_received_total":
-				proto = func(m *dto.Metric) string { return "dht:" + label(m, "type") }
-			default:
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				v := m.GetCounter().GetValue()
-				c.byProto[proto(m)] += v
-				c.byRole[label(m, "role")] += v
-			}
-		}
+		eachReceived(nd.Endpoint().Metrics(), func(proto, role string, v float64) {
+			c.byProto[proto] += v
+			c.byRole[role] += v
+		})
 		st := nd.DHT().Stats()
 		c.lookups["node"] += st.Network
 		c.lookups["cached"] += st.Cached

@@ -85,9 +85,17 @@ func stripRuntime(m *overlay.Metrics) {
 // nodeCounts reads one node's received RPCs by protocol.
 func nodeCounts(m *overlay.Metrics) map[string]float64 {
 	out := map[string]float64{}
+	eachReceived(m, func(proto, _ string, v float64) { out[proto] += v })
+	return out
+}
+
+// eachReceived calls f with every counter of RPCs a node received: its
+// own protocols by name, the DHT's as "dht:<type>", and the sender's role
+// where the counter has one.
+func eachReceived(m *overlay.Metrics, f func(proto, role string, v float64)) {
 	mfs, err := m.Registry.Gather()
 	if err != nil {
-		return out
+		return
 	}
 	for _, mf := range mfs {
 		var proto func(*dto.Metric) string
@@ -100,10 +108,9 @@ func nodeCounts(m *overlay.Metrics) map[string]float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			out[proto(m)] += m.GetCounter().GetValue()
+			f(proto(m), label(m, "role"), m.GetCounter().GetValue())
 		}
 	}
-	return out
 }
 
 // sample closes the second ending t s after the first submission (t 0:
