@@ -29,6 +29,7 @@ type simFlags struct {
 	churn     time.Duration
 	coolDown  time.Duration
 	piggyback string
+	wRate     float64
 	report    bool
 	set       map[string]bool // flags given on the command line
 }
@@ -86,6 +87,12 @@ func (f *simFlags) config() (sim.Config, error) {
 		}
 		c.CoolDown = f.coolDown
 	}
+	if f.set["wrate"] {
+		if !(f.wRate > 0 && f.wRate <= 1e6) {
+			return sim.Config{}, usageError{fmt.Errorf("--wrate %v out of (0, 1e6]", f.wRate)}
+		}
+		c.WRate = f.wRate
+	}
 	switch f.piggyback {
 	case "", "on":
 	case "off":
@@ -119,6 +126,9 @@ func (f *simFlags) config() (sim.Config, error) {
 	if c.NoPiggyback {
 		tags = append(tags, "nopb")
 	}
+	if f.set["wrate"] {
+		tags = append(tags, fmt.Sprintf("wrate%g", c.WRate))
+	}
 	c.Name = f.scenario + "-" + strings.Join(tags, "-")
 	return c, nil
 }
@@ -146,7 +156,7 @@ targets of issue 9.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fl.set = map[string]bool{}
-			for _, name := range []string{"duration", "limit", "jobs", "rate", "churn", "cooldown"} {
+			for _, name := range []string{"duration", "limit", "jobs", "rate", "churn", "cooldown", "wrate"} {
 				fl.set[name] = cmd.Flags().Changed(name)
 			}
 			if fl.report {
@@ -217,6 +227,7 @@ targets of issue 9.`,
 	f.Float64Var(&fl.rate, "rate", 0, "jobs/s submitted and claimed (default 15 static, 10 dynamic and trace)")
 	f.StringVar(&fl.balance, "balance", "", "load balancing on or off (default: the scenario's)")
 	f.DurationVar(&fl.coolDown, "cooldown", 0, "load balancing: no balance for this long after a node moved or took over data (default 21m: index expiry + 5 min)")
+	f.Float64Var(&fl.wRate, "wrate", 0, "load balancing: weight of one request per second in a node's load, against 1 per index entry and 3 per job it is the closest to (default 10)")
 	f.StringVar(&fl.piggyback, "piggyback", "", "load balancing: on (default) reacts to loads piggy-backed on replies as the nodes do; off only to periodic probes")
 	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md from the runs already there")
 	f.DurationVar(&fl.churn, "churn", 0, "mean node lifetime and down time, e.g. 24h or 12h (0: no churn; default: the scenario's)")

@@ -44,9 +44,12 @@ func TestSimFlags(t *testing.T) {
 		}, "", func(c sim.Config) bool {
 			return c.CoolDown == 6*time.Minute && c.NoPiggyback && strings.HasSuffix(c.Name, "-cd6m-nopb")
 		}},
+		{"wrate", func(f *simFlags) { f.wRate = 100; f.set["wrate"] = true }, "",
+			func(c sim.Config) bool { return c.WRate == 100 && strings.HasSuffix(c.Name, "-wrate100") }},
 		{"no out", func(f *simFlags) { f.out = "" }, "--out", nil},
 		{"zero cooldown", func(f *simFlags) { f.set["cooldown"] = true }, "--cooldown", nil},
 		{"piggyback maybe", func(f *simFlags) { f.piggyback = "maybe" }, "--piggyback", nil},
+		{"zero wrate", func(f *simFlags) { f.set["wrate"] = true }, "--wrate", nil},
 		{"unknown scenario", func(f *simFlags) { f.scenario = "nope" }, "unknown scenario", nil},
 		{"one node", func(f *simFlags) { f.nodes = 1 }, "--nodes", nil},
 		{"zero rate", func(f *simFlags) { f.set["rate"] = true }, "--rate", nil},

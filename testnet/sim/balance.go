@@ -13,7 +13,7 @@ import (
 // params are the load balancer's parameters from the config.
 func (s *Sim) params() loadbalance.Params {
 	return loadbalance.Params{Phi: s.c.Phi, Trivial: s.c.Trivial, WIndex: s.c.WIndex, WJob: s.c.WJob,
-		CoolDown: ms(s.c.CoolDown)}
+		WRate: s.c.WRate, CoolDown: ms(s.c.CoolDown)}
 }
 
 // load is what node id reports when probed (or probing).

@@ -80,6 +80,7 @@ type Config struct {
 	Phi         float64       // φ; default 0.4
 	WIndex      float64       // w_index; default 1
 	WJob        float64       // w_job; default 3
+	WRate       float64       // weight of one request per second; default 10 (loadbalance.DefaultWRate)
 	Trivial     float64       // ΔL_trivial; default 100
 	CoolDown    time.Duration // no LB after a move or data change; default 21 min (index expiry + 5 min)
 	SplitSlack  float64       // loadbalance.SplitFrom slack; default 0.1
@@ -229,6 +230,7 @@ func (c *Config) ApplyDefaults() {
 	defF(&c.Phi, 0.4)
 	defF(&c.WIndex, 1)
 	defF(&c.WJob, 3)
+	defF(&c.WRate, 10)
 	defF(&c.Trivial, 100)
 	defDur(&c.CoolDown, c.IndexExpiry+5*time.Minute)
 	defF(&c.SplitSlack, 0.1)

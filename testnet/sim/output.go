@@ -32,6 +32,7 @@ type Summary struct {
 	Balance   bool
 	Piggyback bool          // balancing reacts to loads piggy-backed on replies
 	CoolDown  time.Duration // balancing's cool-down
+	WRate     float64       // balancing's weight of one request per second
 	ChurnLife time.Duration
 	Jobs      int
 	Rate      float64
@@ -129,7 +130,7 @@ func (s *Sim) NodeLoads() []NodeLoad {
 func (s *Sim) Summary(wall time.Duration) Summary {
 	c := s.c
 	sm := Summary{Name: c.Name, Workload: c.Workload, Nodes: c.Nodes, Seed: c.Seed, Balance: c.Balance,
-		Piggyback: c.Balance && !c.NoPiggyback, CoolDown: c.CoolDown,
+		Piggyback: c.Balance && !c.NoPiggyback, CoolDown: c.CoolDown, WRate: c.WRate,
 		ChurnLife: c.ChurnLife, Jobs: c.Jobs, Rate: c.Rate, Simulated: time.Duration(s.e.now) * time.Millisecond,
 		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
 		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves, Reactions: s.m.reactions,

@@ -75,7 +75,8 @@ type Target struct {
 // nodes run it (piggy-backed loads, the default cool-down), no churn.
 func isDyn30LB(s Summary) bool {
 	return s.Workload == Dynamic && s.Rate == 30 && s.Balance && s.Piggyback &&
-		s.CoolDown == time.Duration(loadbalance.DefaultCoolDown)*time.Millisecond && s.ChurnLife == 0
+		s.CoolDown == time.Duration(loadbalance.DefaultCoolDown)*time.Millisecond &&
+		(s.WRate == 0 || s.WRate == loadbalance.DefaultWRate) && s.ChurnLife == 0
 }
 
 // Targets evaluates issue 9's targets on the runs found.
