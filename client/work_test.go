@@ -274,7 +274,7 @@ func TestManyClients(t *testing.T) {
 	}
 	for _, k := range keys {
 		if got[string(k)] != 1 {
-			t.Fatalf("job %x harvested %d times", k[len(k)-4:], got[string(k)])
+			t.Fatalf("job %x harvested %d times\n%s", k[len(k)-4:], got[string(k)], whereIs(net, k))
 		}
 		raw, ok := []byte(nil), false
 		for _, h := range net.Holders(k) {
@@ -294,6 +294,24 @@ func TestManyClients(t *testing.T) {
 			t.Fatalf("job %x: result %v, exit %d", k[len(k)-4:], err, in.ExitCode)
 		}
 	}
+}
+
+// whereIs describes, for a failed test, where job k stands on every live
+// node: its replica state, where the node's writer placed its entries,
+// and whether the node holds its finished entry.
+func whereIs(net *testnet.Network, k []byte) string {
+	finished := job.FinishedKeyword("lhc")
+	out := fmt.Sprintf("closest first: %v\n", net.TrueClosest(k, 8))
+	for _, nd := range net.Live() {
+		st, held := nd.Pool().State(k)
+		placed := nd.Writer().Placed(k)
+		has := nd.Index().Has(finished, k)
+		if held || len(placed) > 0 || has {
+			out += fmt.Sprintf("  %s %s: held %v state %s, writer placed %v, holds finished entry %v\n",
+				nd.Name(), nd.ID(), held, st.Phase, placed, has)
+		}
+	}
+	return out
 }
 
 // claimCounts sums the running nodes' claim replies and confirms.

@@ -41,11 +41,7 @@ func (p *Pool) handOn(fresh []staged) {
 	if len(keys) == 0 {
 		return
 	}
-	p.inflight.Add(1)
-	go func() {
-		defer p.inflight.Done()
-		p.Replicate(p.ctx, keys)
-	}()
+	p.inflight.Go(func() { p.Replicate(p.ctx, keys) })
 }
 
 // Quiesce waits until the jobs being handed on have been placed.

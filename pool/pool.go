@@ -76,7 +76,7 @@ type Pool struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	inflight sync.WaitGroup // hand-ons in progress
+	inflight inflight // hand-ons in progress
 }
 
 // New opens the node's job pool on its store, loads the jobs held, and

@@ -270,11 +270,7 @@ func (p *Pool) handleSync(_ context.Context, from *overlay.Admitted, body []byte
 	}
 	// Results this replica lacks come from the sender, in the background.
 	if missing := p.missingResults(finished); len(missing) > 0 {
-		p.inflight.Add(1)
-		go func() {
-			defer p.inflight.Done()
-			p.fetchResults(p.ctx, from.Peer, missing, nil)
-		}()
+		p.inflight.Go(func() { p.fetchResults(p.ctx, from.Peer, missing, nil) })
 	}
 	return resp, nil
 }

@@ -104,11 +104,7 @@ func (p *Pool) SubmitResult(client []byte, envBytes []byte, at int64) error {
 // synced once more, for the result. A target that fails is marked dead
 // and the plan made again from the new view.
 func (p *Pool) passOnResult(key []byte) {
-	p.inflight.Add(1)
-	go func() {
-		defer p.inflight.Done()
-		p.syncNow(p.ctx, key)
-	}()
+	p.inflight.Go(func() { p.syncNow(p.ctx, key) })
 }
 
 // syncNow syncs one job's state to the nodes a republish round of this
