@@ -67,7 +67,8 @@ type Entry struct {
 	Replicas []string     // the job's nodes as its writer last saw them
 	Point    keyspace.Pos // where in the region the entry was placed (zero: unknown)
 	Listing  []byte       // the signed listing, to hand the entry over
-	Writer   string       // the node that last wrote the entry (peer ID; "": unknown)
+	Writer   string       // the entry's author, whose withdrawal removes it (peer ID; "": unknown); see Put
+	WriterAt int64        // ms: when Writer last wrote the entry
 	Expires  int64        // ms; rewriting extends it
 	Held     int64        // quarantined until, ms (0: never served)
 	Served   int64        // when last served, ms
@@ -127,7 +128,10 @@ func (t *Table) bucket(kw string, create bool) *bucket {
 }
 
 // Put adds an entry or, for one already held, extends its expiry and
-// updates its replica set (its quarantine stands). It returns whether the entry is new.
+// updates its replica set (its quarantine stands). A rewrite by another
+// writer makes it the entry's author only if it is nearer the job than the
+// author, or the author has not written for Expiry (takesAuthorship). It
+// returns whether the entry is new.
 func (t *Table) Put(e Entry, now int64) bool {
 	b := t.bucket(e.Keyword, true)
 	if old, ok := b.byJob[string(e.Job)]; ok {
@@ -138,17 +142,32 @@ func (t *Table) Put(e Entry, now int64) bool {
 		if !e.Point.IsZero() {
 			old.Point = e.Point
 		}
-		if e.Writer != "" {
-			old.Writer = e.Writer
+		if e.Writer != "" && t.takesAuthorship(old, e.Writer, now) {
+			old.Writer, old.WriterAt = e.Writer, now
 		}
 		return false
 	}
-	e.Expires, e.Held, e.Served = now+t.cfg.Expiry, 0, 0
+	e.Expires, e.Held, e.Served, e.WriterAt = now+t.cfg.Expiry, 0, 0, now
 	ep := &e
 	b.byJob[string(e.Job)] = ep
 	b.tree.ReplaceOrInsert(ep)
 	t.n++
 	return true
+}
+
+// takesAuthorship decides whether writer, rewriting entry e at now,
+// becomes its author. Only a job's closest node lists it, so of two nodes
+// that both believe they are (their views differ for a while after a
+// join, a move or a death), the one nearer the job keeps the entry: the
+// farther one's rewrite must not make its later withdrawal (once it sees
+// the nearer node) remove the entry the nearer one keeps written. An
+// author that has not written for Expiry is taken to be gone: the next
+// writer takes over. Pure.
+func (t *Table) takesAuthorship(e *Entry, writer string, now int64) bool {
+	if e.Writer == "" || e.Writer == writer || now >= e.WriterAt+t.cfg.Expiry {
+		return true
+	}
+	return keyspace.CloserTo(keyspace.KeyPos(e.Job), keyspace.PeerPos([]byte(writer)), keyspace.PeerPos([]byte(e.Writer)))
 }
 
 // Unquarantine ends an entry's quarantine (its job was claimed and given
@@ -167,7 +186,7 @@ func (t *Table) Unquarantine(keyword string, jobKey []byte) bool {
 
 // Withdraw removes the entry of job under keyword on behalf of node by
 // ("": unconditionally); a served entry's delay from serving to withdrawal
-// feeds the estimate of d. An entry last written by another node is kept:
+// feeds the estimate of d. An entry of another author (see Put) is kept:
 // after a move the job's old writer withdraws while its new one writes,
 // and the old writer's withdrawal must not remove the new writer's entry.
 func (t *Table) Withdraw(keyword string, jobKey []byte, by string, now int64) bool {

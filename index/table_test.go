@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/up-pool/up/dht/keyspace"
 )
 
 // t0 is a realistic clock start: the estimators treat time 0 as "never".
@@ -120,24 +122,34 @@ func TestPutRefreshWithdrawGet(t *testing.T) {
 	}
 }
 
-// TestWithdrawByWriter: only the node that last wrote an entry removes it,
-// so a job's old writer (after a move) cannot withdraw its new writer's
-// entry; a hand-over of unknown writer can be withdrawn by any node.
+// nearFar returns two writer names, the first nearer job j's position.
+func nearFar(j int) (near, far string) {
+	near, far = "A", "B"
+	if keyspace.CloserTo(keyspace.KeyPos(jobKey(j)), keyspace.PeerPos([]byte(far)), keyspace.PeerPos([]byte(near))) {
+		near, far = far, near
+	}
+	return near, far
+}
+
+// TestWithdrawByWriter: only an entry's author removes it, so a job's old
+// writer (after a move) cannot withdraw its new writer's entry; a
+// hand-over of unknown writer can be withdrawn by any node.
 func TestWithdrawByWriter(t *testing.T) {
 	tb := NewTable(Config{Expiry: 1000})
+	near, far := nearFar(1)
 	old := entry("lhc", 1, 10)
-	old.Writer = "A"
+	old.Writer = far
 	tb.Put(old, 0)
 	again := entry("lhc", 1, 10)
-	again.Writer = "B" // the new writer rewrites the same entry
+	again.Writer = near // the new writer, nearer the job, rewrites the entry
 	tb.Put(again, 1)
-	if tb.Withdraw("lhc", jobKey(1), "A", 2) {
+	if tb.Withdraw("lhc", jobKey(1), far, 2) {
 		t.Fatal("the old writer withdrew the new writer's entry")
 	}
-	if got := mustGet(t, tb, "lhc", 1).Writer; got != "B" {
-		t.Fatalf("writer %q, want B", got)
+	if got := mustGet(t, tb, "lhc", 1).Writer; got != near {
+		t.Fatalf("writer %q, want %q", got, near)
 	}
-	if !tb.Withdraw("lhc", jobKey(1), "B", 3) {
+	if !tb.Withdraw("lhc", jobKey(1), near, 3) {
 		t.Fatal("the writer could not withdraw its entry")
 	}
 	tb.Put(entry("lhc", 2, 10), 0) // writer unknown
@@ -150,6 +162,44 @@ func TestWithdrawByWriter(t *testing.T) {
 	tb.Put(entry("lhc", 3, 10), 1) // a rewrite naming no writer keeps B
 	if tb.Withdraw("lhc", jobKey(3), "C", 2) || !tb.Withdraw("lhc", jobKey(3), "", 2) {
 		t.Fatal("writer kept by a writerless rewrite, or unconditional withdraw refused")
+	}
+}
+
+// TestAuthorship: of two nodes that both take themselves for a job's
+// closest, the nearer keeps the entry: the farther one's rewrite does not
+// make it the author, so its withdrawal (once it sees the nearer node)
+// leaves the entry the nearer one keeps written. An author silent for
+// Expiry is taken to be gone.
+func TestAuthorship(t *testing.T) {
+	tests := []struct {
+		name       string
+		first      string // "near" or "far": who wrote the entry first
+		second     int64  // when the other rewrote it, ms after the first
+		withdrawer string // who withdraws at second+1
+		removed    bool
+	}{
+		{"farther rewrite keeps the nearer author", "near", 10, "far", false},
+		{"nearer author still withdraws", "near", 10, "near", true},
+		{"nearer rewrite takes over", "far", 10, "near", true},
+		{"farther writer loses its authorship", "far", 10, "far", false},
+		{"silent author gone after Expiry", "near", 1000, "far", true},
+		{"silent author kept before Expiry", "near", 999, "far", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := NewTable(Config{Expiry: 1000})
+			near, far := nearFar(7)
+			name := map[string]string{"near": near, "far": far}
+			other := map[string]string{"near": far, "far": near}
+			e := entry("lhc:finished", 7, 10)
+			e.Writer = name[tc.first]
+			tb.Put(e, t0)
+			e.Writer = other[tc.first]
+			tb.Put(e, t0+tc.second)
+			if got := tb.Withdraw("lhc:finished", jobKey(7), name[tc.withdrawer], t0+tc.second+1); got != tc.removed {
+				t.Fatalf("withdraw by the %s writer removed the entry: %v, want %v", tc.withdrawer, got, tc.removed)
+			}
+		})
 	}
 }
 

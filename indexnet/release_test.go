@@ -2,10 +2,14 @@ package indexnet_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
@@ -30,15 +34,15 @@ func TestReleaseAfterRefusedWithdraw(t *testing.T) {
 	if resp, err := idx.Query(selectOne); err != nil || len(resp.Hits) != 1 {
 		t.Fatalf("first query: %v, %v", resp, err)
 	}
-	// Another node rewrites the entry: the job's writer's withdrawal is
-	// refused from now on.
+	// Another node, nearer the job than its writer (one that joined and
+	// has not got the job yet), rewrites the entry: the job's writer's
+	// withdrawal is refused from now on.
 	e, _ := idx.Entry("lhc", key)
-	holders := in.net.Holders(key)
-	o := 0
-	for slices.Contains(holders, o) || o == at[0] {
-		o++
+	writer := in.net.TrueClosest(key, 1)[0]
+	if e.Writer != string(writer) {
+		t.Fatalf("entry written by %s, not the job's closest node %s", peer.ID(e.Writer), writer)
 	}
-	other := in.net.Node(o).ID() // not the job's writer, which is a holder
+	other := nearerPeer(t, key, writer, rng)
 	res := idx.Write(other, []wire.IndexWrite{{Keyword: "lhc", Listing: e.Listing, Point: e.Point[:]}}, nil, false)
 	if res[0].Status != wire.StatusOK {
 		t.Fatalf("rewrite by another node: %+v", res[0])
@@ -64,4 +68,29 @@ func TestReleaseAfterRefusedWithdraw(t *testing.T) {
 	if resp, err := idx.Query(selectOne); err != nil || len(resp.Hits) != 1 {
 		t.Fatalf("released job still quarantined: %v, %v", resp, err)
 	}
+}
+
+// nearerPeer returns a new peer ID nearer job key than peer p.
+func nearerPeer(t *testing.T, key []byte, p peer.ID, rng *rand.Rand) peer.ID {
+	t.Helper()
+	pos, than := keyspace.KeyPos(key), keyspace.PeerPos([]byte(p))
+	for range 10_000 {
+		seed := make([]byte, ed25519.SeedSize)
+		for i := range seed {
+			seed[i] = byte(rng.Uint32())
+		}
+		pub, err := crypto.UnmarshalEd25519PublicKey(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := peer.IDFromPublicKey(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keyspace.CloserTo(pos, keyspace.PeerPos([]byte(id)), than) {
+			return id
+		}
+	}
+	t.Fatal("no peer ID nearer the job found")
+	return ""
 }
