@@ -18,3 +18,17 @@ func Desired(closest bool, st job.State, listing []string, project string) []str
 	}
 	return nil
 }
+
+// RuledOut reports whether the job's state alone rules out listing it
+// under keyword, whichever node is its closest: a ready job may be listed
+// under its keywords (not the finished one), a finished one under its
+// project's finished keyword only, any other nowhere. Pure.
+func RuledOut(st job.State, keyword, project string) bool {
+	switch st.Phase {
+	case job.Ready:
+		return keyword == job.FinishedKeyword(project)
+	case job.Finished:
+		return keyword != job.FinishedKeyword(project)
+	}
+	return true
+}

@@ -325,15 +325,19 @@ func (s *Server) handleWithdraw(_ context.Context, from *overlay.Admitted, body 
 	return &wire.IndexWithdrawResponse{Removed: uint32(s.Withdraw(from.Peer, req.Items))}, nil
 }
 
-// Withdraw removes the entries node by wrote (the local form of the
-// withdraw protocol); those another node wrote since are kept.
+// Withdraw removes the entries node by is the author of, and the final
+// ones whoever wrote them (the local form of the withdraw protocol).
 func (s *Server) Withdraw(by peer.ID, items []wire.IndexRef) int {
 	now := s.nowMS()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for _, it := range items {
-		if s.table.Withdraw(it.Keyword, it.Job, string(by), now) {
+		author := string(by)
+		if it.Final {
+			author = ""
+		}
+		if s.table.Withdraw(it.Keyword, it.Job, author, now) {
 			n++
 		}
 	}

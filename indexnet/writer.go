@@ -210,6 +210,7 @@ type op struct {
 	certRef  []byte
 	replicas [][]byte
 	reset    bool
+	final    bool // a withdrawal the job's state calls for (wire.IndexRef.Final)
 	point    keyspace.Pos
 }
 
@@ -281,7 +282,7 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 		}
 		for kw, pl := range st.where {
 			if !slices.Contains(want, kw) {
-				withdraws[pl.at] = append(withdraws[pl.at], op{key: k, keyword: kw})
+				withdraws[pl.at] = append(withdraws[pl.at], op{key: k, keyword: kw, final: index.RuledOut(h.State, kw, h.Project)})
 				delete(st.where, kw)
 			}
 		}
@@ -498,7 +499,7 @@ func (w *Writer) write(ctx context.Context, at peer.ID, ops []op) []writeResult 
 func (w *Writer) withdraw(ctx context.Context, at peer.ID, ops []op) error {
 	items := make([]wire.IndexRef, len(ops))
 	for i, o := range ops {
-		items[i] = wire.IndexRef{Keyword: o.keyword, Job: []byte(o.key)}
+		items[i] = wire.IndexRef{Keyword: o.keyword, Job: []byte(o.key), Final: o.final}
 	}
 	if at == w.d.ID() && w.local != nil {
 		w.local.Withdraw(w.ep.ID(), items)

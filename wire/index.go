@@ -100,6 +100,11 @@ type IndexRef struct {
 	_       struct{} `cbor:",toarray"`
 	Keyword string
 	Job     []byte
+	// Final withdraws the entry because the job's state rules it out (it
+	// was claimed, or finished, or collected): removed whichever node
+	// wrote it. Otherwise (the sender is no longer the job's closest) only
+	// the entry's author removes it.
+	Final bool
 }
 
 // IndexWithdrawRequest removes entries.
