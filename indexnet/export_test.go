@@ -11,3 +11,10 @@ import (
 func (w *Writer) ClosestTests() (fast, ref func(keyspace.Pos) bool) {
 	return w.closestFunc(), func(pos keyspace.Pos) bool { return w.isClosest(context.Background(), pos, nil) }
 }
+
+// VerifiedLen is the number of listings the server remembers as verified.
+func (s *Server) VerifiedLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.verified)
+}

@@ -1,6 +1,7 @@
 package indexnet
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -32,7 +33,10 @@ type ServerConfig struct {
 	// DisableLoops turns off the expiry loop (tests call Expire).
 	DisableLoops bool
 	// VerifiedCache bounds the listings whose signature is remembered as
-	// checked. Default 65536.
+	// checked. Default 65536. A listing is forgotten when the last entry
+	// holding it is withdrawn or handed over, or when it was not written
+	// for the table's entry Expiry (Expire): the cache holds about the
+	// listings of the entries held, not those of every job that passed.
 	VerifiedCache int
 	// QueryLimit is the sustained queries per second one client may ask
 	// this node, QueryBurst the burst. Defaults 20 and 40.
@@ -55,7 +59,7 @@ type Server struct {
 	mu       sync.Mutex
 	table    *index.Table
 	rng      *rand.Rand
-	verified map[[32]byte]*job.Listing
+	verified map[[32]byte]verifiedListing
 	certs    map[string]certs.Identity  // project certificates by project name
 	closest  func(keyspace.Pos) peer.ID // the node's view, for redirects; nil: accept all
 	limiter  *overlay.RateLimiter       // per client identity
@@ -96,7 +100,7 @@ func NewServer(ep *overlay.Endpoint, cfg ServerConfig) *Server {
 		limiter: overlay.NewRateLimiter(cfg.QueryLimit, cfg.QueryBurst, cfg.Now),
 		cfg:     cfg, ep: ep, table: index.NewTable(cfg.Table),
 		rng:      rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
-		verified: map[[32]byte]*job.Listing{},
+		verified: map[[32]byte]verifiedListing{},
 		certs:    map[string]certs.Identity{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -160,11 +164,26 @@ func (s *Server) Keywords() map[string]int {
 	return s.table.Keywords()
 }
 
-// Expire deletes entries not rewritten in time.
+// verifiedListing is a listing whose signature was checked, and when it
+// was last written (ms).
+type verifiedListing struct {
+	l    *job.Listing
+	used int64
+}
+
+// Expire deletes entries not rewritten in time, and forgets the verified
+// listings not written for as long: a held entry's listing is rewritten
+// every T_rewrite, within the entry expiry.
 func (s *Server) Expire() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.table.Expire(s.nowMS())
+	now := s.nowMS()
+	for h, v := range s.verified {
+		if now-v.used >= s.table.Config().Expiry {
+			delete(s.verified, h)
+		}
+	}
+	return s.table.Expire(now)
 }
 
 func (s *Server) handleWrite(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
@@ -260,16 +279,21 @@ var errNoCert = errors.New("project certificate not sent")
 func (s *Server) verifyListing(b []byte, offered map[string][]byte, now time.Time) (*job.Listing, error) {
 	h := sha256.Sum256(b)
 	s.mu.Lock()
-	l, ok := s.verified[h]
+	cached, ok := s.verified[h]
+	var known certs.Identity
+	if ok {
+		known, ok = s.certs[cached.l.Project]
+	}
 	s.mu.Unlock()
 	v := s.ep.Admission().Verifier()
-	if ok {
+	if ok && !v.IsRevoked(known.Serial) && now.Before(known.NotAfter) {
 		s.mu.Lock()
-		id, known := s.certs[l.Project]
-		s.mu.Unlock()
-		if known && !v.IsRevoked(id.Serial) && now.Before(id.NotAfter) {
-			return l, nil
+		if c, still := s.verified[h]; still {
+			c.used = now.UnixMilli() // written again: kept another entry expiry
+			s.verified[h] = c
 		}
+		s.mu.Unlock()
+		return cached.l, nil
 	}
 	signed, l, err := job.DecodeListing(b)
 	if err != nil {
@@ -311,7 +335,7 @@ func (s *Server) verifyListing(b []byte, offered map[string][]byte, now time.Tim
 			}
 		}
 	}
-	s.verified[h] = l
+	s.verified[h] = verifiedListing{l: l, used: now.UnixMilli()}
 	s.certs[l.Project] = *id
 	s.mu.Unlock()
 	return l, nil
@@ -337,11 +361,32 @@ func (s *Server) Withdraw(by peer.ID, items []wire.IndexRef) int {
 		if it.Final {
 			author = ""
 		}
+		e, held := s.table.Get(it.Keyword, it.Job)
 		if s.table.Withdraw(it.Keyword, it.Job, author, now) {
 			n++
+			if held {
+				s.forgetListingLocked(e)
+			}
 		}
 	}
 	return n
+}
+
+// forgetListingLocked forgets the verified listing of entry e, just
+// removed, unless another entry of its job here holds it (under another
+// of its keywords, or its finished keyword): a withdrawn job's listing is
+// seldom written here again, and a listing is checked once per entry
+// held, not kept for every job that passed through. s.mu is held.
+func (s *Server) forgetListingLocked(e index.Entry) {
+	if len(e.Listing) == 0 {
+		return
+	}
+	for _, kw := range append(slices.Clip(e.Keywords), job.FinishedKeyword(e.Project)) {
+		if o, ok := s.table.Get(kw, e.Job); ok && bytes.Equal(o.Listing, e.Listing) {
+			return
+		}
+	}
+	delete(s.verified, sha256.Sum256(e.Listing))
 }
 
 func (s *Server) handleQuery(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
@@ -429,6 +474,9 @@ func (s *Server) Take(take func(index.Entry) bool) []index.Entry {
 	})
 	for _, e := range out {
 		s.table.Withdraw(e.Keyword, e.Job, "", now)
+	}
+	for _, e := range out {
+		s.forgetListingLocked(e)
 	}
 	return out
 }

@@ -62,7 +62,7 @@ type Writer struct {
 	rng     *rand.Rand
 	state   map[string]*written
 	dirty   map[string]bool
-	claimed map[string]bool // jobs seen leaving "ready" since their entries were written
+	claimed map[string]bool // jobs seen leaving "ready" and not ready, finished, collected or gone since (onChange)
 	kick    chan struct{}
 
 	ctx    context.Context
@@ -116,23 +116,33 @@ func NewWriter(p *pool.Pool, d *dht.DHT, regions *Regions, local *Server, cfg Wr
 		kick:    make(chan struct{}, 1),
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
-	p.OnChange(func(key []byte, st job.State, _ bool) {
-		w.mu.Lock()
-		w.dirty[string(key)] = true
-		if st.Phase != job.Ready {
-			w.claimed[string(key)] = true
-		}
-		w.mu.Unlock()
-		select {
-		case w.kick <- struct{}{}:
-		default:
-		}
-	})
+	p.OnChange(w.onChange)
 	if !cfg.DisableLoops {
 		w.wg.Add(1)
 		go w.loop()
 	}
 	return w
+}
+
+// onChange marks a changed job for the next flush and keeps the claimed
+// set: a job is in it from leaving Ready until it is Ready again (the
+// writer then resets its entries' quarantine), finished or collected
+// (never Ready again) or gone from the pool, so the set is bounded by the
+// jobs held claimed, not by the jobs that ever passed through the node.
+func (w *Writer) onChange(key []byte, st job.State, deleted bool) {
+	w.mu.Lock()
+	w.dirty[string(key)] = true
+	switch {
+	case deleted || st.Phase == job.Finished || st.Phase == job.Collected:
+		delete(w.claimed, string(key))
+	case st.Phase != job.Ready:
+		w.claimed[string(key)] = true
+	}
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Close stops the background rounds.

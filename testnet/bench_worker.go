@@ -21,6 +21,10 @@ import (
 	"github.com/up-pool/up/wire"
 )
 
+// benchUnitsKept bounds a bench worker's units run, as client.Client
+// bounds its own (client/process.go), so a long run's memory stays flat.
+const benchUnitsKept = 100000
+
 // benchWorker is one in-process client: the cycle of client.Client
 // (client/process.go) with the application called directly.
 type benchWorker struct {
@@ -106,6 +110,9 @@ func (w *benchWorker) process(ctx context.Context, cl *claimnet.Claim) (err erro
 	unit := fmt.Sprintf("%q %q %q", spec.Project, spec.App, spec.Args)
 	w.mu.Lock()
 	seen := w.units[unit]
+	if !seen && len(w.units) >= benchUnitsKept {
+		clear(w.units) // as client.Client: older units' copies are long placed
+	}
 	w.units[unit] = true
 	w.mu.Unlock()
 	if seen {
