@@ -30,6 +30,7 @@ type simFlags struct {
 	coolDown  time.Duration
 	piggyback string
 	wRate     float64
+	regionBit int
 	report    bool
 	set       map[string]bool // flags given on the command line
 }
@@ -93,6 +94,12 @@ func (f *simFlags) config() (sim.Config, error) {
 		}
 		c.WRate = f.wRate
 	}
+	if f.set["region-bits"] {
+		if f.regionBit < 0 || f.regionBit > 64 {
+			return sim.Config{}, usageError{fmt.Errorf("--region-bits %d out of 0..64 (0: the default 16)", f.regionBit)}
+		}
+		c.RegionBits = f.regionBit
+	}
 	switch f.piggyback {
 	case "", "on":
 	case "off":
@@ -129,6 +136,9 @@ func (f *simFlags) config() (sim.Config, error) {
 	if f.set["wrate"] {
 		tags = append(tags, fmt.Sprintf("wrate%g", c.WRate))
 	}
+	if f.set["region-bits"] {
+		tags = append(tags, fmt.Sprintf("p%d", c.RegionBits))
+	}
 	c.Name = f.scenario + "-" + strings.Join(tags, "-")
 	return c, nil
 }
@@ -156,7 +166,7 @@ targets of issue 9.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fl.set = map[string]bool{}
-			for _, name := range []string{"duration", "limit", "jobs", "rate", "churn", "cooldown", "wrate"} {
+			for _, name := range []string{"duration", "limit", "jobs", "rate", "churn", "cooldown", "wrate", "region-bits"} {
 				fl.set[name] = cmd.Flags().Changed(name)
 			}
 			if fl.report {
@@ -228,6 +238,7 @@ targets of issue 9.`,
 	f.StringVar(&fl.balance, "balance", "", "load balancing on or off (default: the scenario's)")
 	f.DurationVar(&fl.coolDown, "cooldown", 0, "load balancing: no balance for this long after a node moved or took over data (default 21m: index expiry + 5 min)")
 	f.Float64Var(&fl.wRate, "wrate", 0, "load balancing: weight of one request per second in a node's load, against 1 per index entry and 3 per job it is the closest to (default 10)")
+	f.IntVar(&fl.regionBit, "region-bits", 0, "p, bits of a keyword's index region: smaller spreads its entries and queries over more nodes (0: the default 16)")
 	f.StringVar(&fl.piggyback, "piggyback", "", "load balancing: on (default) reacts to loads piggy-backed on replies as the nodes do; off only to periodic probes")
 	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md from the runs already there")
 	f.DurationVar(&fl.churn, "churn", 0, "mean node lifetime and down time, e.g. 24h or 12h (0: no churn; default: the scenario's)")

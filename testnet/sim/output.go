@@ -72,6 +72,7 @@ type Summary struct {
 	// RegionTargets counts the region targets drawn (index entries placed
 	// and index queries sent).
 	RegionTargets int
+	RegionBits    int               // p, bits of the keyword's index region (Config.RegionBits)
 	NearRPC       uint64            // near questions (region views), counted in LookupRPC
 	RPC           map[string]uint64 // RPCs received, by kind
 	LookupRPC     map[string]uint64 // lookup RPCs, by what the lookup was for
@@ -131,7 +132,7 @@ func (s *Sim) Summary(wall time.Duration) Summary {
 	c := s.c
 	sm := Summary{Name: c.Name, Workload: c.Workload, Nodes: c.Nodes, Seed: c.Seed, Balance: c.Balance,
 		Piggyback: c.Balance && !c.NoPiggyback, CoolDown: c.CoolDown, WRate: c.WRate,
-		ChurnLife: c.ChurnLife, Jobs: c.Jobs, Rate: c.Rate, Simulated: time.Duration(s.e.now) * time.Millisecond,
+		ChurnLife: c.ChurnLife, RegionBits: c.RegionBits, Jobs: c.Jobs, Rate: c.Rate, Simulated: time.Duration(s.e.now) * time.Millisecond,
 		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
 		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves, Reactions: s.m.reactions,
 		Failed: s.m.failedAttempts, EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
