@@ -81,9 +81,10 @@ func (r *Regions) Bits() int { return r.bits }
 func (r *Regions) Region(kw string) keyspace.Region { return keyspace.IndexRegion(kw, r.bits) }
 
 // Peers returns the known nodes around kw's region, nearest to its first
-// point first: a walk to that point (dht.Walk: a few near questions, the
-// last to the node nearest it; not a lookup, whose 20 follow-up requests
-// would all land on the region's nodes). Cached for the TTL.
+// point first: a walk to a random point of the region (dht.Walk: a few
+// near questions, the last to the node nearest it; not a lookup, whose 20
+// follow-up requests would all land on the region's nodes). Cached for
+// the TTL.
 func (r *Regions) Peers(ctx context.Context, kw string) ([]peer.ID, error) {
 	v, err := r.view(ctx, kw)
 	if err != nil {
@@ -103,13 +104,16 @@ func (r *Regions) view(ctx context.Context, kw string) (regionView, error) {
 		return v, nil
 	}
 	region := r.Region(kw)
-	// The walk's last question is the node nearest the region's first
-	// point, whose answer is that point's neighbourhood.
-	found, err := r.d.Walk(ctx, region.Prefix, nearLimit)
+	// The walk's last question is the node nearest a random point of the
+	// region, whose answer is that point's neighbourhood. (Walking to the
+	// region's first point made the node nearest it the busiest of the
+	// overlay once the region held many nodes: every view ended there.)
+	x := r.RandomPoint(kw)
+	found, err := r.d.Walk(ctx, x, nearLimit)
 	if err != nil || len(found) == 0 {
 		return regionView{}, fmt.Errorf("nodes around keyword %q: %w", kw, orNone(err))
 	}
-	v = regionView{fetched: now}.with(region.Prefix, region.Prefix, found)
+	v = regionView{fetched: now}.with(region.Prefix, x, found)
 	v.crowded = len(found) >= nearLimit && allInside(region, v.peers)
 	r.mu.Lock()
 	r.cache[kw] = v

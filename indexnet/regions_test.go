@@ -114,6 +114,7 @@ func TestFindRetries(t *testing.T) {
 	var seed uint64
 	for s := uint64(1); s < 1000 && seed == 0; s++ {
 		twin := indexnet.NewRegions(a.DHT(), bits, time.Hour, s, in.clock.Now)
+		twin.RandomPoint("lhc") // where the region view's walk goes
 		x1, x2 := twin.RandomPoint("lhc"), twin.RandomPoint("lhc")
 		if in.trueClosest(x1) != holderID && in.trueClosest(x2) == holderID {
 			seed = s
@@ -123,6 +124,7 @@ func TestFindRetries(t *testing.T) {
 		t.Fatal("no seed puts the first point off the holder and the second on it")
 	}
 	finder, twin := seededFinder(a, bits, seed, in.clock.Now)
+	twin.RandomPoint("lhc") // where the region view's walk goes
 	x1, x2 := twin.RandomPoint("lhc"), twin.RandomPoint("lhc")
 	ctx := context.Background()
 
@@ -195,6 +197,7 @@ func TestCrowdedRegion(t *testing.T) {
 	// Find asks the node closest to each of its points (nothing is listed,
 	// so each Find tries all three).
 	finder, twin := seededFinder(a, bits, 52, in.clock.Now)
+	twin.RandomPoint("lhc") // where the region view's walk goes
 	for i := range 10 {
 		want := in.wantAsked(twin.RandomPoint("lhc"), twin.RandomPoint("lhc"), twin.RandomPoint("lhc"))
 		before := in.queriesReceived()

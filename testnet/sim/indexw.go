@@ -127,14 +127,15 @@ func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64
 	lat := int64(0)
 	fresh := now >= rv.until || rv.until == 0
 	if fresh {
-		// indexnet's view: a walk to the region's first point, whose
+		// indexnet's view: a walk to a random point of the region, whose
 		// last question is the near question there.
-		lat = s.walkCost(why, from, side, g.Prefix)
+		x := g.RandomPoint(s.e.rng)
+		lat = s.walkCost(why, from, side, x)
 		rv.at, rv.until = now, now+ms(s.c.RegionTTL)
 		rv.covered = rv.covered[:0]
 		a, b := v.span(g)
 		if rv.crowded = b-a >= nearLimit; rv.crowded {
-			s.cover(rv, side, g.Prefix)
+			s.cover(rv, side, x)
 		}
 	}
 	pt := g.RandomPoint(s.e.rng)
