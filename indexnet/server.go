@@ -474,9 +474,7 @@ func (s *Server) Take(take func(index.Entry) bool) []index.Entry {
 	})
 	for _, e := range out {
 		s.table.Withdraw(e.Keyword, e.Job, "", now)
-	}
-	for _, e := range out {
-		s.forgetListingLocked(e)
+		s.forgetListingLocked(e) // once the job's last entry here is gone
 	}
 	return out
 }

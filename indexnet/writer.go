@@ -62,7 +62,7 @@ type Writer struct {
 	rng     *rand.Rand
 	state   map[string]*written
 	dirty   map[string]bool
-	claimed map[string]bool // jobs seen leaving "ready" and not ready, finished, collected or gone since (onChange)
+	claimed map[string]bool // jobs that left Ready and have not been ready, finished, collected or deleted since (onChange)
 	kick    chan struct{}
 
 	ctx    context.Context

@@ -14,7 +14,7 @@ type inflight struct {
 	idle *sync.Cond // signalled when n drops to 0; made on first use
 }
 
-// Go runs f in a new goroutine, counted until it returns.
+// Go runs fn in a new goroutine, counted until it returns.
 func (f *inflight) Go(fn func()) {
 	f.mu.Lock()
 	f.n++

@@ -17,22 +17,22 @@ import (
 
 // simFlags are the flags of 'up testnet sim'.
 type simFlags struct {
-	scenario  string
-	nodes     int
-	out       string
-	seed      uint64
-	duration  time.Duration
-	limit     time.Duration
-	jobs      int
-	rate      float64
-	balance   string
-	churn     time.Duration
-	coolDown  time.Duration
-	piggyback string
-	wRate     float64
-	regionBit int
-	report    bool
-	set       map[string]bool // flags given on the command line
+	scenario   string
+	nodes      int
+	out        string
+	seed       uint64
+	duration   time.Duration
+	limit      time.Duration
+	jobs       int
+	rate       float64
+	balance    string
+	churn      time.Duration
+	coolDown   time.Duration
+	piggyback  string
+	wRate      float64
+	regionBits int
+	report     bool
+	set        map[string]bool // flags given on the command line
 }
 
 // config turns the flags into a simulation config; bad flags are usage
@@ -95,10 +95,10 @@ func (f *simFlags) config() (sim.Config, error) {
 		c.WRate = f.wRate
 	}
 	if f.set["region-bits"] {
-		if f.regionBit < 0 || f.regionBit > 64 {
-			return sim.Config{}, usageError{fmt.Errorf("--region-bits %d out of 0..64 (0: the default 16)", f.regionBit)}
+		if f.regionBits < 0 || f.regionBits > 64 {
+			return sim.Config{}, usageError{fmt.Errorf("--region-bits %d out of 0..64 (0: the default 16)", f.regionBits)}
 		}
-		c.RegionBits = f.regionBit
+		c.RegionBits = f.regionBits
 	}
 	switch f.piggyback {
 	case "", "on":
@@ -238,7 +238,7 @@ targets of issue 9.`,
 	f.StringVar(&fl.balance, "balance", "", "load balancing on or off (default: the scenario's)")
 	f.DurationVar(&fl.coolDown, "cooldown", 0, "load balancing: no balance for this long after a node moved or took over data (default 21m: index expiry + 5 min)")
 	f.Float64Var(&fl.wRate, "wrate", 0, "load balancing: weight of one request per second in a node's load, against 1 per index entry and 3 per job it is the closest to (default 10)")
-	f.IntVar(&fl.regionBit, "region-bits", 0, "p, bits of a keyword's index region: smaller spreads its entries and queries over more nodes (0: the default 16)")
+	f.IntVar(&fl.regionBits, "region-bits", 0, "p, bits of a keyword's index region: smaller spreads its entries and queries over more nodes (0: the default 16)")
 	f.StringVar(&fl.piggyback, "piggyback", "", "load balancing: on (default) reacts to loads piggy-backed on replies as the nodes do; off only to periodic probes")
 	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md from the runs already there")
 	f.DurationVar(&fl.churn, "churn", 0, "mean node lifetime and down time, e.g. 24h or 12h (0: no churn; default: the scenario's)")
