@@ -16,7 +16,7 @@ type Config struct {
 	// Writer tunes a node's entry writer.
 	Writer WriterConfig
 	// RegionBits is p, the bits a wildcard region shares with its
-	// keyword's centre. Default 16.
+	// keyword's centre. Default DefaultRegionBits (4).
 	RegionBits int
 	// RegionTTL is how long a region view is reused. Default
 	// DefaultRegionTTL (5 min).

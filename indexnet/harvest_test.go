@@ -68,7 +68,9 @@ func TestHarvest(t *testing.T) {
 // still list it) harvests them all: the dead node is skipped and the
 // region walked again without it.
 func TestHarvestPastDeadIndexNode(t *testing.T) {
-	in := startIdxNet(t, 8, 45, testnet.Options{}) // 16-bit regions: none holds a node of 8
+	opts := testnet.Options{}
+	opts.Index.RegionBits = 16 // 1/65536 of the keyspace: no node of 8 inside
+	in := startIdxNet(t, 8, 45, opts)
 	rng := rand.New(rand.NewPCG(45, 45))
 	keys := in.submit(t, in.project(t, "lhc"), 20, rng)
 	ctx := context.Background()

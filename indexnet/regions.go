@@ -14,8 +14,8 @@ import (
 )
 
 // DefaultRegionBits is p: an index region is every position sharing the
-// first p bits with the keyword's centre.
-const DefaultRegionBits = 16
+// first p bits with the keyword's centre (keyspace.DefaultIndexBits).
+const DefaultRegionBits = keyspace.DefaultIndexBits
 
 // DefaultRegionTTL is how long a region view is reused: 5 min. A view
 // costs a lookup and a near question; nodes enter a region seldom (a move

@@ -176,7 +176,7 @@ func spreadSim(t *testing.T, seed uint64) *sim {
 	for i := range nodes {
 		nodes[i] = randPos(rng)
 	}
-	region := keyspace.NewRegion(randPos(rng), keyspace.DefaultIndexBits)
+	region := keyspace.NewRegion(randPos(rng), 16)
 	items := make([]keyspace.Pos, 20_000)
 	for i := range items {
 		items[i] = region.RandomPoint(rng)

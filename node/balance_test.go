@@ -14,16 +14,19 @@ import (
 	"github.com/up-pool/up/testnet"
 )
 
-// lbNet is a network whose nodes balance by hand (BalanceAll), with a fake
-// clock and a cool-down of one minute.
 // lbEpoch is where the balancing tests' clock starts: a fixed instant, so
 // that with the seed the job IDs, and so the whole run, replay.
 var lbEpoch = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
+// lbNet is a network whose nodes balance by hand (BalanceAll), with a fake
+// clock and a cool-down of one minute. Its index regions are narrow
+// (p = 16, not the default 4), so a keyword's entries start on one node:
+// the hot spot the balancing tests split.
 func lbNet(t testing.TB, nodes int, seed uint64) (*testnet.Network, *testnet.Clock) {
 	t.Helper()
 	clock := testnet.NewClock(lbEpoch)
 	opts := testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now}
+	opts.Index.RegionBits = 16
 	opts.Balance = node.BalanceConfig{Params: loadbalance.Params{CoolDown: 60_000, MinMoveInterval: 60_000}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -160,6 +163,7 @@ func TestJobLoadBalance(t *testing.T) {
 func TestPiggybackedLoadMoves(t *testing.T) {
 	clock := testnet.NewClock(lbEpoch)
 	opts := testnet.Options{Nodes: 16, Dir: t.TempDir(), Seed: 84, Now: clock.Now}
+	opts.Index.RegionBits = 16                                    // one node holds the keyword's entries until a move
 	opts.Balance = node.BalanceConfig{Interval: 1000 * time.Hour, // automatic balancing on; no probe fires during the test
 		Params: loadbalance.Params{CoolDown: 60_000, MinMoveInterval: 60_000}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -6,12 +6,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/testnet/sim"
 )
 
@@ -96,7 +98,7 @@ func (f *simFlags) config() (sim.Config, error) {
 	}
 	if f.set["region-bits"] {
 		if f.regionBits < 0 || f.regionBits > 64 {
-			return sim.Config{}, usageError{fmt.Errorf("--region-bits %d out of 0..64 (0: the default 16)", f.regionBits)}
+			return sim.Config{}, usageError{fmt.Errorf("--region-bits %d out of 0..64 (0: the default %d)", f.regionBits, keyspace.DefaultIndexBits)}
 		}
 		c.RegionBits = f.regionBits
 	}
@@ -238,7 +240,7 @@ targets of issue 9.`,
 	f.StringVar(&fl.balance, "balance", "", "load balancing on or off (default: the scenario's)")
 	f.DurationVar(&fl.coolDown, "cooldown", 0, "load balancing: no balance for this long after a node moved or took over data (default 21m: index expiry + 5 min)")
 	f.Float64Var(&fl.wRate, "wrate", 0, "load balancing: weight of one request per second in a node's load, against 1 per index entry and 3 per job it is the closest to (default 10)")
-	f.IntVar(&fl.regionBits, "region-bits", 0, "p, bits of a keyword's index region: smaller spreads its entries and queries over more nodes (0: the default 16)")
+	f.IntVar(&fl.regionBits, "region-bits", 0, "p, bits of a keyword's index region: smaller spreads its entries and queries over more nodes (0: the default "+strconv.Itoa(keyspace.DefaultIndexBits)+")")
 	f.StringVar(&fl.piggyback, "piggyback", "", "load balancing: on (default) reacts to loads piggy-backed on replies as the nodes do; off only to periodic probes")
 	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md from the runs already there")
 	f.DurationVar(&fl.churn, "churn", 0, "mean node lifetime and down time, e.g. 24h or 12h (0: no churn; default: the scenario's)")

@@ -2,12 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/testnet/sim"
 )
 
@@ -49,8 +51,10 @@ func TestSimFlags(t *testing.T) {
 		{"region bits", func(f *simFlags) { f.regionBits = 8; f.set["region-bits"] = true }, "",
 			func(c sim.Config) bool { return c.RegionBits == 8 && strings.HasSuffix(c.Name, "-p8") }},
 		{"region bits default", func(f *simFlags) { f.set["region-bits"] = true }, "",
-			func(c sim.Config) bool { return c.RegionBits == 16 && strings.HasSuffix(c.Name, "-p16") }},
-		{"region bits absent", func(*simFlags) {}, "", func(c sim.Config) bool { return c.RegionBits == 16 }},
+			func(c sim.Config) bool {
+				return c.RegionBits == keyspace.DefaultIndexBits && strings.HasSuffix(c.Name, fmt.Sprintf("-p%d", keyspace.DefaultIndexBits))
+			}},
+		{"region bits absent", func(*simFlags) {}, "", func(c sim.Config) bool { return c.RegionBits == keyspace.DefaultIndexBits }},
 		{"region bits too many", func(f *simFlags) { f.regionBits = 65; f.set["region-bits"] = true }, "--region-bits", nil},
 		{"negative region bits", func(f *simFlags) { f.regionBits = -1; f.set["region-bits"] = true }, "--region-bits", nil},
 		{"no out", func(f *simFlags) { f.out = "" }, "--out", nil},

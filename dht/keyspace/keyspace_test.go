@@ -107,7 +107,7 @@ func TestKnownVectors(t *testing.T) {
 	if got := IndexCentre("gpu").Short(); got != "9eb6b97e" {
 		t.Errorf("Short = %q, want 9eb6b97e", got)
 	}
-	if got := IndexRegion("gpu", DefaultIndexBits).String(); got != "9eb6/16" {
+	if got := IndexRegion("gpu", 16).String(); got != "9eb6/16" {
 		t.Errorf("IndexRegion(gpu) = %s, want 9eb6/16", got)
 	}
 }

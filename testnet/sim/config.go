@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/up-pool/up/dht/keyspace"
 )
 
 // Workload is the shape of a scenario's job stream.
@@ -67,7 +69,7 @@ type Config struct {
 	ReplicaExpiry time.Duration // replica kept after leaving the r closest; default 1 h
 	RepublishMin  time.Duration // republish interval lower bound; default 20 min
 	RepublishMax  time.Duration // republish interval upper bound; default 30 min
-	RegionBits    int           // p, bits of a keyword's wildcard region; default 16
+	RegionBits    int           // p, bits of a keyword's wildcard region; default keyspace.DefaultIndexBits (4)
 	FindTries     int           // random region points a client queries before giving up; default 3
 	HarvestEvery  time.Duration // project harvest interval; default 30 s
 	HarvestMax    int           // H, most results collected per harvest round; default 1000
@@ -221,7 +223,7 @@ func (c *Config) ApplyDefaults() {
 	defDur(&c.ReplicaExpiry, time.Hour)
 	defDur(&c.RepublishMin, 20*time.Minute)
 	defDur(&c.RepublishMax, 30*time.Minute)
-	defInt(&c.RegionBits, 16)
+	defInt(&c.RegionBits, keyspace.DefaultIndexBits)
 	defInt(&c.FindTries, 3)
 	defDur(&c.HarvestEvery, 30*time.Second)
 	defInt(&c.HarvestMax, 1000)

@@ -277,7 +277,7 @@ const modelNotes = `## Model
 - **Protocols**: job states merge with job.Merge/Expire; republish rounds follow pool.Decide (closest syncs the other r−1,
   the others sync the closest; one batched RPC per peer); claims are claim.Driver against claim.Decide / CheckConfirm /
   Release at the replicas; each job's closest node keeps its entry where index.Desired says, at a random point of the
-  16-bit wildcard region, batched per index node per 10 s writer tick, rewritten every 10–15 min, withdrawn on claim;
+  p-bit wildcard region (p = 4 unless --region-bits), batched per index node per 10 s writer tick, rewritten every 10–15 min, withdrawn on claim;
   index nodes are index.Tables (Select among the oldest l with 2 min quarantine, 16 min expiry); the project pages the
   finished region every 30 s, fetches each result and sends "collected"; load balancing is loadbalance.Decide on a
   random key's closest node every 20–60 min, the lighter node landing in loadbalance.SplitFrom's region beyond the heavy
