@@ -224,6 +224,8 @@ targets of issue 9.`,
 				sm.Submitted, sm.Claimed, sm.Finished, sm.Collected, sm.Lost, sm.Doubles, sm.Moves)
 			fmt.Fprintf(out, "RPC/s per node: mean %.2f; busiest node peak %.0f, median %.0f; busiest lifetime average %.1f (%.1f× the mean); lookups %.0f %% of RPCs\n",
 				sm.MeanRPC, sm.PeakRPCMax, sm.MedianRPCMax, sm.BusiestAvg, sm.BusiestOverMean, 100*sm.LookupShare)
+			fmt.Fprintf(out, "busiest/mean over 5-min windows: median %.2f×, last hour of submissions %.2f× (a perfectly even load: %.2f×)\n",
+				sm.WindowMaxOverMean, sm.FinalHourWindowMaxOverMean, sm.EvenWindowMaxOverMean)
 			fmt.Fprintf(out, "wrote %s and %s\n", dir, filepath.Join(fl.out, "report.md"))
 			return nil
 		},

@@ -29,6 +29,21 @@ type metrics struct {
 	peakRSS              uint64
 	nodeSeconds          float64
 	peakRPC, peakRPCNoLk float64
+	windows              []window // one per loadWindow, in time order
+}
+
+// loadWindow is the span, in simulated seconds, over which the busiest
+// node's RPCs are set against the mean for the steady-state figure: long
+// enough that a perfectly even load shows a ratio near 1 (at ~1 RPC/s per
+// node a window counts ~300, so the busiest of 1,024 even nodes counts
+// ~1.2× the mean), short enough to follow balancing (periods of 20-60 min).
+const loadWindow = 300
+
+// window is the RPC load over one loadWindow: the busiest live node's
+// count and the mean count over the live nodes.
+type window struct {
+	end       int64 // s
+	max, mean float64
 }
 
 func (m *metrics) lostUnclaimed() int { return m.lost }
@@ -87,6 +102,7 @@ func (s *Sim) tick() {
 			s.m.rpc[k] += uint64(n.cnt[k])
 		}
 		noLk := all - n.cnt[kLookup]
+		n.span += all
 		tot += uint64(all)
 		totLk += uint64(n.cnt[kLookup])
 		bw += uint64(n.bytes)
@@ -98,6 +114,9 @@ func (s *Sim) tick() {
 		n.cnt, n.bytes, n.dirty = [nKinds]uint32{}, 0, false
 	}
 	s.m.dirty = s.m.dirty[:0]
+	if s.e.now%(loadWindow*1000) == 0 {
+		s.closeWindow()
+	}
 	live := s.rings[0].len()
 	var jobsMax, jobsSum int64
 	var idxMax, idxSum, idxNodes int
@@ -165,6 +184,25 @@ func (s *Sim) tick() {
 	if s.progress != nil && s.e.now%3_600_000 == 0 {
 		s.progress(Progress{Now: time.Duration(s.e.now) * time.Millisecond, Submitted: s.m.submitted,
 			Collected: s.m.collected, Events: s.e.seq})
+	}
+}
+
+// closeWindow records the busiest and mean RPC counts of the live nodes
+// over the load window just ended and starts the next one.
+func (s *Sim) closeWindow() {
+	var mx, sum uint64
+	live := 0
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		if n.alive {
+			mx = max(mx, uint64(n.span))
+			sum += uint64(n.span)
+			live++
+		}
+		n.span = 0
+	}
+	if live > 0 && sum > 0 {
+		s.m.windows = append(s.m.windows, window{end: s.e.now / 1000, max: float64(mx), mean: float64(sum) / float64(live)})
 	}
 }
 

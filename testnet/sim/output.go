@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -90,15 +91,28 @@ type Summary struct {
 	// of a dynamic workload's submissions of busiest/mean RPC/s: the load
 	// balancing's steady state (0 for shorter or static runs).
 	FinalHourMaxOverMean float64
-	Top                  []NodeLoad
-	PeakJobsMax          float64
-	PeakIndexMax         float64
-	PeakBWMax            float64 // bytes/s
-	ShareAtFirstMove     float64 // busiest node's share of the index entries at the first move
-	HotSpotHalvedAfter   time.Duration
-	HotSpotHalved        bool
-	FirstMove            time.Duration
-	AllCollected         bool
+	// WindowMaxOverMean is the median over the run's 5-minute load windows
+	// of the busiest node's RPCs over the mean: the spread of the load
+	// without the per-second counting noise.
+	WindowMaxOverMean float64
+	// FinalHourWindowMaxOverMean is the same over the windows of the last
+	// hour of a dynamic workload's submissions (0 for shorter or static
+	// runs): the balancing's steady state.
+	FinalHourWindowMaxOverMean float64
+	// EvenSecondMaxOverMean and EvenWindowMaxOverMean are what
+	// MedianMaxOverMean and WindowMaxOverMean would be under a perfectly
+	// even load at the run's mean RPC/s and live nodes (EvenMaxOverMean):
+	// the floor set by counting noise.
+	EvenSecondMaxOverMean, EvenWindowMaxOverMean float64
+	Top                                          []NodeLoad
+	PeakJobsMax                                  float64
+	PeakIndexMax                                 float64
+	PeakBWMax                                    float64 // bytes/s
+	ShareAtFirstMove                             float64 // busiest node's share of the index entries at the first move
+	HotSpotHalvedAfter                           time.Duration
+	HotSpotHalved                                bool
+	FirstMove                                    time.Duration
+	AllCollected                                 bool
 }
 
 // Rows are the run's CSV rows.
@@ -179,6 +193,13 @@ func (s *Sim) Summary(wall time.Duration) Summary {
 			}
 		}
 		sm.FinalHourMaxOverMean = median(final)
+		sm.FinalHourWindowMaxOverMean = median(windowRatios(s.m.windows, from, to))
+	}
+	sm.WindowMaxOverMean = median(windowRatios(s.m.windows, 0, s.e.now/1000))
+	if secs := float64(s.e.now) / 1000; secs > 0 {
+		live := int(math.Round(s.m.nodeSeconds / secs))
+		sm.EvenSecondMaxOverMean = EvenMaxOverMean(live, sm.MeanRPC)
+		sm.EvenWindowMaxOverMean = EvenMaxOverMean(live, sm.MeanRPC*loadWindow)
 	}
 	loads := s.NodeLoads()
 	if len(loads) > 0 {

@@ -96,8 +96,10 @@ func Targets(runs []Summary) []Target {
 		ts = append(ts,
 			Target{Name: "1,024 nodes, dynamic 30 jobs/s, balancing on: busiest node's RPC/s ≤ 3× the mean (lifetime averages)",
 				Runs: at1k.Name, Value: fmt.Sprintf("%.2f×", at1k.BusiestOverMean), Pass: at1k.BusiestOverMean <= 3, Tested: true},
-			Target{Name: "… the same in the steady state: median over the last hour's seconds of busiest/mean RPC/s",
-				Runs: at1k.Name, Value: fmt.Sprintf("%.2f×", at1k.FinalHourMaxOverMean), Pass: at1k.FinalHourMaxOverMean > 0 && at1k.FinalHourMaxOverMean <= 3, Tested: at1k.FinalHourMaxOverMean > 0},
+			Target{Name: "… the same in the steady state: busiest/mean RPCs over the 5-minute windows of the last hour (median; per-second counts are noise: even at a perfectly even load their busiest/mean is the floor shown)",
+				Runs: at1k.Name, Value: fmt.Sprintf("%.2f× (a perfectly even load: %.2f×); per second %.1f× (even-load floor %.1f×)",
+					at1k.FinalHourWindowMaxOverMean, at1k.EvenWindowMaxOverMean, at1k.FinalHourMaxOverMean, at1k.EvenSecondMaxOverMean),
+				Pass: at1k.FinalHourWindowMaxOverMean > 0 && at1k.FinalHourWindowMaxOverMean <= 3, Tested: at1k.FinalHourWindowMaxOverMean > 0},
 			Target{Name: "… lookups under 20 % of all RPCs", Runs: at1k.Name,
 				Value: fmt.Sprintf("%.1f %%", 100*at1k.LookupShare), Pass: at1k.LookupShare < 0.2, Tested: true},
 			Target{Name: "… keyword hot spot (busiest node's share of the index) halved within 2 balancing periods (2 h) of the first move",
@@ -158,13 +160,13 @@ func Report(w io.Writer, runs []Summary, dirs []string) error {
 	b.WriteString("at an iterative Kademlia lookup's cost (k + α·max(0, ⌈log2(N/k)⌉ − shared prefix bits) RPCs, k = 20, α = 3), cached 90 s per party.\n\n")
 	b.WriteString(modelNotes)
 	b.WriteString("## Runs\n\n")
-	b.WriteString("| run | nodes | sim time | wall | jobs sub/claimed/collected | lost | double claims | moves | mean RPC/s | busiest node RPC/s (peak / median s) | busiest lifetime avg | busiest/mean | lookups | jobs/node max | index/node max | BW max B/s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | nodes | sim time | wall | jobs sub/claimed/collected | lost | double claims | moves | mean RPC/s | busiest node RPC/s (peak / median s) | busiest lifetime avg | busiest/mean | busiest/mean, 5-min windows (even load) | lookups | jobs/node max | index/node max | BW max B/s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, s := range runs {
-		fmt.Fprintf(&b, "| [%s](%s/) | %d | %v | %v | %d / %d / %d | %d | %d | %d | %.2f | %.0f / %.0f | %.1f | %.1f× | %.0f %% | %.0f | %.0f | %.0f |\n",
+		fmt.Fprintf(&b, "| [%s](%s/) | %d | %v | %v | %d / %d / %d | %d | %d | %d | %.2f | %.0f / %.0f | %.1f | %.1f× | %.1f× (%.1f×) | %.0f %% | %.0f | %.0f | %.0f |\n",
 			s.Name, dirs[i], s.Nodes, s.Simulated.Round(time.Second), s.Wall.Round(time.Second), s.Submitted, s.Claimed, s.Collected,
 			s.Lost, s.Doubles, s.Moves, s.MeanRPC, s.PeakRPCMax, s.MedianRPCMax, s.BusiestAvg, s.BusiestOverMean,
-			100*s.LookupShare, s.PeakJobsMax, s.PeakIndexMax, s.PeakBWMax)
+			s.WindowMaxOverMean, s.EvenWindowMaxOverMean, 100*s.LookupShare, s.PeakJobsMax, s.PeakIndexMax, s.PeakBWMax)
 	}
 	b.WriteString("\n### Where the lookup RPCs come from\n\n| run |")
 	for _, n := range lookupWhyNames {

@@ -58,6 +58,7 @@ type node struct {
 	loadAt               int64            // ms; negative: compute again
 
 	cnt   [nKinds]uint32 // RPCs received in the current second
+	span  uint32         // RPCs received in the current load window (loadWindow)
 	bytes uint32
 	dirty bool
 	tot   [nKinds]uint64 // RPCs received over the run
