@@ -181,6 +181,11 @@ type BenchReport struct {
 	PartyCPUUSPerJob map[string]float64 `json:"party_cpu_us_per_job,omitempty"`
 	ProfiledCPUS     float64            `json:"profiled_cpu_s,omitempty"` // total CPU in the profile (cross-check against getrusage)
 	ShareNote        string             `json:"share_note,omitempty"`
+	// WorkCPUUSPerJob splits the profiled CPU by kind of work (signatures,
+	// result sealing, socket syscalls, channel encryption, store, ...: see
+	// workKinds), for the whole process and for the project alone.
+	WorkCPUUSPerJob        map[string]float64 `json:"work_cpu_us_per_job,omitempty"`
+	ProjectWorkCPUUSPerJob map[string]float64 `json:"project_work_cpu_us_per_job,omitempty"`
 
 	SubmitWallS  float64 `json:"submit_wall_s"`  // time spent in the project's SubmitUnits calls
 	HarvestWallS float64 `json:"harvest_wall_s"` // time spent in its Harvest calls
@@ -273,6 +278,8 @@ func (r BenchReport) Format(w io.Writer) {
 			fmt.Fprintf(w, "    %-15s %8.0f µs/job\n", k, r.PartyCPUUSPerJob[k])
 		}
 		fmt.Fprintf(w, "    (%s; %.2f s profiled)\n", r.ShareNote, r.ProfiledCPUS)
+		printWork(w, "CPU by work", r.WorkCPUUSPerJob)
+		printWork(w, "project by work", r.ProjectWorkCPUUSPerJob)
 	} else if r.ShareNote != "" {
 		fmt.Fprintf(w, "    project share %s\n", r.ShareNote)
 	}

@@ -294,6 +294,12 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 				rep.PartyCPUUSPerJob[k] = float64(v.Microseconds()) / jobs
 			}
 			rep.ProfiledCPUS = total.Seconds()
+			if work, err := cpuByWork(prof.Bytes(), "", ""); err == nil {
+				rep.WorkCPUUSPerJob = usPerJob(work, jobs)
+			}
+			if work, err := cpuByWork(prof.Bytes(), "party", "project"); err == nil {
+				rep.ProjectWorkCPUUSPerJob = usPerJob(work, jobs)
+			}
 			rep.ShareNote = "pprof samples (100 Hz) by goroutine label; the project's and clients' connection loops carry their labels, GC workers count as runtime"
 		}
 	}
