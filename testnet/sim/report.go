@@ -156,6 +156,8 @@ func Report(w io.Writer, runs []Summary, dirs []string) error {
 	b.WriteString("Discrete-event simulation (`testnet/sim`) of the thesis' chapter 4 experiments, driving U.P.'s pure protocol cores ")
 	b.WriteString("(job merge, claim, index table, load balancer, republish plan). RPC/s are RPCs a node *received* in one simulated second; ")
 	b.WriteString("\"lifetime\" figures are a node's total RPCs divided by its time alive (thesis Figure 4.3's bars). ")
+	b.WriteString("Per-second busiest/mean is mostly counting noise at ~1 RPC/s per node (a perfectly even load of 1,024 nodes shows 5.5×), ")
+	b.WriteString("so the steady state is also given over 5-minute windows, beside what a perfectly even load would show there. ")
 	b.WriteString("Each party routes from its own modelled Kademlia table at no cost; lookups are charged only where the real code makes one, ")
 	b.WriteString("at an iterative Kademlia lookup's cost (k + α·max(0, ⌈log2(N/k)⌉ − shared prefix bits) RPCs, k = 20, α = 3), cached 90 s per party.\n\n")
 	b.WriteString(modelNotes)
