@@ -114,18 +114,9 @@ func (n *Network) wireBytes() int64 {
 // cpuByLabel sums a gzipped pprof CPU profile's CPU time by the value of
 // one label ("" for samples without it), and in total.
 func cpuByLabel(gz []byte, key string) (map[string]time.Duration, time.Duration, error) {
-	prof, err := profile.ParseData(gz)
+	prof, col, err := parseCPUProfile(gz)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read CPU profile: %w", err)
-	}
-	col := -1
-	for i, t := range prof.SampleType {
-		if t.Unit == "nanoseconds" {
-			col = i
-		}
-	}
-	if col < 0 {
-		return nil, 0, errors.New("no CPU nanoseconds in the profile")
+		return nil, 0, err
 	}
 	out := map[string]time.Duration{}
 	var total time.Duration
@@ -141,6 +132,21 @@ func cpuByLabel(gz []byte, key string) (map[string]time.Duration, time.Duration,
 		total += time.Duration(smp.Value[col])
 	}
 	return out, total, nil
+}
+
+// parseCPUProfile parses a gzipped pprof CPU profile and finds the column
+// of its samples' values that holds CPU nanoseconds.
+func parseCPUProfile(gz []byte) (*profile.Profile, int, error) {
+	prof, err := profile.ParseData(gz)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read CPU profile: %w", err)
+	}
+	for i, t := range prof.SampleType {
+		if t.Unit == "nanoseconds" {
+			return prof, i, nil
+		}
+	}
+	return nil, 0, errors.New("no CPU nanoseconds in the profile")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

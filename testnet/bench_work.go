@@ -5,8 +5,6 @@ import (
 	"io"
 	"strings"
 	"time"
-
-	"github.com/google/pprof/profile"
 )
 
 // workKinds are the kinds of work a CPU sample is charged to, in priority
@@ -52,18 +50,9 @@ func workKind(funcs []string) string {
 // (workKinds), over the samples whose label key has value val (all samples
 // when key is "").
 func cpuByWork(gz []byte, key, val string) (map[string]time.Duration, error) {
-	prof, err := profile.ParseData(gz)
+	prof, col, err := parseCPUProfile(gz)
 	if err != nil {
-		return nil, fmt.Errorf("read CPU profile: %w", err)
-	}
-	col := -1
-	for i, t := range prof.SampleType {
-		if t.Unit == "nanoseconds" {
-			col = i
-		}
-	}
-	if col < 0 {
-		return nil, fmt.Errorf("no CPU nanoseconds in the profile")
+		return nil, err
 	}
 	out := map[string]time.Duration{}
 	var funcs []string
