@@ -9,10 +9,11 @@ import (
 
 // workKinds are the kinds of work a CPU sample is charged to, in priority
 // order: a sample whose stack holds frames of several kinds counts for the
-// first (an X25519 multiplication under a result's opening counts as
-// sealing, not as the curve arithmetic signatures share; a socket write under the Noise session counts as a socket
-// syscall, its ChaCha20-Poly1305 sealing as channel encryption; an
-// allocation inside CBOR decoding counts as encoding).
+// first: an X25519 multiplication under a result's opening counts as
+// sealing, not as the curve arithmetic signatures share; a socket write
+// under the Noise session counts as a socket syscall, its
+// ChaCha20-Poly1305 sealing as channel encryption; an allocation inside
+// CBOR decoding counts as encoding.
 var workKinds = []struct {
 	name     string
 	patterns []string // substrings of function names
