@@ -13,7 +13,7 @@ import (
 // largest holder has at most half of them. Reports the periods and moves
 // it took per halving; ns/op is the wall time of those periods (grinding,
 // hand-over and rewrites included, setup excluded). In protocol time the
-// halving takes periods × the balancing period (DESIGN.md: 20–60 min).
+// halving takes periods × the balancing period (docs/design.md: 20–60 min).
 func BenchmarkHotSpotHalving(b *testing.B) {
 	var periods, moves int
 	for i := 0; i < b.N; i++ {

@@ -115,7 +115,7 @@ func (s *Sim) balanceWith(id, other int32) {
 // the target prefix; grinding costs no simulated time): m hands its jobs
 // to the nodes that will be their r closest without it and its index
 // entries to the nodes closest to their points, takes a new identity at
-// pos, and h hands m the index entries m is now closer to (DESIGN.md:
+// pos, and h hands m the index entries m is now closer to (docs/design.md:
 // directly, not by waiting for rewrites). Jobs reach m by republishing.
 func (s *Sim) move(m, h int32, pos keyspace.Pos) {
 	mn := &s.nodes[m]

@@ -37,7 +37,7 @@ type Partition struct {
 }
 
 // Config is one simulation run. Every duration is virtual time. Zero
-// fields take the defaults noted (thesis 4.3 parameters, DESIGN.md).
+// fields take the defaults noted (thesis 4.3 parameters, docs/design.md).
 type Config struct {
 	Name     string   // run name, used in file names (default: scenario-nodes-balance)
 	Workload Workload // static, dynamic or trace

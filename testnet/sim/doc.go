@@ -1,4 +1,4 @@
-// Package sim is U.P.'s discrete-event simulator (issue 9, DESIGN.md
+// Package sim is U.P.'s discrete-event simulator (issue 9, docs/design.md
 // "Testing and simulation", level 3): it reproduces the thesis' chapter 4
 // experiments — static, dynamic, churn, load balancing and an LHC@home-like
 // trace — with 1,000 to 10,000 simulated nodes in one process.

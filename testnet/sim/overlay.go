@@ -162,7 +162,7 @@ var lookupWhyNames = [nLookupWhy]string{"submit", "index write", "index query", 
 // of the hops are already done; from inside the key's neighbourhood only
 // the k follow-up requests remain. The latency is h+1 round trips. From a
 // random party (c = 0 half the time) at 1,024 nodes that is 20 + 3·6 = 38
-// RPCs, the same order as the ~30 go-libp2p-kad-dht needs there (DESIGN.md
+// RPCs, the same order as the ~30 go-libp2p-kad-dht needs there (docs/design.md
 // cost model); at 10,000 nodes 47.
 type lookupModel struct{ alpha, k int }
 
