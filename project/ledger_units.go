@@ -329,7 +329,7 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 // EachResult calls f for every harvested result, in harvest order, with
 // the unit's index, its canonical CID (empty when undecided) and its batch.
 func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) error) error {
-	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid, u.idx, COALESCE(u.canonical, '')
+	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid, r.killed, u.idx, COALESCE(u.canonical, '')
 		FROM results r JOIN jobs j ON j.cid = r.cid JOIN units u ON u.id = j.unit ORDER BY r.harvested, r.cid`)
 	if err != nil {
 		return err
@@ -341,7 +341,7 @@ func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) erro
 		var valid sql.NullBool
 		var idx int
 		var canonical string
-		if err := rows.Scan(&r.CID, &r.Client, &r.ClientKey, &r.Output, &r.ExitCode, &r.Error, &cpu, &wall, &at, &valid, &idx, &canonical); err != nil {
+		if err := rows.Scan(&r.CID, &r.Client, &r.ClientKey, &r.Output, &r.ExitCode, &r.Error, &cpu, &wall, &at, &valid, &r.Killed, &idx, &canonical); err != nil {
 			return err
 		}
 		r.CPU, r.Wall, r.At = time.Duration(cpu)*time.Millisecond, time.Duration(wall)*time.Millisecond, time.UnixMilli(at)
