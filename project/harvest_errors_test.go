@@ -2,10 +2,14 @@ package project_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/wire"
 )
 
 // TestHarvestErrorResults: a job that prints nothing, one that exits 3
@@ -59,5 +63,80 @@ func TestHarvestErrorResults(t *testing.T) {
 	}
 	if n := f.ledgerCount(t, `SELECT COUNT(*) FROM jobs j WHERE j.state = 'collected' AND (SELECT COUNT(*) FROM results r WHERE r.cid = j.cid) != 1`); n != 0 {
 		t.Fatalf("%d collected jobs without exactly one results row", n)
+	}
+}
+
+// errWalk is a walk of the index that failed part-way.
+var errWalk = errors.New("walk to 1a2b3c4d: no node known")
+
+// failingWalk walks p's index, counting the walks in calls, and fails
+// after the first entry.
+func failingWalk(p *project.Project, calls *int) func(context.Context, string, int, func([]wire.IndexHit) error) error {
+	return func(ctx context.Context, kw string, n int, visit func([]wire.IndexHit) error) error {
+		*calls++
+		err := p.IndexHarvest(ctx, kw, n, func(hits []wire.IndexHit) error {
+			if err := visit(hits[:1]); err != nil {
+				return err
+			}
+			return errWalk
+		})
+		return fmt.Errorf("harvest %q: %w", kw, err)
+	}
+}
+
+// TestHarvestRetriesWalk: a walk of the index that fails part-way is
+// retried, and the harvest gets every result once; one that keeps failing
+// fails the harvest (Err) with the walk's error after 3 attempts, while
+// what the failed walks listed is still harvested.
+func TestHarvestRetriesWalk(t *testing.T) {
+	f := startFlow(t, 8, 78)
+	ctx := context.Background()
+	if _, err := f.proj.SubmitFile(ctx, f.ledger, []byte(sweepFile), "sweep.yaml", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.work(t, f.worker(t, "w1")); n != 30 {
+		t.Fatalf("worker ran %d jobs", n)
+	}
+	f.net.FlushAll(ctx)
+	f.proj.SetWalkBackoff(time.Millisecond)
+	calls := 0
+	failing := failingWalk(f.proj, &calls)
+	f.proj.SetIndexHarvest(func(ctx context.Context, kw string, n int, visit func([]wire.IndexHit) error) error {
+		if calls < 2 {
+			return failing(ctx, kw, n, visit)
+		}
+		calls++
+		return f.proj.IndexHarvest(ctx, kw, n, visit)
+	})
+	rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3 || rep.Err() != nil || rep.Finished != 30 || rep.Recorded != 30 || rep.Collected != 30 {
+		t.Fatalf("after 2 failed walks: %d walks, %+v, err %v; want 3 walks and all 30 results harvested once", calls, rep, rep.Err())
+	}
+
+	// A walk that keeps failing: the harvest fails, and says why.
+	g := startFlow(t, 8, 79)
+	if _, err := g.proj.SubmitFile(ctx, g.ledger, []byte(sweepFile), "sweep.yaml", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.work(t, g.worker(t, "w1")); n != 30 {
+		t.Fatalf("worker ran %d jobs", n)
+	}
+	g.net.FlushAll(ctx)
+	g.proj.SetWalkBackoff(time.Millisecond)
+	calls = 0
+	g.proj.SetIndexHarvest(failingWalk(g.proj, &calls))
+	rep, err = g.proj.Harvest(ctx, g.ledger, project.HarvestOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("harvest with a failing walk: %v", rep.Err())
+	if calls != 3 || !errors.Is(rep.Err(), errWalk) || !strings.Contains(rep.Err().Error(), "3 attempts") {
+		t.Fatalf("%d walks, Err %v; want 3 walks and the walk's error", calls, rep.Err())
+	}
+	if rep.Recorded != 1 || rep.Collected != 1 {
+		t.Fatalf("%+v: want the one result the failed walks listed harvested", rep)
 	}
 }

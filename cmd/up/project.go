@@ -240,8 +240,12 @@ harvesting until interrupted.`,
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d units decided, %d extra copies\n",
 					time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Decided, rep.Extra)
+				failed := harvestFailure(rep)
 				if !follow {
-					return nil
+					return failed
+				}
+				if failed != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "up: %v\n", failed) // --follow goes on: the next harvest retries
 				}
 				select {
 				case <-ctx.Done():
@@ -257,6 +261,16 @@ harvesting until interrupted.`,
 	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "time between harvests with --follow")
 	cmd.Flags().IntVar(&maxCopies, "max-copies", 0, "most copies a unit may get when results disagree (default: asked + 2)")
 	return cmd
+}
+
+// harvestFailure is the error a harvest that could not read the index or
+// fetch every new result exits with (nil when it did): what it recorded
+// stays recorded, and running it again retries the rest.
+func harvestFailure(rep project.HarvestReport) error {
+	if err := rep.Err(); err != nil {
+		return fmt.Errorf("harvest failed (run it again to retry): %w", err)
+	}
+	return nil
 }
 
 func newProjectStatusCmd() *cobra.Command {
