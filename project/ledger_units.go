@@ -270,10 +270,12 @@ type Stats struct {
 	LastHour  int // results harvested in the last hour
 	Credit    []Credit
 	OldestAge time.Duration // age of the oldest job not yet harvested
+	Stuck     []Stuck       // submitted jobs without a result far longer than expected
 }
 
-// Stats reports jobs by state, units by status, throughput and credit per
-// client (one credit per valid result; none for invalid ones).
+// Stats reports jobs by state, units by status, throughput, the jobs
+// stuck without a result, and credit per client (one credit per valid
+// result; none for invalid ones).
 func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	s := Stats{Jobs: map[string]int{}, Units: map[string]int{}}
 	count := func(q string, into map[string]int) error {
@@ -307,6 +309,10 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	}
 	if oldest.Valid {
 		s.OldestAge = now.Sub(time.UnixMilli(oldest.Int64))
+	}
+	var err error
+	if s.Stuck, err = l.stuck(now); err != nil {
+		return s, err
 	}
 	rows, err := l.db.Query(`SELECT client, COALESCE(SUM(valid = 1), 0), COALESCE(SUM(valid = 0), 0), COALESCE(SUM(CASE WHEN valid = 1 THEN cpu_ms ELSE 0 END), 0)
 		FROM results GROUP BY client ORDER BY 2 DESC, client`)

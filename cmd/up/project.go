@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -278,7 +279,7 @@ func newProjectStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "status",
-		Short:   "Show jobs by state, throughput and credit per client (from the ledger; offline)",
+		Short:   "Show jobs by state, throughput, stuck jobs and credit per client (from the ledger; offline)",
 		Example: `  up project status --data lhc`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -315,6 +316,13 @@ func newProjectStatusCmd() *cobra.Command {
 			fmt.Fprintf(out, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
 			if st.OldestAge > 0 {
 				fmt.Fprintf(out, "oldest unfinished job: %s\n", st.OldestAge.Round(time.Second))
+			}
+			if len(st.Stuck) > 0 {
+				fmt.Fprintln(out, "stuck (submitted, no result in over twice their T_finish and at least 10m):")
+				for _, s := range st.Stuck {
+					fmt.Fprintf(out, "  %d of app '%s' [%s], T_finish %s: %s\n",
+						s.Jobs, s.App, strings.Join(s.Keywords, " "), s.TFinish, s.Hint())
+				}
 			}
 			fmt.Fprintln(out, "credit (valid results):")
 			for _, c := range st.Credit {
