@@ -251,7 +251,7 @@ func jobMemory(mem int64) int64 {
 func describe(out runner.Outcome) string {
 	switch {
 	case out.Killed != "":
-		return "killed: " + out.Killed
+		return result.KilledPrefix + out.Killed
 	case out.ExitCode != 0:
 		return fmt.Sprintf("exit code %d: %s", out.ExitCode, out.Stderr)
 	}

@@ -128,7 +128,11 @@ func (p *Project) SpecFor(u Unit) (*job.Spec, error) {
 
 // SubmitPending sends the batch's (every batch's, with 0) recorded jobs
 // that r replicas have not acknowledged, in chunks, and records each
-// acknowledgement. Every error names its job.
+// acknowledgement; it returns how many it sent and r replicas
+// acknowledged. It first asks each job's nodes whether they hold it
+// (heldBy): a job r of them hold (an earlier run sent it and was killed
+// before recording the acknowledgement) is recorded as submitted, not
+// sent again. Every error names its job.
 func (p *Project) SubmitPending(ctx context.Context, l *Ledger, batch int64, progress Progress) (int, []error) {
 	pending, err := l.Pending(batch)
 	if err != nil {
@@ -144,8 +148,36 @@ func (p *Project) SubmitPending(ctx context.Context, l *Ledger, batch int64, pro
 		}
 		jobs = append(jobs, &Prepared{Signed: s, Listing: pj.Listing, enc: pj.Signed})
 	}
+	jobs, err = p.skipHeld(ctx, l, jobs)
+	if err != nil {
+		return 0, append(errs, err)
+	}
 	sent, more := p.submitChunks(ctx, l, jobs, progress)
 	return sent, append(errs, more...)
+}
+
+// skipHeld records as submitted the jobs r of their nodes hold, and
+// returns the others, to send.
+func (p *Project) skipHeld(ctx context.Context, l *Ledger, jobs []*Prepared) ([]*Prepared, error) {
+	if len(jobs) == 0 {
+		return jobs, nil
+	}
+	r := p.a.DHT().Replication()
+	p.crawlIfDue(ctx, len(jobs))
+	held := p.heldBy(ctx, jobs)
+	acks := map[string]int{}
+	rest := jobs[:0:0]
+	for i, j := range jobs {
+		if held[i] >= r {
+			acks[j.cidString()] = held[i]
+			continue
+		}
+		rest = append(rest, j)
+	}
+	if err := l.MarkSubmitted(acks, p.a.Now()); err != nil {
+		return nil, fmt.Errorf("ledger: record %d jobs their nodes hold: %w", len(acks), err)
+	}
+	return rest, nil
 }
 
 // submitChunks sends recorded jobs in chunks and records each chunk's

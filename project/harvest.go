@@ -11,7 +11,6 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
 
@@ -39,7 +38,25 @@ type HarvestReport struct {
 	RefusedCopies int
 	Decided       int // units validated by this harvest
 	Extra         int // extra copies issued for inconclusive units
-	Errors        []error
+	// IndexErr is why the index of finished jobs could not be read in
+	// full (after retries): results it did not list were not harvested.
+	IndexErr error
+	Errors   []error
+}
+
+// Err is nil when the harvest read the whole index and fetched every new
+// result it listed; else one line saying what failed (the details are in
+// Errors). An interrupted harvest is not a failed one.
+func (r HarvestReport) Err() error {
+	switch {
+	case r.IndexErr != nil && r.Refused > 0:
+		return fmt.Errorf("%w; and %d results could not be fetched from any node", r.IndexErr, r.Refused)
+	case r.IndexErr != nil:
+		return r.IndexErr
+	case r.Refused > 0:
+		return fmt.Errorf("%d results could not be fetched from any node", r.Refused)
+	}
+	return nil
 }
 
 // Harvest collects the project's finished jobs: it walks the region of
@@ -62,42 +79,11 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 		opts.PageSize = 256
 	}
 	var rep HarvestReport
-	var fetch, confirm []found
-	listed := map[string]bool{} // jobs in confirm
-	_, err := p.a.Index().Harvest(ctx, job.FinishedKeyword(p.Name()), opts.PageSize, func(hits []wire.IndexHit) error {
-		page := make([]found, 0, len(hits))
-		cids := make([]string, 0, len(hits))
-		for _, h := range hits {
-			c, err := cid.Cast(h.Job)
-			if err != nil {
-				continue
-			}
-			f := found{key: h.Job, cid: c.String()}
-			for _, r := range h.Replicas {
-				f.replicas = append(f.replicas, peer.ID(r))
-			}
-			rep.Finished++
-			page = append(page, f)
-			cids = append(cids, f.cid)
-		}
-		states, err := l.states(cids)
-		if err != nil {
-			return fmt.Errorf("ledger state of %d jobs: %w", len(cids), err)
-		}
-		for _, f := range page {
-			switch st := states[f.cid]; st {
-			case StatePrepared, StateSubmitted:
-				fetch = append(fetch, f)
-			case StateHarvested, StateCollected:
-				confirm = append(confirm, f) // the nodes still list it: tell them again
-				listed[f.cid] = true
-			}
-		}
-		return nil
-	})
+	w, err := p.walkFinished(ctx, l, opts.PageSize, &rep)
 	if err != nil {
-		rep.Errors = append(rep.Errors, fmt.Errorf("harvest index %q: %w", job.FinishedKeyword(p.Name()), err))
+		return rep, err
 	}
+	fetch, confirm, listed := w.fetch, w.confirm, w.listed
 	// Jobs recorded by an interrupted harvest but never confirmed.
 	pending, err := l.Harvested()
 	if err != nil {

@@ -83,7 +83,8 @@ CREATE TABLE IF NOT EXISTS results(
 	wall_ms    INTEGER NOT NULL,
 	at         INTEGER NOT NULL,
 	harvested  INTEGER NOT NULL,
-	valid      INTEGER);
+	valid      INTEGER,
+	killed     TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS results_ungraded ON results(cid) WHERE valid IS NULL;
 CREATE TABLE IF NOT EXISTS to_validate(
 	unit INTEGER PRIMARY KEY REFERENCES units(id));
@@ -99,7 +100,7 @@ CREATE TABLE IF NOT EXISTS to_validate(
 const (
 	unqueuedUngraded = `FROM results r INDEXED BY results_ungraded CROSS JOIN jobs j ON j.cid = r.cid
 		WHERE r.valid IS NULL AND j.unit NOT IN (SELECT unit FROM to_validate)`
-	seedToValidate = `INSERT OR IGNORE INTO to_validate(unit) SELECT DISTINCT j.unit ` + unqueuedUngraded
+	seedToValidate = `INSERT INTO to_validate(unit) SELECT DISTINCT j.unit ` + unqueuedUngraded + ` ON CONFLICT(unit) DO NOTHING`
 )
 
 // seed queues the units of ungraded results that are not queued; it
@@ -113,6 +114,12 @@ func seed(db *sql.DB) error {
 	return err
 }
 
+// No statement uses INSERT OR IGNORE, which drops a row for any
+// constraint it breaks (a NULL in a NOT NULL column too): a unit already
+// queued in to_validate, or a unit EnsureUnit finds, is named as the one
+// conflict that is no error (ON CONFLICT(...) DO NOTHING); a result
+// already recorded is checked for explicitly (RecordResults).
+//
 // Statements run in transactions: prepared when the ledger opens, as one
 // prepared in a transaction would wait for the connection the
 // transaction holds. Those that change many rows take them as one JSON
@@ -121,18 +128,21 @@ func seed(db *sql.DB) error {
 // which may be most of the ledger, rather than looking each job up.
 const (
 	qInsertBatch = `INSERT INTO batches(digest, source, units, copies, created) VALUES(?,?,?,?,?)`
-	qEnsureUnit  = `INSERT OR IGNORE INTO units(batch, idx, copies) VALUES(?,?,?)`
-	qUnitID      = `SELECT id FROM units WHERE batch = ? AND idx = ?`
+	qEnsureUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?) ON CONFLICT(batch, idx) DO NOTHING`
+	qUnitID      = `SELECT id, copies FROM units WHERE batch = ? AND idx = ?`
 	qInsertJob   = `INSERT INTO jobs(cid, unit, copy, signed, listing, state, prepared) VALUES(?,?,?,?,?,?,?)`
 	qInsertUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?)`
 	// [[cid, acks], ...]
 	qMarkSubmitted = `UPDATE jobs SET state = ?1, acks = e.value->>1, submitted = ?2
 		FROM json_each(?3) e WHERE jobs.cid = e.value->>0 AND +jobs.state = ?4`
-	qInsertResult = `INSERT OR IGNORE INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested)
-			VALUES(?,?,?,?,?,?,?,?,?,?)`
+	qInsertResult = `INSERT INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?)`
+	// [cid, ...]
+	qResultClients = `SELECT r.cid, r.client_key FROM json_each(?) e CROSS JOIN results r ON r.cid = e.value`
 	// [cid, ...]
 	qMarkHarvested = `UPDATE jobs SET state = ?1 WHERE cid IN (SELECT value FROM json_each(?2)) AND +state IN (?3, ?4)`
-	qQueueUnits    = `INSERT OR IGNORE INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON j.cid = e.value`
+	qQueueUnits    = `INSERT INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON j.cid = e.value
+		WHERE true ON CONFLICT(unit) DO NOTHING`
 	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2 WHERE cid IN (SELECT value FROM json_each(?3)) AND +state = ?4`
 	// [[unit, status, canonical or null], ...]
 	qSetStatus = `UPDATE units SET status = e.value->>1, canonical = e.value->>2 FROM json_each(?) e WHERE units.id = e.value->>0`
@@ -145,7 +155,7 @@ const (
 )
 
 var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertUnit, qMarkSubmitted, qInsertResult,
-	qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits}
+	qResultClients, qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits}
 
 // jsonArg is v as a JSON array argument of a statement.
 func jsonArg(v any) (string, error) {
@@ -172,6 +182,10 @@ func OpenLedger(path string) (*Ledger, error) {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
+	if err := migrate(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
@@ -343,8 +357,12 @@ func (l *Ledger) EnsureUnit(batch int64, idx, copies int) (int64, error) {
 		return 0, err
 	}
 	var id int64
-	if err := s.QueryRow(batch, idx).Scan(&id); err != nil {
-		return 0, err
+	var had int
+	if err := s.QueryRow(batch, idx).Scan(&id, &had); err != nil {
+		return 0, fmt.Errorf("ledger unit %d: %w", idx, err)
+	}
+	if had != copies {
+		return 0, fmt.Errorf("ledger unit %d of batch %d: has %d copies, asked %d", idx, batch, had, copies)
 	}
 	return id, tx.Commit()
 }
@@ -593,58 +611,6 @@ func (l *Ledger) states(cids []string) (map[string]string, error) {
 		out[c] = st
 	}
 	return out, rows.Err()
-}
-
-// Result is a harvested result as the ledger keeps it.
-type Result struct {
-	CID       string
-	Client    string // the client certificate's name
-	ClientKey []byte
-	Output    []byte
-	ExitCode  int
-	Error     string
-	CPU, Wall time.Duration
-	At        time.Time
-	Valid     *bool
-}
-
-// RecordResults stores results durably (one synced transaction) and marks
-// their jobs harvested. A result already recorded is kept, never doubled.
-// Each result's unit is queued for validation (to_validate) in the same
-// transaction.
-func (l *Ledger) RecordResults(rs []Result, now time.Time) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	tx, err := l.db.Begin()
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	ins, err := l.txStmt(tx, qInsertResult)
-	if err != nil {
-		return err
-	}
-	at := now.UnixMilli()
-	cids := make([]string, len(rs))
-	for i, r := range rs {
-		if _, err := ins.Exec(r.CID, r.Client, r.ClientKey, r.Output, r.ExitCode, r.Error,
-			r.CPU.Milliseconds(), r.Wall.Milliseconds(), r.At.UnixMilli(), at); err != nil {
-			return fmt.Errorf("ledger: record result of %s: %w", r.CID, err)
-		}
-		cids[i] = r.CID
-	}
-	list, err := jsonArg(cids)
-	if err != nil {
-		return err
-	}
-	if _, err := l.exec(tx, qMarkHarvested, StateHarvested, list, StatePrepared, StateSubmitted); err != nil {
-		return err
-	}
-	if _, err := l.exec(tx, qQueueUnits, list); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // MarkCollected records that the nodes were told.

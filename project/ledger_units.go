@@ -270,10 +270,12 @@ type Stats struct {
 	LastHour  int // results harvested in the last hour
 	Credit    []Credit
 	OldestAge time.Duration // age of the oldest job not yet harvested
+	Stuck     []Stuck       // submitted jobs without a result far longer than expected
 }
 
-// Stats reports jobs by state, units by status, throughput and credit per
-// client (one credit per valid result; none for invalid ones).
+// Stats reports jobs by state, units by status, throughput, the jobs
+// stuck without a result, and credit per client (one credit per valid
+// result; none for invalid ones).
 func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	s := Stats{Jobs: map[string]int{}, Units: map[string]int{}}
 	count := func(q string, into map[string]int) error {
@@ -308,6 +310,10 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	if oldest.Valid {
 		s.OldestAge = now.Sub(time.UnixMilli(oldest.Int64))
 	}
+	var err error
+	if s.Stuck, err = l.stuck(now); err != nil {
+		return s, err
+	}
 	rows, err := l.db.Query(`SELECT client, COALESCE(SUM(valid = 1), 0), COALESCE(SUM(valid = 0), 0), COALESCE(SUM(CASE WHEN valid = 1 THEN cpu_ms ELSE 0 END), 0)
 		FROM results GROUP BY client ORDER BY 2 DESC, client`)
 	if err != nil {
@@ -329,7 +335,7 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 // EachResult calls f for every harvested result, in harvest order, with
 // the unit's index, its canonical CID (empty when undecided) and its batch.
 func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) error) error {
-	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid, u.idx, COALESCE(u.canonical, '')
+	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid, r.killed, u.idx, COALESCE(u.canonical, '')
 		FROM results r JOIN jobs j ON j.cid = r.cid JOIN units u ON u.id = j.unit ORDER BY r.harvested, r.cid`)
 	if err != nil {
 		return err
@@ -341,7 +347,7 @@ func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) erro
 		var valid sql.NullBool
 		var idx int
 		var canonical string
-		if err := rows.Scan(&r.CID, &r.Client, &r.ClientKey, &r.Output, &r.ExitCode, &r.Error, &cpu, &wall, &at, &valid, &idx, &canonical); err != nil {
+		if err := rows.Scan(&r.CID, &r.Client, &r.ClientKey, &r.Output, &r.ExitCode, &r.Error, &cpu, &wall, &at, &valid, &r.Killed, &idx, &canonical); err != nil {
 			return err
 		}
 		r.CPU, r.Wall, r.At = time.Duration(cpu)*time.Millisecond, time.Duration(wall)*time.Millisecond, time.UnixMilli(at)

@@ -166,7 +166,7 @@ func verifySigs(rs []*unsealed) []error {
 // toResult is an opened result as the ledger keeps it (CID left empty).
 func (u *unsealed) toResult() *Result {
 	in := u.in
-	return &Result{Client: u.client, ClientKey: u.key, Output: in.Output, ExitCode: int(in.ExitCode), Error: in.Error,
+	return &Result{Client: u.client, ClientKey: u.key, Output: in.Output, ExitCode: int(in.ExitCode), Error: in.Error, Killed: result.KilledBy(in.Error),
 		CPU: time.Duration(in.CPU) * time.Millisecond, Wall: time.Duration(in.Wall) * time.Millisecond, At: time.UnixMilli(in.At)}
 }
 

@@ -56,6 +56,11 @@ type Project struct {
 	// answers costs that long, then the job goes to its next closest.
 	storeTimeout time.Duration
 	noCrawl      bool // SetCrawl(false): place by the routing table only
+	// walkBackoff is the wait before retrying a failed walk of the index
+	// (default DefaultWalkBackoff); harvestIndex stands in for the index
+	// client's Harvest in tests.
+	walkBackoff  time.Duration
+	harvestIndex func(ctx context.Context, keyword string, pageSize int, visit func([]wire.IndexHit) error) error
 }
 
 // DefaultStoreTimeout bounds one store call, placement on the r replicas

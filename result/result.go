@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"golang.org/x/crypto/nacl/box"
 
@@ -37,6 +38,20 @@ var (
 	ErrForged    = errors.New("result forged or altered")
 )
 
+// KilledPrefix begins Inner.Error when one of the volunteer's limits
+// killed the job; the rest names the limit (the runner's reasons, such as
+// "memory limit").
+const KilledPrefix = "killed: "
+
+// KilledBy returns the limit an Inner.Error says killed the job, "" when
+// none did.
+func KilledBy(errText string) string {
+	if limit, ok := strings.CutPrefix(errText, KilledPrefix); ok {
+		return limit
+	}
+	return ""
+}
+
 // Inner is what only the project can read.
 type Inner struct {
 	_          struct{} `cbor:",toarray"`
@@ -44,7 +59,7 @@ type Inner struct {
 	ClientCert []byte   // the client's certificate, DER
 	Output     []byte
 	ExitCode   int32
-	Error      string // why the job failed or was killed; empty on success
+	Error      string // why the job failed or was killed (KilledPrefix + the limit); empty on success
 	CPU        int64  // ms of CPU the job used
 	Wall       int64  // ms of wall-clock time
 	At         int64  // when the result was made, Unix ms

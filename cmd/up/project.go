@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -240,8 +241,12 @@ harvesting until interrupted.`,
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d units decided, %d extra copies\n",
 					time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Decided, rep.Extra)
+				failed := harvestFailure(rep)
 				if !follow {
-					return nil
+					return failed
+				}
+				if failed != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "up: %v\n", failed) // --follow goes on: the next harvest retries
 				}
 				select {
 				case <-ctx.Done():
@@ -259,12 +264,22 @@ harvesting until interrupted.`,
 	return cmd
 }
 
+// harvestFailure is the error a harvest that could not read the index or
+// fetch every new result exits with (nil when it did): what it recorded
+// stays recorded, and running it again retries the rest.
+func harvestFailure(rep project.HarvestReport) error {
+	if err := rep.Err(); err != nil {
+		return fmt.Errorf("harvest failed (run it again to retry): %w", err)
+	}
+	return nil
+}
+
 func newProjectStatusCmd() *cobra.Command {
 	var data string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "status",
-		Short:   "Show jobs by state, throughput and credit per client (from the ledger; offline)",
+		Short:   "Show jobs by state, throughput, stuck jobs and credit per client (from the ledger; offline)",
 		Example: `  up project status --data lhc`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -301,6 +316,13 @@ func newProjectStatusCmd() *cobra.Command {
 			fmt.Fprintf(out, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
 			if st.OldestAge > 0 {
 				fmt.Fprintf(out, "oldest unfinished job: %s\n", st.OldestAge.Round(time.Second))
+			}
+			if len(st.Stuck) > 0 {
+				fmt.Fprintln(out, "stuck (submitted, no result in over twice their T_finish and at least 10m):")
+				for _, s := range st.Stuck {
+					fmt.Fprintf(out, "  %d of app '%s' [%s], T_finish %s: %s\n",
+						s.Jobs, s.App, strings.Join(s.Keywords, " "), s.TFinish, s.Hint())
+				}
 			}
 			fmt.Fprintln(out, "credit (valid results):")
 			for _, c := range st.Credit {

@@ -1,0 +1,145 @@
+package project
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/up-pool/up/result"
+)
+
+// Result is a harvested result as the ledger keeps it: every result a
+// client returned, error exits and limit kills included (BOINC keeps error
+// results too); validation counts a failed one as not valid.
+type Result struct {
+	CID       string
+	Client    string // the client certificate's name
+	ClientKey []byte
+	Output    []byte // may be empty (stored as an empty blob)
+	ExitCode  int
+	Error     string // why the job failed or was killed; empty on success
+	Killed    string // the limit that killed the job ("memory limit", ...), "" if none; default: the one Error names
+	CPU, Wall time.Duration
+	At        time.Time
+	Valid     *bool
+}
+
+// ErrResultConflict reports a job whose result the ledger already holds
+// from another client.
+var ErrResultConflict = errors.New("job already has another client's result")
+
+// RecordResults stores results durably (one synced transaction) and marks
+// their jobs harvested. Recording a job's result again from the same
+// client is a no-op; one from another client is an error wrapping
+// ErrResultConflict, and then none of rs is recorded. Each result's unit
+// is queued for validation (to_validate) in the same transaction.
+func (l *Ledger) RecordResults(rs []Result, now time.Time) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	tx, err := l.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	cids := make([]string, len(rs))
+	for i, r := range rs {
+		cids[i] = r.CID
+	}
+	list, err := jsonArg(cids)
+	if err != nil {
+		return err
+	}
+	have, err := l.resultClients(tx, list)
+	if err != nil {
+		return err
+	}
+	ins, err := l.txStmt(tx, qInsertResult)
+	if err != nil {
+		return err
+	}
+	at := now.UnixMilli()
+	var conflicts []error
+	for _, r := range rs {
+		if key, ok := have[r.CID]; ok {
+			if !bytes.Equal(key, r.ClientKey) {
+				conflicts = append(conflicts, fmt.Errorf("ledger: result of job %s from client %q: %w", r.CID, r.Client, ErrResultConflict))
+			}
+			continue
+		}
+		out := r.Output
+		if out == nil {
+			out = []byte{} // NULL would break output's NOT NULL
+		}
+		killed := r.Killed
+		if killed == "" {
+			killed = result.KilledBy(r.Error)
+		}
+		if _, err := ins.Exec(r.CID, r.Client, r.ClientKey, out, r.ExitCode, r.Error,
+			r.CPU.Milliseconds(), r.Wall.Milliseconds(), r.At.UnixMilli(), at, killed); err != nil {
+			return fmt.Errorf("ledger: record result of %s: %w", r.CID, err)
+		}
+		have[r.CID] = r.ClientKey
+	}
+	if len(conflicts) > 0 {
+		return errors.Join(conflicts...)
+	}
+	if _, err := l.exec(tx, qMarkHarvested, StateHarvested, list, StatePrepared, StateSubmitted); err != nil {
+		return err
+	}
+	if _, err := l.exec(tx, qQueueUnits, list); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// resultClients returns the client key of each result the ledger holds
+// among the jobs of a JSON array of CIDs.
+func (l *Ledger) resultClients(tx *sql.Tx, list string) (map[string][]byte, error) {
+	s, err := l.txStmt(tx, qResultClients)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Query(list)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: results already recorded: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]byte{}
+	for rows.Next() {
+		var c string
+		var key []byte
+		if err := rows.Scan(&c, &key); err != nil {
+			return nil, fmt.Errorf("ledger: results already recorded: %w", err)
+		}
+		out[c] = key
+	}
+	return out, rows.Err()
+}
+
+// migrate brings a ledger written by an older version up to the schema:
+// results.killed, filled from the error text of the results it holds.
+func migrate(db *sql.DB) error {
+	var has bool
+	if err := db.QueryRow(`SELECT EXISTS(SELECT 1 FROM pragma_table_info('results') WHERE name = 'killed')`).Scan(&has); err != nil {
+		return fmt.Errorf("read the results table's columns: %w", err)
+	}
+	if has {
+		return nil
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`ALTER TABLE results ADD COLUMN killed TEXT NOT NULL DEFAULT ''`); err != nil {
+		return fmt.Errorf("add results.killed: %w", err)
+	}
+	n := len(result.KilledPrefix)
+	if _, err := tx.Exec(`UPDATE results SET killed = substr(error, ?) WHERE substr(error, 1, ?) = ?`, n+1, n, result.KilledPrefix); err != nil {
+		return fmt.Errorf("fill results.killed: %w", err)
+	}
+	return tx.Commit()
+}
