@@ -34,6 +34,7 @@ type Node struct {
 	id      *keystore.Identity
 	log     *slog.Logger
 	store   *store.Store
+	lock    *keystore.Lock // the data directory's, held until Close
 	started time.Time
 	peers   peerBook
 	lb      balance
@@ -75,6 +76,11 @@ func Open(cfg Config) (_ *Node, err error) {
 	// must not try to move before then either.
 	n.lb.lastMove = id.Position.Position.IssuedAt.UnixMilli()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	// The lock comes first: a directory in use is left alone, its store
+	// included.
+	if n.lock, err = keystore.LockDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	if _, serr := os.Stat(id.Paths.Store()); errors.Is(serr, fs.ErrNotExist) {
 		n.freshStore = true
 	}
@@ -246,6 +252,7 @@ func (n *Node) Close() error {
 		if n.store != nil {
 			errs = append(errs, n.store.Close())
 		}
+		n.lock.Unlock()
 		n.closeErr = errors.Join(errs...)
 		if n.running.Load() {
 			n.log.Info("node stopped")

@@ -209,6 +209,11 @@ func newClientRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			lock, err := keystore.LockDir(fl.data)
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
 			self, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("find the up binary for the launcher: %w", err)
