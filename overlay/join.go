@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/sec"
 )
@@ -29,11 +30,21 @@ func Connect(ctx context.Context, h host.Host, ai peer.AddrInfo) (peer.ID, error
 	return moved.Actual, nil
 }
 
-// Join connects to ai (following a moved node, see Connect) and waits
-// until the peer there is admitted.
+// Join connects to ai (following a moved node, see Connect), waits for
+// the peer there to answer this party's hello and until it is admitted
+// here. A peer that refuses this party fails the join with a
+// *RefusedError saying why.
 func (e *Endpoint) Join(ctx context.Context, ai peer.AddrInfo) (*Admitted, error) {
+	if e.raw.Network().Connectedness(ai.ID) != network.Connected {
+		e.answers.reset(ai.ID) // an answer on an old connection is stale
+	}
 	id, err := Connect(ctx, e.raw, ai)
 	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.HelloTimeout)
+	defer cancel()
+	if err := e.answers.wait(wctx, id); err != nil {
 		return nil, err
 	}
 	return e.WaitAdmitted(ctx, id)
