@@ -120,23 +120,18 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goLoop(n.balanceLoop)
 	peers := append([]peer.AddrInfo(nil), n.cfg.Bootstrap...)
 	peers = append(peers, n.knownPeers(n.cfg.MaxKnownPeers)...)
+	if len(peers) == 0 {
+		n.log.Warn("no bootstrap and no remembered peers: this node is alone until other nodes join through it")
+	}
 	if len(peers) > 0 {
-		wait := time.Second
-		for try := 0; ; try++ {
-			err := n.Join(ctx, peers)
-			if err == nil {
-				break
-			}
-			if try >= n.cfg.JoinRetries || ctx.Err() != nil {
-				return err
-			}
-			n.log.Warn("join failed, retrying", "in", wait, "err", err)
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return err
-			}
-			wait *= 2
+		tries := max(n.cfg.JoinRetries, 0) // negative: no retry
+		if n.cfg.JoinUntilStopped {
+			tries = -1 // until ctx ends
+		}
+		if err := overlay.RetryJoin(ctx, n.log, time.Second, n.cfg.JoinBackoffMax, tries, func(ctx context.Context) error {
+			return n.Join(ctx, peers)
+		}); err != nil {
+			return err
 		}
 	}
 	in := n.cur()
@@ -176,7 +171,7 @@ func (n *Node) Join(ctx context.Context, peers []peer.AddrInfo) error {
 	}
 	wg.Wait()
 	if ok == 0 && len(errs) > 0 {
-		return fmt.Errorf("no bootstrap peer reachable: %w", errors.Join(errs...))
+		return fmt.Errorf("join: %w", overlay.JoinError(errs))
 	}
 	for _, err := range errs {
 		n.log.Warn("bootstrap peer unreachable", "err", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -48,4 +50,46 @@ func (e *Endpoint) Join(ctx context.Context, ai peer.AddrInfo) (*Admitted, error
 		return nil, err
 	}
 	return e.WaitAdmitted(ctx, id)
+}
+
+// ErrRefusedUs reports that every peer a party tried to join through
+// refused it for its own certificate (revoked, expired, another CA's, a
+// role not admitted): no retry can help.
+var ErrRefusedUs = errors.New("refused by every peer tried")
+
+// JoinError is the error of a join through peers that all failed, errs
+// one per peer: ErrRefusedUs with the reason when each refused this party
+// for its own certificate, otherwise "no peer reachable".
+func JoinError(errs []error) error {
+	if r, ok := RefusedAboutUs(errs); ok {
+		return fmt.Errorf("%w: %w", ErrRefusedUs, r)
+	}
+	return fmt.Errorf("no peer reachable: %w", errors.Join(errs...))
+}
+
+// RetryJoin calls join until it succeeds, ctx ends, tries more tries
+// (when not negative) have failed, or it fails with ErrRefusedUs. It waits
+// first between tries, doubling up to max, and logs each failure with the
+// wait before the next try.
+func RetryJoin(ctx context.Context, log *slog.Logger, first, max time.Duration, tries int, join func(context.Context) error) error {
+	wait := min(first, max)
+	for try := 0; ; try++ {
+		err := join(ctx)
+		if err == nil || errors.Is(err, ErrRefusedUs) || ctx.Err() != nil || (tries >= 0 && try >= tries) {
+			return err
+		}
+		if tries < 0 {
+			log.Warn("join failed; retrying until stopped", "in", wait, "err", err)
+		} else {
+			log.Warn("join failed, retrying", "in", wait, "try", try+1, "of", tries, "err", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		wait = min(wait*2, max)
+	}
 }
