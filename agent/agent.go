@@ -121,7 +121,9 @@ func Open(cfg Config) (*Agent, error) {
 func (a *Agent) closeHost() { a.host.Close() }
 
 // Join connects to nodes and waits until they are admitted (they enter the
-// client-mode routing table as they are). It fails only when none answers.
+// client-mode routing table as they are). It fails only when none answers;
+// with overlay.ErrRefusedUs when every one refused this party's own
+// certificate.
 func (a *Agent) Join(ctx context.Context, nodes []peer.AddrInfo) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -143,7 +145,7 @@ func (a *Agent) Join(ctx context.Context, nodes []peer.AddrInfo) error {
 	}
 	wg.Wait()
 	if ok == 0 && len(nodes) > 0 {
-		return fmt.Errorf("no node reachable: %w", errors.Join(errs...))
+		return fmt.Errorf("join: %w", overlay.JoinError(errs))
 	}
 	return nil
 }

@@ -46,6 +46,17 @@ func Decide(held bool, st job.State, temp *Temp, client []byte, now, tClaim int6
 	return Decision{Kind: Granted, Temp: &Temp{Client: client, Until: now + tClaim}}
 }
 
+// CanJudge reports whether a node can tell which nodes are among a job's
+// closest, to check a confirm's replies: its routing table knows at least
+// r other nodes, or it has been up warmup ms (in a network of r nodes or
+// fewer its table is all there is). A node restarted a moment ago, its
+// table still filling, cannot: refusing a confirm for a reply from a node
+// it does not know yet would fail claims it has no reason to fail. upMS is
+// how long the node has been up, in ms.
+func CanJudge(known, r int, upMS, warmupMS int64) bool {
+	return known >= r || upMS >= warmupMS
+}
+
 // Reply is a verified reply inside a confirm: who said what, when.
 type Reply struct {
 	Node string

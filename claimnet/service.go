@@ -38,6 +38,10 @@ type Config struct {
 	// make at this node, Burst the burst. Defaults 20 and 40.
 	Limit float64
 	Burst int
+	// Warmup is how long after the service starts a node whose routing
+	// table knows fewer than r nodes accepts confirm replies from nodes
+	// it cannot place (see claim.CanJudge). Default 1 min.
+	Warmup time.Duration
 	// Now reads the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives structured logs.
@@ -64,6 +68,7 @@ type Service struct {
 	pool    *pool.Pool
 	id      *keystore.Identity
 	limiter *overlay.RateLimiter
+	started int64 // Unix ms, for claim.CanJudge
 
 	mu    sync.Mutex
 	temps map[string]*claim.Temp
@@ -91,6 +96,9 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 	if cfg.Burst == 0 {
 		cfg.Burst = 40
 	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = time.Minute
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -98,6 +106,7 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 		cfg.Logger = slog.Default()
 	}
 	s := &Service{cfg: cfg, ep: ep, d: d, pool: p, id: id, temps: map[string]*claim.Temp{}, keys: newKeyCache(4096),
+		started: cfg.Now().UnixMilli(),
 		own:     newOwnReplies(1<<14, 2*cfg.TClaim.Milliseconds()),
 		limiter: overlay.NewRateLimiter(cfg.Limit, cfg.Burst, cfg.Now)}
 	s.mReplies = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -241,7 +250,11 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	}
 	r := s.d.Replication()
 	view := s.d.NearestLocal(h.Pos, r+3)
+	judge := claim.CanJudge(s.d.RoutingTableSize(), r, nowMS-s.started, s.cfg.Warmup.Milliseconds())
 	near := func(node string) bool {
+		if !judge {
+			return true // the routing table is still filling: no ground to refuse
+		}
 		for _, p := range view {
 			if string(p) == node {
 				return true

@@ -510,3 +510,25 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Fatalf("directory holds %d entries, want 2 (f, sub)", len(ents))
 	}
 }
+
+func TestLockDir(t *testing.T) {
+	dir := t.TempDir()
+	l, err := LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LockDir(dir)
+	if !errors.Is(err, ErrInUse) || err.Error() != "data directory "+dir+" is in use by another process" {
+		t.Fatalf("second lock: %v, want %q", err, "data directory "+dir+" is in use by another process")
+	}
+	l.Unlock()
+	l.Unlock()
+	l2, err := LockDir(dir)
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	l2.Unlock()
+	if _, err := LockDir(filepath.Join(dir, "missing")); err == nil || errors.Is(err, ErrInUse) {
+		t.Fatalf("lock of a missing directory: %v", err)
+	}
+}

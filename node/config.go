@@ -48,6 +48,13 @@ type Config struct {
 	// its peers still hold its old connection), 1 s apart and doubling.
 	// Default 5 (about a minute); negative: no retry.
 	JoinRetries int
+	// JoinUntilStopped keeps Start trying to join until its context ends
+	// (a volunteer's machine may start before its network), unless every
+	// peer refuses the node's own certificate; JoinRetries is then unused.
+	JoinUntilStopped bool
+	// JoinBackoffMax is the longest wait between two tries to join; the
+	// first is 1 s (or this, when less) and each doubles. Default 1 min.
+	JoinBackoffMax time.Duration
 	// PeerSaveInterval is how often newly admitted nodes are written to the
 	// store's peer book (also written at close). Default 30 s.
 	PeerSaveInterval time.Duration
@@ -95,6 +102,9 @@ func (c *Config) applyDefaults() {
 	if c.JoinRetries == 0 {
 		c.JoinRetries = 5
 	}
+	if c.JoinBackoffMax == 0 {
+		c.JoinBackoffMax = time.Minute
+	}
 	if c.StoreSyncInterval == 0 {
 		c.StoreSyncInterval = 100 * time.Millisecond
 	}
@@ -130,7 +140,7 @@ func (c *Config) Validate() error {
 	switch {
 	case c.DataDir == "":
 		return errors.New("node config: no data directory")
-	case c.HelloTimeout < 0 || c.CRLReload < 0:
+	case c.HelloTimeout < 0 || c.CRLReload < 0 || c.JoinBackoffMax < 0:
 		return errors.New("node config: negative duration")
 	}
 	return nil

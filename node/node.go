@@ -34,6 +34,7 @@ type Node struct {
 	id      *keystore.Identity
 	log     *slog.Logger
 	store   *store.Store
+	lock    *keystore.Lock // the data directory's, held until Close
 	started time.Time
 	peers   peerBook
 	lb      balance
@@ -75,6 +76,11 @@ func Open(cfg Config) (_ *Node, err error) {
 	// must not try to move before then either.
 	n.lb.lastMove = id.Position.Position.IssuedAt.UnixMilli()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	// The lock comes first: a directory in use is left alone, its store
+	// included.
+	if n.lock, err = keystore.LockDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	if _, serr := os.Stat(id.Paths.Store()); errors.Is(serr, fs.ErrNotExist) {
 		n.freshStore = true
 	}
@@ -114,23 +120,18 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goLoop(n.balanceLoop)
 	peers := append([]peer.AddrInfo(nil), n.cfg.Bootstrap...)
 	peers = append(peers, n.knownPeers(n.cfg.MaxKnownPeers)...)
+	if len(peers) == 0 {
+		n.log.Warn("no bootstrap and no remembered peers: this node is alone until other nodes join through it")
+	}
 	if len(peers) > 0 {
-		wait := time.Second
-		for try := 0; ; try++ {
-			err := n.Join(ctx, peers)
-			if err == nil {
-				break
-			}
-			if try >= n.cfg.JoinRetries || ctx.Err() != nil {
-				return err
-			}
-			n.log.Warn("join failed, retrying", "in", wait, "err", err)
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return err
-			}
-			wait *= 2
+		tries := max(n.cfg.JoinRetries, 0) // negative: no retry
+		if n.cfg.JoinUntilStopped {
+			tries = -1 // until ctx ends
+		}
+		if err := overlay.RetryJoin(ctx, n.log, time.Second, n.cfg.JoinBackoffMax, tries, func(ctx context.Context) error {
+			return n.Join(ctx, peers)
+		}); err != nil {
+			return err
 		}
 	}
 	in := n.cur()
@@ -170,7 +171,7 @@ func (n *Node) Join(ctx context.Context, peers []peer.AddrInfo) error {
 	}
 	wg.Wait()
 	if ok == 0 && len(errs) > 0 {
-		return fmt.Errorf("no bootstrap peer reachable: %w", errors.Join(errs...))
+		return fmt.Errorf("join: %w", overlay.JoinError(errs))
 	}
 	for _, err := range errs {
 		n.log.Warn("bootstrap peer unreachable", "err", err)
@@ -246,6 +247,7 @@ func (n *Node) Close() error {
 		if n.store != nil {
 			errs = append(errs, n.store.Close())
 		}
+		n.lock.Unlock()
 		n.closeErr = errors.Join(errs...)
 		if n.running.Load() {
 			n.log.Info("node stopped")

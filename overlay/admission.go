@@ -259,7 +259,7 @@ func (a *Admission) Wait(ctx context.Context, p peer.ID) (*Admitted, error) {
 		}
 	}
 	if v.err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotAdmitted, v.err)
+		return nil, fmt.Errorf("%w: %w", ErrNotAdmitted, v.err)
 	}
 	if adm, ok := a.Get(p); ok {
 		return adm, nil

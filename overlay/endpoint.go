@@ -117,6 +117,8 @@ type Endpoint struct {
 	muxes map[peer.ID]*muxConn // open ProtoMux streams to callees
 
 	workers *workers // run the multiplexed requests served
+
+	answers answers // how peers answered our hellos, for Join
 }
 
 // SetLoad piggy-backs load figures on RPCs: report gives this node's load
@@ -259,11 +261,37 @@ func (e *Endpoint) disconnected(n network.Network, c network.Conn) {
 // reject refuses p: records the verdict, blocks it for a while and closes
 // its connections.
 func (e *Endpoint) reject(p peer.ID, err error) {
+	e.refuse(p, err)
+	_ = e.raw.Network().ClosePeer(p)
+}
+
+// refuseGrace is how long a refused peer's connection stays open after
+// the verdict, for the reply that tells it why to reach it.
+const refuseGrace = time.Second
+
+// rejectLater refuses p at once, and closes its connections after
+// refuseGrace (or at once when the endpoint closes first): blocked, it
+// cannot connect again meanwhile, and unadmitted, it is served nothing
+// but hellos.
+func (e *Endpoint) rejectLater(p peer.ID, err error) {
+	e.refuse(p, err)
+	e.goBackground(func() {
+		t := time.NewTimer(min(refuseGrace, e.cfg.HelloTimeout))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-e.ctx.Done():
+		}
+		_ = e.raw.Network().ClosePeer(p)
+	})
+}
+
+// refuse records the verdict against p and blocks it for a while.
+func (e *Endpoint) refuse(p peer.ID, err error) {
 	e.log.Warn("peer refused", "peer", p, "err", err)
 	e.m.Admissions.WithLabelValues("refused").Inc()
 	e.adm.Refuse(p, err)
 	e.adm.Block(p, e.cfg.Now().Add(e.cfg.BlockFor))
-	_ = e.raw.Network().ClosePeer(p)
 }
 
 // dropped handles a peer that lost its admission.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"syscall"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -24,9 +23,14 @@ func (e *Endpoint) sayHello(c network.Conn) {
 	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.HelloTimeout)
 	defer cancel()
 	theirs, err := e.exchangeHello(ctx, p)
+	e.answers.settle(p, err)
 	if err != nil {
+		var refused *RefusedError
 		switch {
 		case e.ctx.Err() != nil:
+		case errors.As(err, &refused):
+			e.log.Warn("refused by peer", "peer", p, "reason", refused.Code.String(), "err", refused.Reason)
+			e.reject(p, fmt.Errorf("hello with %s: %w", p, err))
 		case c.IsClosed() || isTransportError(err):
 			// The connection went away under the handshake (a peer that
 			// restarted, a duplicate connection closed by the swarm): no
@@ -40,7 +44,9 @@ func (e *Endpoint) sayHello(c network.Conn) {
 	}
 	adm, err := e.adm.Admit(p, theirs)
 	if err != nil {
-		e.reject(p, err)
+		// Their own hello to us, answered by handleHello, tells them why:
+		// the connection stays open long enough for that answer.
+		e.rejectLater(p, err)
 		return
 	}
 	e.admitted(adm, theirs.CRLNumber)
@@ -67,6 +73,12 @@ func (e *Endpoint) exchangeHello(ctx context.Context, p peer.ID) (*wire.Hello, e
 	}
 	if err := rep.Validate(); err != nil {
 		return nil, err
+	}
+	if rep.Status == wire.StatusUnauthorized && len(rep.Body) > 0 {
+		var why wire.HelloRefusal
+		if err := wire.Decode(rep.Body, &why); err == nil {
+			return nil, &RefusedError{Peer: p, Code: why.Code, Reason: why.Reason}
+		}
 	}
 	if rep.Status != wire.StatusOK {
 		return nil, fmt.Errorf("refused us: %w", &wire.Error{Status: rep.Status, Msg: rep.Msg})
@@ -105,9 +117,13 @@ func (e *Endpoint) handleHello(s network.Stream) {
 		adm, err = e.adm.Admit(p, &theirs)
 	}
 	if err != nil {
-		_ = writeReply(s, wire.StatusUnauthorized, err.Error(), nil)
+		reason := err.Error()
+		if len(reason) > wire.MaxReplyMsg {
+			reason = reason[:wire.MaxReplyMsg]
+		}
+		_ = writeReply(s, wire.StatusUnauthorized, reason, &wire.HelloRefusal{Code: refusalOf(err), Reason: reason})
 		_ = s.CloseWrite()
-		e.reject(p, err)
+		e.rejectLater(p, err) // the reply must reach them before the connection closes
 		return
 	}
 	if err := writeReply(s, wire.StatusOK, "", e.Hello()); err != nil {
@@ -204,5 +220,3 @@ func (e *Endpoint) WaitAdmitted(ctx context.Context, p peer.ID) (*Admitted, erro
 	defer cancel()
 	return e.adm.Wait(ctx, p)
 }
-
-var _ = time.Second

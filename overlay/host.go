@@ -1,8 +1,11 @@
 package overlay
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -74,7 +77,10 @@ func NewHost(cfg HostConfig) (host.Host, error) {
 	opts := []libp2p.Option{
 		libp2p.Identity(cfg.Key),
 		libp2p.ResourceManager(rm),
-		libp2p.Transport(tcp.NewTCPTransport),
+		// No SO_REUSEPORT: a port another process listens on (a second
+		// party started on the same --listen) must fail to bind, not be
+		// shared with it silently.
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
@@ -98,10 +104,24 @@ func NewHost(cfg HostConfig) (host.Host, error) {
 		opts = append(opts, libp2p.DisableMetrics())
 	}
 	h, err := libp2p.New(opts...)
+	// libp2p flattens the listeners' errors into text ("failed to listen
+	// on any addresses: [...]"), so EADDRINUSE is found by its message.
+	if err != nil && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), syscall.EADDRINUSE.Error())) {
+		return nil, fmt.Errorf("listen address %s is in use (another process listens there): %w", joinAddrs(cfg.Listen), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("new host: %w", err)
 	}
 	return h, nil
+}
+
+// joinAddrs lists multiaddrs separated by commas.
+func joinAddrs(addrs []multiaddr.Multiaddr) string {
+	s := make([]string, len(addrs))
+	for i, a := range addrs {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
 }
 
 // Blocklist is a connection gater that refuses peers blocked until a time.

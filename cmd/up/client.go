@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/runner"
 )
 
@@ -209,6 +211,11 @@ func newClientRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			lock, err := keystore.LockDir(fl.data)
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
 			self, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("find the up binary for the launcher: %w", err)
@@ -229,7 +236,14 @@ func newClientRunCmd() *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			if err := a.Join(ctx, boot); err != nil {
+			// A volunteer's machine may start before its network: join
+			// until stopped, unless the nodes refuse this client itself.
+			if err := overlay.RetryJoin(ctx, logger, time.Second, max(fl.backoffMax, time.Second), -1, func(ctx context.Context) error {
+				return a.Join(ctx, boot)
+			}); err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while joining
+				}
 				return err
 			}
 			c, err := client.New(client.Config{Agent: a, Projects: setup.projects, Runner: run, Slots: fl.slots,

@@ -215,6 +215,9 @@ func newNodeRunCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			setLibp2pLogger(cfg.Logger)
+			// A volunteer's machine may start before its network: join
+			// until stopped, unless the peers refuse this node itself.
+			cfg.JoinUntilStopped = true
 			// Open and Abandon undo a failed first start: no store is left.
 			n, err := node.Open(cfg)
 			if err != nil {
@@ -222,6 +225,9 @@ func newNodeRunCmd() *cobra.Command {
 			}
 			if err := n.Start(ctx); err != nil {
 				_ = n.Abandon()
+				if ctx.Err() != nil {
+					return nil // stopped while joining
+				}
 				return err
 			}
 			for _, a := range n.Addrs() {

@@ -96,27 +96,35 @@ func (c *projectConn) open(ctx context.Context, stderr io.Writer) (*project.Proj
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	lock, err := keystore.LockDir(c.data)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	l, err := project.OpenLedger(filepath.Join(c.data, "ledger.db"))
 	if err != nil {
+		lock.Unlock()
 		return nil, nil, nil, err
 	}
 	a, err := agent.Open(agent.Config{Identity: id, Logger: logger})
 	if err != nil {
 		l.Close()
+		lock.Unlock()
 		return nil, nil, nil, err
 	}
 	if err := a.Join(ctx, boot); err != nil {
 		a.Close()
 		l.Close()
+		lock.Unlock()
 		return nil, nil, nil, err
 	}
 	p, err := project.New(a)
 	if err != nil {
 		a.Close()
 		l.Close()
+		lock.Unlock()
 		return nil, nil, nil, err
 	}
-	return p, l, func() { a.Close(); l.Close() }, nil
+	return p, l, func() { a.Close(); l.Close(); lock.Unlock() }, nil
 }
 
 // bar returns a progress function drawing a bar on w (nil when quiet).

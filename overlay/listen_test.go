@@ -1,0 +1,36 @@
+package overlay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/multiformats/go-multiaddr"
+)
+
+// TestListenAddressInUse: a second host on the listen address of a
+// running one fails with an error saying the address is in use, rather
+// than sharing the port with it (SO_REUSEPORT).
+func TestListenAddressInUse(t *testing.T) {
+	newKey := func() crypto.PrivKey {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	first, err := NewHost(HostConfig{Key: newKey(), Listen: []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/127.0.0.1/tcp/0")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	addr := first.Addrs()[0]
+	second, err := NewHost(HostConfig{Key: newKey(), Listen: []multiaddr.Multiaddr{addr}})
+	if err == nil {
+		second.Close()
+		t.Fatalf("a second host listens on %s too", addr)
+	}
+	if want := "listen address " + addr.String() + " is in use"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q, want it to say %q", err, want)
+	}
+}
