@@ -256,7 +256,7 @@ func TestHelpEverywhere(t *testing.T) {
 // projects, shares, allow-list and memory it names.
 func TestClientFlags(t *testing.T) {
 	f := clientRunFlags{data: "w", bootstrap: []string{"/ip4/127.0.0.1/tcp/1/p2p/12D3KooWGGbiuEpRQ9Qe2Drsouy5vSbmokPneYDut8zRXSVvqVmp"},
-		projects: []string{"lhc:75", "cms:25", "seti"}, allow: []string{"lhc=a,b", "cms=*"}, external: []string{"a=/opt/a"}, memory: "2GiB"}
+		projects: []string{"lhc:75", "cms:25", "seti"}, allow: []string{"lhc=a,b", "cms=*"}, external: []string{"a=/opt/a"}, memory: "2GiB", slots: 1}
 	s, err := f.parse()
 	if err != nil {
 		t.Fatal(err)
