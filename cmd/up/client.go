@@ -42,7 +42,7 @@ func newClientInitCmd() *cobra.Command {
 		Use:   "init",
 		Short: "Create a client's data directory: keys, identity and certificate request",
 		Example: `  up client init --data w1 --ca ca/ca.crt --name alice-laptop
-  up ca issue --dir ca --role client --in w1/client.csr --out w1/client.crt`,
+  up ca issue --data ca --role client --in w1/client.csr --out w1/client.crt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("data", data, "ca", caFile, "name", name); err != nil {

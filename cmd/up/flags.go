@@ -17,12 +17,12 @@ const (
 	bootstrapFileHelp = "file of bootstrap multiaddrs, one per line (this or --bootstrap is required)"
 )
 
-// oldFlagName registers old as a hidden, deprecated spelling of the
-// string flag name, bound to the same variable, so old scripts keep
-// working.
+// oldFlagName registers old as a hidden spelling of the string flag name,
+// bound to the same variable, so old scripts keep working. (pflag's
+// deprecation notice would go to stdout, into what scripts read.)
 func oldFlagName(f *pflag.FlagSet, p *string, name, old string) {
-	f.StringVar(p, old, "", "old name of --"+name)
-	_ = f.MarkDeprecated(old, "use --"+name)
+	f.StringVar(p, old, "", "deprecated: use --"+name)
+	_ = f.MarkHidden(old)
 }
 
 // checkPartyName reports why name cannot name a node, project or client.

@@ -136,7 +136,7 @@ func TestBadInput(t *testing.T) {
 	cases := []badCase{
 		{"unknown command", []string{"bogus"}, 2, "unknown command", ""},
 		{"unknown flag", []string{"ca", "init", "--dir", fresh, "--bogus"}, 2, "unknown flag: --bogus", fresh},
-		{"missing required flag", []string{"ca", "init"}, 2, "missing --dir", ""},
+		{"missing required flag", []string{"ca", "init"}, 2, "missing --data", ""},
 		{"bad days", []string{"ca", "init", "--dir", fresh, "--days", "0"}, 2, "--days", fresh},
 		{"stray argument", []string{"ca", "init", "--dir", fresh, "extra"}, 2, `unexpected argument "extra"`, fresh},
 		{"CA exists", []string{"ca", "init", "--dir", f.ca}, 1, "already holds a CA", ""},

@@ -40,7 +40,7 @@ func newNodeInitCmd() *cobra.Command {
 		Use:   "init",
 		Short: "Create a node's data directory: keys, identity and certificate request",
 		Example: `  up node init --data n1 --ca ca/ca.crt --name n1
-  up ca issue --dir ca --role node --in n1/node.csr --out n1/node.crt`,
+  up ca issue --data ca --role node --in n1/node.csr --out n1/node.crt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("data", data, "ca", caFile, "name", name); err != nil {

@@ -41,7 +41,7 @@ func newProjectInitCmd() *cobra.Command {
 		Use:   "init",
 		Short: "Create a project's data directory: signing and result keys, certificate request",
 		Example: `  up project init --data lhc --ca ca/ca.crt --name lhc
-  up ca issue --dir ca --role project --in lhc/project.csr --out lhc/project.crt`,
+  up ca issue --data ca --role project --in lhc/project.csr --out lhc/project.crt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("data", data, "ca", caFile, "name", name); err != nil {
@@ -64,15 +64,17 @@ type projectConn struct {
 	bootstrapFile string
 	quiet         bool
 	logLevel      string
+	logFormat     string
 }
 
 func (c *projectConn) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.data, "data", "", "data directory made by 'up project init' (required)")
-	f.StringSliceVar(&c.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable)")
-	f.StringVar(&c.bootstrapFile, "bootstrap-file", "", "file of bootstrap multiaddrs, one per line")
+	f.StringSliceVar(&c.bootstrap, "bootstrap", nil, bootstrapHelp)
+	f.StringVar(&c.bootstrapFile, "bootstrap-file", "", bootstrapFileHelp)
 	f.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 	f.StringVar(&c.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 }
 
 // open loads the project, joins the overlay and opens the ledger.
@@ -87,7 +89,7 @@ func (c *projectConn) open(ctx context.Context, stderr io.Writer) (*project.Proj
 	if len(boot) == 0 {
 		return nil, nil, nil, usageError{fmt.Errorf("missing --bootstrap or --bootstrap-file: give a node to join through")}
 	}
-	logger, err := newLogger(stderr, c.logLevel, "text")
+	logger, err := newLogger(stderr, c.logLevel, c.logFormat)
 	if err != nil {
 		return nil, nil, nil, err
 	}
