@@ -152,7 +152,7 @@ func TestBadInput(t *testing.T) {
 		{"node init garbage CA", []string{"node", "init", "--data", fresh, "--ca", garbage, "--name", "x"}, 1, "CA certificate", fresh},
 		{"node init non-CA cert", []string{"node", "init", "--data", fresh, "--ca", notCA, "--name", "x"}, 1, "not a CA", fresh},
 		{"node init twice", []string{"node", "init", "--data", f.n1, "--ca", filepath.Join(f.ca, "ca.crt"), "--name", "n1"}, 1, "already initialised", ""},
-		{"node init bad name", []string{"node", "init", "--data", fresh, "--ca", filepath.Join(f.ca, "ca.crt"), "--name", strings.Repeat("x", 100)}, 1, "name", fresh},
+		{"node init bad name", []string{"node", "init", "--data", fresh, "--ca", filepath.Join(f.ca, "ca.crt"), "--name", strings.Repeat("x", 100)}, 2, "--name", fresh},
 		{"node run no data dir", []string{"node", "run", "--data", fresh, "--listen", "/ip4/127.0.0.1/tcp/0"}, 1, "ca.crt", fresh},
 		{"node run no certificate", []string{"node", "run", "--data", n4, "--listen", "/ip4/127.0.0.1/tcp/0"}, 1, "node.csr", filepath.Join(n4, "store")},
 		{"node run key mismatch", []string{"node", "run", "--data", n3, "--listen", "/ip4/127.0.0.1/tcp/0"}, 1, "does not match", filepath.Join(n3, "store")},
