@@ -144,13 +144,13 @@ func newProjectSubmitCmd() *cobra.Command {
 before they are sent, so running the same command again after a crash
 sends only what was not acknowledged by r replicas, never a job twice.
 
-Job file:
+Job file (only app is required):
   app: mandelbrot                 # application (the client must allow it)
-  args: ["{x}", "{y}", "64"]      # {name}: a sweep parameter
-  keywords: [fractal]             # the index keywords clients query
+  args: ["{x}", "{y}", "64"]      # {name}: a sweep parameter (each must be used here)
+  keywords: [fractal]             # index keywords clients query; the project's name is added
   resources: [mem:small]          # resource classes (keywords too)
-  t_finish: 10m                   # how long a claim lasts
-  copies: 2                       # redundant copies (quorum validation)
+  t_finish: 10m                   # how long a claim lasts (default 1h)
+  copies: 2                       # redundant copies, 1..16 (default 1; quorum validation)
   inputs: [{url: https://..., sha256: <64 hex>}]
   sweep: {x: {from: 0, to: 7}, y: [0.5, 1.5]}`,
 		Example: `  up project submit --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... jobs.yaml`,
@@ -162,8 +162,8 @@ Job file:
 			if err != nil {
 				return fmt.Errorf("job file: %w", err)
 			}
-			if _, _, err := project.ParseJobFile(file); err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
+			if _, _, err := project.ParseJobFile(file, ""); err != nil {
+				return fmt.Errorf("job file %s: %w", args[0], err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

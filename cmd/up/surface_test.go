@@ -194,3 +194,21 @@ func TestVersionLine(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitJobFileErrors: a bad job file is refused before any network
+// with one line naming the file and the field.
+func TestSubmitJobFileErrors(t *testing.T) {
+	d := t.TempDir()
+	for _, c := range []struct{ file, content, mention string }{
+		{"empty.yaml", "", "empty"},
+		{"typo.yaml", "app: noop\nargz: [x]\n", `line 2: unknown field "argz"`},
+		{"zero.yaml", "app: noop\ncopies: 0\n", "copies 0"},
+		{"unused.yaml", "app: noop\nsweep:\n  i: [1, 2]\n", "no argument uses {i}"},
+	} {
+		path := writeFile(t, filepath.Join(d, c.file), c.content)
+		code, _, errs := upRun(t, "project", "submit", "--data", filepath.Join(d, "nowhere"), "--bootstrap", testBoot, path)
+		if code != 1 || !strings.Contains(errs, "job file "+path+": ") || !strings.Contains(errs, c.mention) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want one line naming the file and %q", c.file, code, errs, c.mention)
+		}
+	}
+}
