@@ -74,6 +74,13 @@ func TestInitRefusesBadNames(t *testing.T) {
 		}
 		mustRun(t, role, "init", "--data", filepath.Join(d, role+"-ok"), "--ca", filepath.Join(ca, "ca.crt"), "--name", "alice-laptop_2.eu")
 	}
+	fresh := filepath.Join(d, "net")
+	if code, _, errs := upRun(t, "testnet", "init", "--dir", fresh, "--project", "my project"); code != 2 || !strings.Contains(errs, "--project") {
+		t.Errorf("testnet init --project 'my project': exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(fresh); err == nil {
+		t.Errorf("testnet init left %s behind", fresh)
+	}
 }
 
 // TestVersion: 'up version' and 'up --version' print the same line with
