@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"os"
@@ -231,14 +232,7 @@ pick it up within a minute and spread it through the overlay.`,
 					return fmt.Errorf("existing %s: %w", p.crl(), err)
 				}
 			}
-			var fresh []*big.Int
-			for _, n := range list {
-				if prev != nil && prev.IsRevoked(n) {
-					fmt.Fprintf(cmd.OutOrStdout(), "serial %x is already revoked in %s\n", n, p.crl())
-					continue
-				}
-				fresh = append(fresh, n)
-			}
+			fresh := notRevoked(cmd.OutOrStdout(), prev, list, p.crl())
 			if len(fresh) == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "nothing new to revoke: %s unchanged\n", p.crl())
 				return nil
@@ -281,6 +275,20 @@ func parseSerials(serials []string) ([]*big.Int, error) {
 		list = append(list, n)
 	}
 	return list, nil
+}
+
+// notRevoked returns the serials prev does not revoke yet, and says on w
+// which it already does.
+func notRevoked(w io.Writer, prev *certs.RevocationList, serials []*big.Int, crlPath string) []*big.Int {
+	var fresh []*big.Int
+	for _, n := range serials {
+		if prev != nil && prev.IsRevoked(n) {
+			fmt.Fprintf(w, "serial %x is already revoked in %s\n", n, crlPath)
+			continue
+		}
+		fresh = append(fresh, n)
+	}
+	return fresh
 }
 
 // certSerial reads the certificate file to revoke and returns its serial,
