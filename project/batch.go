@@ -27,9 +27,9 @@ type SubmitReport struct {
 // after a crash sends only what was not acknowledged — the same jobs,
 // never new copies.
 func (p *Project) SubmitFile(ctx context.Context, l *Ledger, file []byte, source string, progress Progress) (SubmitReport, error) {
-	units, copies, err := ParseJobFile(file)
+	units, copies, err := ParseJobFile(file, p.Name())
 	if err != nil {
-		return SubmitReport{}, err
+		return SubmitReport{}, fmt.Errorf("job file %s: %w", source, err)
 	}
 	digest := sha256.Sum256(file)
 	return p.SubmitUnits(ctx, l, units, copies, digest[:], source, progress)

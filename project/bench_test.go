@@ -137,7 +137,7 @@ func BenchmarkProject(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	file := fmt.Sprintf("app: noop\nkeywords: [lhc]\nsweep:\n  i: {from: 1, to: %d}\n", b.N)
+	file := fmt.Sprintf("app: noop\nargs: [\"{i}\"]\nkeywords: [lhc]\nsweep:\n  i: {from: 1, to: %d}\n", b.N)
 	if err := os.WriteFile(filepath.Join(id.Dir, "jobs.yaml"), []byte(file), 0o644); err != nil {
 		b.Fatal(err)
 	}

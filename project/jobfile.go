@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,8 +17,10 @@ import (
 
 // JobFile is a submission description, in YAML or JSON (BOINC's
 // create_work, with a parameter sweep): one job, or a template whose
-// "{name}" placeholders in args and keywords are filled from every
-// combination of the sweep's parameters.
+// "{name}" placeholders in args, keywords and resources are filled from
+// every combination of the sweep's parameters. Only app is required; the
+// project's name is added to the keywords, copies defaults to 1 and
+// t_finish to 1h (DefaultTFinish).
 //
 //	app: mandelbrot
 //	args: ["{x}", "{y}", "64"]
@@ -83,31 +86,30 @@ type Unit struct {
 }
 
 // ParseJobFile parses and checks a job file and expands its sweep into
-// units. Every error names the field at fault.
-func ParseJobFile(b []byte) ([]Unit, int, error) {
-	var f JobFile
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, 0, fmt.Errorf("job file: %w", err)
+// units. projectName is added to every unit's keywords that lack it, so
+// the project's clients, who query it, find every job; with an empty
+// projectName (to check a file before the project is loaded) the
+// keywords stay as written, possibly none. Every error is one line naming
+// the field at fault and, where it helps, the line.
+func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
+	f, copiesGiven, err := decodeJobFile(b)
+	if err != nil {
+		return nil, 0, err
 	}
 	if f.App == "" {
-		return nil, 0, fmt.Errorf("job file: no app")
+		return nil, 0, fmt.Errorf("no app: name the application to run")
 	}
-	if len(f.Keywords) == 0 {
-		return nil, 0, fmt.Errorf("job file: no keywords (clients find jobs by them)")
-	}
-	if f.Copies == 0 {
+	if !copiesGiven {
 		f.Copies = 1
 	}
 	if f.Copies < 1 || f.Copies > MaxCopies {
-		return nil, 0, fmt.Errorf("job file: copies %d out of 1..%d", f.Copies, MaxCopies)
+		return nil, 0, fmt.Errorf("copies %d out of 1..%d (leave copies out for one copy)", f.Copies, MaxCopies)
 	}
-	tf := time.Hour
+	tf := DefaultTFinish
 	if f.TFinish != "" {
 		d, err := time.ParseDuration(f.TFinish)
 		if err != nil || d <= 0 {
-			return nil, 0, fmt.Errorf("job file: t_finish %q is not a positive duration such as 30m", f.TFinish)
+			return nil, 0, fmt.Errorf("t_finish %q is not a positive duration such as 30m", f.TFinish)
 		}
 		tf = d
 	}
@@ -115,29 +117,14 @@ func ParseJobFile(b []byte) ([]Unit, int, error) {
 	for i, in := range f.Inputs {
 		sum, err := hex.DecodeString(in.SHA256)
 		if err != nil || len(sum) != 32 || in.URL == "" {
-			return nil, 0, fmt.Errorf("job file: input %d: want a url and a 64-hex-digit sha256", i)
+			return nil, 0, fmt.Errorf("inputs[%d]: want a url and a 64-hex-digit sha256", i)
 		}
 		inputs = append(inputs, job.Input{URL: in.URL, SHA256: sum, Size: in.Size})
 	}
-	names := make([]string, 0, len(f.Sweep))
-	values := map[string][]string{}
-	total := 1
-	for name, def := range f.Sweep {
-		vs, err := def.expand()
-		if err != nil {
-			return nil, 0, fmt.Errorf("job file: sweep %q: %w", name, err)
-		}
-		if len(vs) == 0 {
-			return nil, 0, fmt.Errorf("job file: sweep %q has no values: the template expands to nothing", name)
-		}
-		names = append(names, name)
-		values[name] = vs
-		if total > MaxUnits/len(vs) {
-			return nil, 0, fmt.Errorf("job file: the sweep expands to more than %d units", MaxUnits)
-		}
-		total *= len(vs)
+	names, values, total, err := expandSweep(f)
+	if err != nil {
+		return nil, 0, err
 	}
-	sort.Strings(names)
 	units := make([]Unit, 0, total)
 	idx := make([]int, len(names))
 	for range total {
@@ -147,15 +134,11 @@ func ParseJobFile(b []byte) ([]Unit, int, error) {
 		}
 		u := Unit{App: f.App, TFinish: tf, Inputs: inputs, Params: params,
 			Args: fill(f.Args, params), Keywords: fill(f.Keywords, params), Resources: fill(f.Resources, params)}
-		for _, k := range append(append([]string(nil), u.Keywords...), u.Resources...) {
-			if err := job.ValidateKeyword(k); err != nil {
-				return nil, 0, fmt.Errorf("job file: %w", err)
-			}
+		if projectName != "" && !slices.Contains(u.Keywords, projectName) {
+			u.Keywords = append([]string{projectName}, u.Keywords...)
 		}
-		for _, a := range u.Args {
-			if strings.Contains(a, "{") && strings.Contains(a, "}") {
-				return nil, 0, fmt.Errorf("job file: argument %q names a parameter the sweep does not define", a)
-			}
+		if err := checkUnit(u); err != nil {
+			return nil, 0, err
 		}
 		units = append(units, u)
 		for i := len(idx) - 1; i >= 0; i-- { // next combination
@@ -167,6 +150,65 @@ func ParseJobFile(b []byte) ([]Unit, int, error) {
 		}
 	}
 	return units, f.Copies, nil
+}
+
+// DefaultTFinish is how long a claim lasts when a job file gives no
+// t_finish.
+const DefaultTFinish = time.Hour
+
+// expandSweep checks the sweep and returns its parameters' names (sorted),
+// their values and the number of combinations. Every parameter must be
+// used by an argument: one that is not would make identical units.
+func expandSweep(f JobFile) ([]string, map[string][]string, int, error) {
+	names := make([]string, 0, len(f.Sweep))
+	values := map[string][]string{}
+	total := 1
+	for name, def := range f.Sweep {
+		vs, err := def.expand()
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("sweep %q: %w", name, err)
+		}
+		if len(vs) == 0 {
+			return nil, nil, 0, fmt.Errorf("sweep %q has no values: the template expands to nothing", name)
+		}
+		if !slices.ContainsFunc(f.Args, func(a string) bool { return strings.Contains(a, "{"+name+"}") }) {
+			return nil, nil, 0, fmt.Errorf("sweep %q: no argument uses {%s}, so its units would be identical", name, name)
+		}
+		names = append(names, name)
+		values[name] = vs
+		if total > MaxUnits/len(vs) {
+			return nil, nil, 0, fmt.Errorf("sweep: expands to more than %d units", MaxUnits)
+		}
+		total *= len(vs)
+	}
+	sort.Strings(names)
+	return names, values, total, nil
+}
+
+// checkUnit checks an expanded unit's keywords, resources and arguments.
+func checkUnit(u Unit) error {
+	if len(u.Keywords) > job.MaxKeywords {
+		return fmt.Errorf("keywords: %d with the project's, max %d", len(u.Keywords), job.MaxKeywords)
+	}
+	if len(u.Resources) > job.MaxResources {
+		return fmt.Errorf("resources: %d, max %d", len(u.Resources), job.MaxResources)
+	}
+	for _, fk := range []struct {
+		field string
+		ks    []string
+	}{{"keywords", u.Keywords}, {"resources", u.Resources}} {
+		for _, k := range fk.ks {
+			if err := job.ValidateKeyword(k); err != nil {
+				return fmt.Errorf("%s: %q is not a keyword: want 1..%d bytes without spaces or parentheses", fk.field, k, job.MaxKeywordLen)
+			}
+		}
+	}
+	for _, a := range u.Args {
+		if strings.Contains(a, "{") && strings.Contains(a, "}") {
+			return fmt.Errorf("args: %q names a parameter the sweep does not define", a)
+		}
+	}
+	return nil
 }
 
 func (s SweepDef) expand() ([]string, error) {

@@ -15,7 +15,7 @@ t_finish: 10m
 sweep:
   x: {from: 0, to: 2}
   y: ["a", "b"]
-`))
+`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,27 +32,26 @@ sweep:
 	if len(seen) != 6 || !seen["2 b 64"] || !seen["0 a 64"] {
 		t.Fatalf("expanded %v", seen)
 	}
-	if u, c, err := ParseJobFile([]byte(`{"app": "noop", "keywords": ["lhc"]}`)); err != nil || len(u) != 1 || c != 1 {
+	if u, c, err := ParseJobFile([]byte(`{"app": "noop", "keywords": ["lhc"]}`), ""); err != nil || len(u) != 1 || c != 1 {
 		t.Fatalf("JSON single job: %d units, %v", len(u), err)
 	}
 }
 
 func TestParseJobFileErrors(t *testing.T) {
 	for _, c := range []struct{ name, file, mention string }{
-		{"not yaml", "app: [", "job file"},
+		{"not yaml", "app: [", "not YAML"},
 		{"unknown field", "app: a\nkeywords: [k]\nbogus: 1\n", "bogus"},
 		{"no app", "keywords: [k]\n", "no app"},
-		{"no keywords", "app: a\n", "no keywords"},
 		{"bad copies", "app: a\nkeywords: [k]\ncopies: 99\n", "copies"},
 		{"bad t_finish", "app: a\nkeywords: [k]\nt_finish: soon\n", "t_finish"},
 		{"empty sweep", "app: a\nkeywords: [k]\nsweep:\n  x: []\n", "expands to nothing"},
 		{"backwards range", "app: a\nkeywords: [k]\nsweep:\n  x: {from: 5, to: 1}\n", "expands to nothing"},
-		{"undefined parameter", "app: a\nargs: [\"{z}\"]\nkeywords: [k]\nsweep:\n  x: [1]\n", "does not define"},
+		{"undefined parameter", "app: a\nargs: [\"{x}\", \"{z}\"]\nkeywords: [k]\nsweep:\n  x: [1]\n", "does not define"},
 		{"bad keyword", "app: a\nkeywords: [\"two words\"]\n", "keyword"},
 		{"bad input", "app: a\nkeywords: [k]\ninputs: [{url: x, sha256: zz}]\n", "sha256"},
-		{"huge sweep", "app: a\nkeywords: [k]\nsweep:\n  x: {from: 0, to: 2000}\n  y: {from: 0, to: 2000}\n", "more than"},
+		{"huge sweep", "app: a\nargs: [\"{x}\", \"{y}\"]\nkeywords: [k]\nsweep:\n  x: {from: 0, to: 2000}\n  y: {from: 0, to: 2000}\n", "more than"},
 	} {
-		_, _, err := ParseJobFile([]byte(c.file))
+		_, _, err := ParseJobFile([]byte(c.file), "")
 		if err == nil || !strings.Contains(err.Error(), c.mention) {
 			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.mention)
 		}
@@ -103,4 +102,59 @@ func outputOf(rs []Copy, id string) []byte {
 		}
 	}
 	return nil
+}
+
+// TestParseJobFileMessages: each mistake in a job file gets one line that
+// names the field (and the line), never a Go type or a bare EOF.
+func TestParseJobFileMessages(t *testing.T) {
+	for _, c := range []struct{ name, file, mention string }{
+		{"empty", "", "empty"},
+		{"only a comment", "# nothing yet\n", "empty"},
+		{"not a mapping", "- app: a\n", "mapping"},
+		{"unknown field", "app: a\nargz: [x]\nkeywords: [k]\n", `line 2: unknown field "argz"`},
+		{"unknown input field", "app: a\nkeywords: [k]\ninputs: [{url: x, sha: zz}]\n", `inputs[0]: line 3: unknown field "sha"`},
+		{"unknown sweep field", "app: a\nargs: [\"{x}\"]\nkeywords: [k]\nsweep:\n  x: {from: 0, upto: 3}\n", `sweep "x": line 5: unknown field "upto"`},
+		{"duplicate field", "app: a\napp: b\nkeywords: [k]\n", `line 2: field "app" given twice`},
+		{"wrong type", "app: a\nkeywords: [k]\ncopies: two\n", `copies: line 3: want a whole number`},
+		{"args not a list", "app: a\nargs: 5 6\nkeywords: [k]\n", `args: line 2: want a list`},
+		{"copies 0", "app: a\nkeywords: [k]\ncopies: 0\n", "copies 0 out of 1..16"},
+		{"unused sweep parameter", "app: a\nargs: [\"{x}\"]\nkeywords: [k]\nsweep:\n  x: [1, 2]\n  y: [1, 2]\n", `sweep "y": no argument uses {y}`},
+		{"sweep used in keywords only", "app: a\nkeywords: [\"k{x}\"]\nsweep:\n  x: [1, 2]\n", `sweep "x": no argument uses {x}`},
+	} {
+		_, _, err := ParseJobFile([]byte(c.file), "")
+		switch {
+		case err == nil:
+			t.Errorf("%s: accepted, want an error mentioning %q", c.name, c.mention)
+		case !strings.Contains(err.Error(), c.mention) || strings.Contains(err.Error(), "\n") ||
+			strings.Contains(err.Error(), "project.") || strings.Contains(err.Error(), "EOF"):
+			t.Errorf("%s: %q, want one line mentioning %q", c.name, err, c.mention)
+		}
+	}
+}
+
+// TestParseJobFileProjectKeyword: the project's name is added to every
+// unit's keywords that lack it, once; without keywords the file is fine
+// for a project; t_finish defaults to DefaultTFinish.
+func TestParseJobFileProjectKeyword(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+		want       []string
+	}{
+		{"other keyword", "app: a\nkeywords: [fractal]\n", []string{"lhc", "fractal"}},
+		{"already there", "app: a\nkeywords: [fractal, lhc]\n", []string{"fractal", "lhc"}},
+		{"no keywords", "app: a\n", []string{"lhc"}},
+		{"from the sweep", "app: a\nargs: [\"{p}\"]\nkeywords: [\"{p}\"]\nsweep:\n  p: [lhc]\n", []string{"lhc"}},
+	} {
+		units, _, err := ParseJobFile([]byte(c.file), "lhc")
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got := units[0].Keywords; strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s: keywords %v, want %v", c.name, got, c.want)
+		}
+		if units[0].TFinish != DefaultTFinish {
+			t.Errorf("%s: t_finish %s, want the default %s", c.name, units[0].TFinish, DefaultTFinish)
+		}
+	}
 }

@@ -61,7 +61,7 @@ start 'up app exec' per job.`,
 			for _, c := range []struct {
 				name string
 				v    int
-			}{{"nodes", o.Nodes}, {"r", o.R}, {"clients", o.Clients}, {"slots", o.Slots}, {"jobs", o.Jobs},
+			}{{"nodes", o.Nodes}, {"replication", o.R}, {"clients", o.Clients}, {"slots", o.Slots}, {"jobs", o.Jobs},
 				{"keywords", o.Keywords}, {"copies", o.Copies}, {"batch", o.Batch}} {
 				if c.v == 0 {
 					return usageError{fmt.Errorf("--%s 0: must be at least 1", c.name)}
@@ -127,7 +127,9 @@ start 'up app exec' per job.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&fl.o.Nodes, "nodes", fl.o.Nodes, "number of nodes")
-	f.IntVar(&fl.o.R, "r", fl.o.R, "replication: nodes that hold each job")
+	f.IntVar(&fl.o.R, "replication", fl.o.R, "r, the number of closest nodes that hold each job")
+	f.IntVar(&fl.o.R, "r", fl.o.R, "deprecated: use --replication")
+	_ = f.MarkHidden("r")
 	f.IntVar(&fl.o.Clients, "clients", fl.o.Clients, "number of clients")
 	f.IntVar(&fl.o.Slots, "slots", fl.o.Slots, "jobs each client runs in parallel")
 	f.IntVar(&fl.o.Jobs, "jobs", fl.o.Jobs, "jobs to run through their lifecycle (a multiple of --copies)")

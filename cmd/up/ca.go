@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"os"
@@ -41,10 +42,10 @@ func newCAInitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "init",
 		Short:   "Create a CA: a key and a self-signed certificate",
-		Example: `  up ca init --dir ca --name "U.P. volunteer CA"`,
+		Example: `  up ca init --data ca --name "U.P. volunteer CA"`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := required("dir", dir); err != nil {
+			if err := required("data", dir); err != nil {
 				return err
 			}
 			if days <= 0 {
@@ -80,7 +81,8 @@ func newCAInitCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "", "CA directory to create (required)")
+	cmd.Flags().StringVar(&dir, "data", "", "CA directory to create (required)")
+	oldFlagName(cmd.Flags(), &dir, "data", "dir")
 	cmd.Flags().StringVar(&name, "name", "U.P. CA", "CA name (certificate subject)")
 	cmd.Flags().IntVar(&days, "days", 3650, "validity of the CA certificate, in days")
 	return cmd
@@ -123,10 +125,10 @@ func newCAIssueCmd() *cobra.Command {
 		Short: "Issue a certificate for a node, project or client",
 		Long: `Issue a certificate from a certificate request (the .csr file 'up node init'
 writes) or a PEM public key. The role is the CA operator's decision.`,
-		Example: `  up ca issue --dir ca --role node --in n1/node.csr --out n1/node.crt`,
+		Example: `  up ca issue --data ca --role node --in n1/node.csr --out n1/node.crt`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := required("dir", dir, "role", roleName, "in", in, "out", out); err != nil {
+			if err := required("data", dir, "role", roleName, "in", in, "out", out); err != nil {
 				return err
 			}
 			role, err := certs.ParseRole(roleName)
@@ -174,7 +176,8 @@ writes) or a PEM public key. The role is the CA operator's decision.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "CA directory (required)")
+	f.StringVar(&dir, "data", "", "CA directory (required)")
+	oldFlagName(f, &dir, "data", "dir")
 	f.StringVar(&roleName, "role", "", "role: node, project or client (required)")
 	f.StringVar(&in, "in", "", "certificate request (.csr) or PEM public key (required)")
 	f.StringVar(&out, "out", "", "where to write the certificate (required)")
@@ -194,11 +197,11 @@ func newCARevokeCmd() *cobra.Command {
 		Long: `Add serials to the CA's revocation list (crl.pem in the CA directory) and
 sign a new one. Copy it into any node's data directory as crl.pem; nodes
 pick it up within a minute and spread it through the overlay.`,
-		Example: `  up ca revoke --dir ca --cert n1/node.crt
-  up ca revoke --dir ca --serial 2f33efe20b855758836408cd6ddc3e0a`,
+		Example: `  up ca revoke --data ca --cert n1/node.crt
+  up ca revoke --data ca --serial 2f33efe20b855758836408cd6ddc3e0a`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := required("dir", dir); err != nil {
+			if err := required("data", dir); err != nil {
 				return err
 			}
 			if len(serials)+len(certFiles) == 0 {
@@ -207,31 +210,20 @@ pick it up within a minute and spread it through the overlay.`,
 			if days <= 0 {
 				return usageError{fmt.Errorf("--days must be positive, got %d", days)}
 			}
-			var list []*big.Int
-			for _, s := range serials {
-				n, ok := new(big.Int).SetString(strings.TrimPrefix(strings.ReplaceAll(s, ":", ""), "0x"), 16)
-				if !ok || n.Sign() <= 0 {
-					return usageError{fmt.Errorf("--serial %q is not a positive hexadecimal number", s)}
-				}
-				list = append(list, n)
+			list, err := parseSerials(serials)
+			if err != nil {
+				return err
 			}
 			ca, err := loadCA(dir)
 			if err != nil {
 				return err
 			}
 			for _, f := range certFiles {
-				b, err := os.ReadFile(f)
+				n, err := certSerial(ca, f)
 				if err != nil {
-					return fmt.Errorf("certificate to revoke: %w", err)
+					return err
 				}
-				c, err := certs.DecodeCertPEM(b)
-				if err != nil {
-					return fmt.Errorf("certificate to revoke %s: %w", f, err)
-				}
-				if err := c.CheckSignatureFrom(ca.Cert); err != nil {
-					return fmt.Errorf("certificate to revoke %s was not issued by this CA", f)
-				}
-				list = append(list, c.SerialNumber)
+				list = append(list, n)
 			}
 			p := caPaths{dir}
 			var prev *certs.RevocationList
@@ -240,7 +232,12 @@ pick it up within a minute and spread it through the overlay.`,
 					return fmt.Errorf("existing %s: %w", p.crl(), err)
 				}
 			}
-			rl, err := ca.Revoke(prev, list, time.Now(), time.Duration(days)*24*time.Hour)
+			fresh := notRevoked(cmd.OutOrStdout(), prev, list, p.crl())
+			if len(fresh) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "nothing new to revoke: %s unchanged\n", p.crl())
+				return nil
+			}
+			rl, err := ca.Revoke(prev, fresh, time.Now(), time.Duration(days)*24*time.Hour)
 			if err != nil {
 				return err
 			}
@@ -257,10 +254,56 @@ pick it up within a minute and spread it through the overlay.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "CA directory (required)")
+	f.StringVar(&dir, "data", "", "CA directory (required)")
+	oldFlagName(f, &dir, "data", "dir")
 	f.StringSliceVar(&serials, "serial", nil, "serial number to revoke, hexadecimal (repeatable)")
 	f.StringSliceVar(&certFiles, "cert", nil, "certificate file to revoke (repeatable)")
 	f.StringVar(&out, "out", "", "also write the list here")
 	f.IntVar(&days, "days", 7, "days until the list's next update")
 	return cmd
+}
+
+// parseSerials parses --serial values: hexadecimal, with optional colons
+// or 0x.
+func parseSerials(serials []string) ([]*big.Int, error) {
+	var list []*big.Int
+	for _, s := range serials {
+		n, ok := new(big.Int).SetString(strings.TrimPrefix(strings.ReplaceAll(s, ":", ""), "0x"), 16)
+		if !ok || n.Sign() <= 0 {
+			return nil, usageError{fmt.Errorf("--serial %q is not a positive hexadecimal number", s)}
+		}
+		list = append(list, n)
+	}
+	return list, nil
+}
+
+// notRevoked returns the serials prev does not revoke yet, and says on w
+// which it already does.
+func notRevoked(w io.Writer, prev *certs.RevocationList, serials []*big.Int, crlPath string) []*big.Int {
+	var fresh []*big.Int
+	for _, n := range serials {
+		if prev != nil && prev.IsRevoked(n) {
+			fmt.Fprintf(w, "serial %x is already revoked in %s\n", n, crlPath)
+			continue
+		}
+		fresh = append(fresh, n)
+	}
+	return fresh
+}
+
+// certSerial reads the certificate file to revoke and returns its serial,
+// if ca issued it.
+func certSerial(ca *certs.Authority, file string) (*big.Int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("certificate to revoke: %w", err)
+	}
+	c, err := certs.DecodeCertPEM(b)
+	if err != nil {
+		return nil, fmt.Errorf("certificate to revoke %s: %w", file, err)
+	}
+	if err := c.CheckSignatureFrom(ca.Cert); err != nil {
+		return nil, fmt.Errorf("certificate to revoke %s was not issued by this CA: %w", file, err)
+	}
+	return c.SerialNumber, nil
 }

@@ -44,7 +44,7 @@ func newClientInitCmd() *cobra.Command {
 		Use:   "init",
 		Short: "Create a client's data directory: keys, identity and certificate request",
 		Example: `  up client init --data w1 --ca ca/ca.crt --name alice-laptop
-  up ca issue --dir ca --role client --in w1/client.csr --out w1/client.crt`,
+  up ca issue --data ca --role client --in w1/client.csr --out w1/client.crt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("data", data, "ca", caFile, "name", name); err != nil {
@@ -114,8 +114,11 @@ func (f *clientRunFlags) parse() (clientSetup, error) {
 			}
 			name, share = p[:i], v
 		}
-		if name == "" || seen[name] {
-			return s, usageError{fmt.Errorf("--project %q: empty or repeated project", p)}
+		if seen[name] {
+			return s, usageError{fmt.Errorf("--project %q: repeated project", p)}
+		}
+		if err := checkPartyName(name); err != nil {
+			return s, usageError{fmt.Errorf("--project %q: %w", p, err)}
 		}
 		seen[name] = true
 		s.projects = append(s.projects, client.Project{Name: name, Share: share})
@@ -139,8 +142,8 @@ func (f *clientRunFlags) parse() (clientSetup, error) {
 		}
 		s.external[name] = path
 	}
-	if f.slots < 0 || f.slots > 1024 {
-		return s, usageError{fmt.Errorf("--slots %d out of 0..1024", f.slots)}
+	if f.slots < 1 || f.slots > 1024 {
+		return s, usageError{fmt.Errorf("--slots %d out of 1..1024", f.slots)}
 	}
 	if f.backoffMax < 0 {
 		return s, usageError{fmt.Errorf("--backoff-max %s is negative", f.backoffMax)}
@@ -191,7 +194,7 @@ func newClientRunCmd() *cobra.Command {
 		Use:   "run",
 		Short: "Run the worker until interrupted",
 		Example: `  up client run --data w1 --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... \
-      --project lhc:75 --project cms:25 --allow lhc=sixtrack --allow cms=* \
+      --project lhc:75 --project cms:25 --allow lhc=sixtrack,hashchain --allow cms='*' \
       --exec sixtrack=/opt/lhc/sixtrack --http 127.0.0.1:8050`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -278,11 +281,11 @@ func newClientRunCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&fl.data, "data", "", "data directory made by 'up client init' (required)")
-	f.StringSliceVar(&fl.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable, required)")
-	f.StringVar(&fl.bootstrapFile, "bootstrap-file", "", "file of bootstrap multiaddrs, one per line")
+	f.StringSliceVar(&fl.bootstrap, "bootstrap", nil, bootstrapHelp)
+	f.StringVar(&fl.bootstrapFile, "bootstrap-file", "", bootstrapFileHelp)
 	f.StringSliceVar(&fl.projects, "project", nil, "attach a project: NAME or NAME:SHARE (repeatable, required)")
-	f.StringSliceVar(&fl.allow, "allow", nil, "allow applications: PROJECT=APP[,APP...], '*' for every built-in (repeatable)")
-	f.StringSliceVar(&fl.external, "exec", nil, "an external application: NAME=/absolute/path (repeatable)")
+	f.StringArrayVar(&fl.allow, "allow", nil, "allow applications: PROJECT=APP[,APP...], '*' for every built-in (repeatable)")
+	f.StringArrayVar(&fl.external, "exec", nil, "an external application: NAME=/absolute/path (repeatable)")
 	f.StringSliceVar(&fl.exclude, "exclude", nil, "resource keywords this machine cannot serve, e.g. bw:fast (repeatable)")
 	f.IntVar(&fl.slots, "slots", runtime.NumCPU(), "jobs run in parallel")
 	f.StringVar(&fl.memory, "memory", "", "memory offered to jobs, e.g. 2GiB (default: the machine's)")

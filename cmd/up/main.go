@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,25 +71,74 @@ Roles: 'up ca' certifies everyone, 'up node' is the volunteer daemon,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.Version = versionLine(version, commit, buildInfo())
+	root.SetVersionTemplate("up {{.Version}}\n")
 	root.AddCommand(newCACmd(), newNodeCmd(), newProjectCmd(), newClientCmd(), newAppCmd(), newDemoCmd(), newTestnetCmd(), newVersionCmd())
 	root.AddCommand(newBenchCmd())
 	return root
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and commit may be set at build time with -ldflags
+// "-X main.version=v1.2.3 -X main.commit=0123abc"; when empty, they come
+// from the build information the go command records.
+var version, commit string
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version of up",
+		Short: "Print the version of up: module version, commit, Go version",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "up %s\n", version)
+			fmt.Fprintf(cmd.OutOrStdout(), "up %s\n", versionLine(version, commit, buildInfo()))
 			return nil
 		},
 	}
+}
+
+// buildInfo is the binary's build information, nil when it has none.
+func buildInfo() *debug.BuildInfo {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	return bi
+}
+
+// versionLine describes the build: the version (setVersion, else the main
+// module's, else "devel"), the commit (setCommit, else vcs.revision, else
+// "unknown" as under -buildvcs=false), whether the tree was modified, and
+// the Go version.
+func versionLine(setVersion, setCommit string, bi *debug.BuildInfo) string {
+	v, c, modified, goVersion := setVersion, setCommit, false, runtime.Version()
+	if bi != nil {
+		if v == "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision" && setCommit == "":
+				c = s.Value
+			case s.Key == "vcs.modified" && setCommit == "":
+				modified = s.Value == "true"
+			}
+		}
+		if bi.GoVersion != "" {
+			goVersion = bi.GoVersion
+		}
+	}
+	if v == "" {
+		v = "devel"
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	if modified {
+		c += ", modified"
+	}
+	return fmt.Sprintf("%s (commit %s, %s)", v, c, goVersion)
 }
 
 // noArgs refuses positional arguments with a usage error.

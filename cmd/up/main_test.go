@@ -136,7 +136,7 @@ func TestBadInput(t *testing.T) {
 	cases := []badCase{
 		{"unknown command", []string{"bogus"}, 2, "unknown command", ""},
 		{"unknown flag", []string{"ca", "init", "--dir", fresh, "--bogus"}, 2, "unknown flag: --bogus", fresh},
-		{"missing required flag", []string{"ca", "init"}, 2, "missing --dir", ""},
+		{"missing required flag", []string{"ca", "init"}, 2, "missing --data", ""},
 		{"bad days", []string{"ca", "init", "--dir", fresh, "--days", "0"}, 2, "--days", fresh},
 		{"stray argument", []string{"ca", "init", "--dir", fresh, "extra"}, 2, `unexpected argument "extra"`, fresh},
 		{"CA exists", []string{"ca", "init", "--dir", f.ca}, 1, "already holds a CA", ""},
@@ -152,7 +152,7 @@ func TestBadInput(t *testing.T) {
 		{"node init garbage CA", []string{"node", "init", "--data", fresh, "--ca", garbage, "--name", "x"}, 1, "CA certificate", fresh},
 		{"node init non-CA cert", []string{"node", "init", "--data", fresh, "--ca", notCA, "--name", "x"}, 1, "not a CA", fresh},
 		{"node init twice", []string{"node", "init", "--data", f.n1, "--ca", filepath.Join(f.ca, "ca.crt"), "--name", "n1"}, 1, "already initialised", ""},
-		{"node init bad name", []string{"node", "init", "--data", fresh, "--ca", filepath.Join(f.ca, "ca.crt"), "--name", strings.Repeat("x", 100)}, 1, "name", fresh},
+		{"node init bad name", []string{"node", "init", "--data", fresh, "--ca", filepath.Join(f.ca, "ca.crt"), "--name", strings.Repeat("x", 100)}, 2, "--name", fresh},
 		{"node run no data dir", []string{"node", "run", "--data", fresh, "--listen", "/ip4/127.0.0.1/tcp/0"}, 1, "ca.crt", fresh},
 		{"node run no certificate", []string{"node", "run", "--data", n4, "--listen", "/ip4/127.0.0.1/tcp/0"}, 1, "node.csr", filepath.Join(n4, "store")},
 		{"node run key mismatch", []string{"node", "run", "--data", n3, "--listen", "/ip4/127.0.0.1/tcp/0"}, 1, "does not match", filepath.Join(n3, "store")},
@@ -256,7 +256,7 @@ func TestHelpEverywhere(t *testing.T) {
 // projects, shares, allow-list and memory it names.
 func TestClientFlags(t *testing.T) {
 	f := clientRunFlags{data: "w", bootstrap: []string{"/ip4/127.0.0.1/tcp/1/p2p/12D3KooWGGbiuEpRQ9Qe2Drsouy5vSbmokPneYDut8zRXSVvqVmp"},
-		projects: []string{"lhc:75", "cms:25", "seti"}, allow: []string{"lhc=a,b", "cms=*"}, external: []string{"a=/opt/a"}, memory: "2GiB"}
+		projects: []string{"lhc:75", "cms:25", "seti"}, allow: []string{"lhc=a,b", "cms=*"}, external: []string{"a=/opt/a"}, memory: "2GiB", slots: 1}
 	s, err := f.parse()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -40,7 +41,7 @@ func newNodeInitCmd() *cobra.Command {
 		Use:   "init",
 		Short: "Create a node's data directory: keys, identity and certificate request",
 		Example: `  up node init --data n1 --ca ca/ca.crt --name n1
-  up ca issue --dir ca --role node --in n1/node.csr --out n1/node.crt`,
+  up ca issue --data ca --role node --in n1/node.csr --out n1/node.crt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("data", data, "ca", caFile, "name", name); err != nil {
@@ -56,8 +57,13 @@ func newNodeInitCmd() *cobra.Command {
 	return cmd
 }
 
-// initParty creates a party's data directory and tells what to do next.
+// initParty creates a party's data directory and tells what to do next:
+// the 'up ca issue' command that certifies it, complete when the CA's
+// directory is the one caFile lies in.
 func initParty(w io.Writer, dir string, role certs.Role, name, caFile string) error {
+	if err := checkPartyName(name); err != nil {
+		return usageError{fmt.Errorf("--name %q: %w", name, err)}
+	}
 	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		return fmt.Errorf("CA certificate: %w", err)
@@ -67,8 +73,12 @@ func initParty(w io.Writer, dir string, role certs.Role, name, caFile string) er
 		return err
 	}
 	p := keystore.Paths{Dir: dir, Role: role}
-	fmt.Fprintf(w, "%s %q initialised in %s\nnext: have the CA run: up ca issue --role %s --in %s --out %s\n",
-		role, name, dir, role, csr, p.Cert())
+	caDir, who := filepath.Dir(caFile), "have the CA run"
+	if !exists(caPaths{caDir}.key()) {
+		caDir, who = "CA_DIR", "send "+csr+" to the CA, who runs"
+	}
+	fmt.Fprintf(w, "%s %q initialised in %s\nnext: %s: up ca issue --data %s --role %s --in %s --out %s\n",
+		role, name, dir, who, shellQuote(caDir), role, shellQuote(csr), shellQuote(p.Cert()))
 	return nil
 }
 

@@ -42,7 +42,7 @@ func newProjectInitCmd() *cobra.Command {
 		Use:   "init",
 		Short: "Create a project's data directory: signing and result keys, certificate request",
 		Example: `  up project init --data lhc --ca ca/ca.crt --name lhc
-  up ca issue --dir ca --role project --in lhc/project.csr --out lhc/project.crt`,
+  up ca issue --data ca --role project --in lhc/project.csr --out lhc/project.crt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("data", data, "ca", caFile, "name", name); err != nil {
@@ -65,15 +65,17 @@ type projectConn struct {
 	bootstrapFile string
 	quiet         bool
 	logLevel      string
+	logFormat     string
 }
 
 func (c *projectConn) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.data, "data", "", "data directory made by 'up project init' (required)")
-	f.StringSliceVar(&c.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable)")
-	f.StringVar(&c.bootstrapFile, "bootstrap-file", "", "file of bootstrap multiaddrs, one per line")
+	f.StringSliceVar(&c.bootstrap, "bootstrap", nil, bootstrapHelp)
+	f.StringVar(&c.bootstrapFile, "bootstrap-file", "", bootstrapFileHelp)
 	f.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 	f.StringVar(&c.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 }
 
 // open loads the project, joins the overlay and opens the ledger.
@@ -88,7 +90,7 @@ func (c *projectConn) open(ctx context.Context, stderr io.Writer) (*project.Proj
 	if len(boot) == 0 {
 		return nil, nil, nil, usageError{fmt.Errorf("missing --bootstrap or --bootstrap-file: give a node to join through")}
 	}
-	logger, err := newLogger(stderr, c.logLevel, "text")
+	logger, err := newLogger(stderr, c.logLevel, c.logFormat)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -151,13 +153,13 @@ func newProjectSubmitCmd() *cobra.Command {
 before they are sent, so running the same command again after a crash
 sends only what was not acknowledged by r replicas, never a job twice.
 
-Job file:
+Job file (only app is required):
   app: mandelbrot                 # application (the client must allow it)
-  args: ["{x}", "{y}", "64"]      # {name}: a sweep parameter
-  keywords: [fractal]             # the index keywords clients query
+  args: ["{x}", "{y}", "64"]      # {name}: a sweep parameter (each must be used here)
+  keywords: [fractal]             # index keywords clients query; the project's name is added
   resources: [mem:small]          # resource classes (keywords too)
-  t_finish: 10m                   # how long a claim lasts
-  copies: 2                       # redundant copies (quorum validation)
+  t_finish: 10m                   # how long a claim lasts (default 1h)
+  copies: 2                       # redundant copies, 1..16 (default 1; quorum validation)
   inputs: [{url: https://..., sha256: <64 hex>}]
   sweep: {x: {from: 0, to: 7}, y: [0.5, 1.5]}`,
 		Example: `  up project submit --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... jobs.yaml`,
@@ -169,8 +171,8 @@ Job file:
 			if err != nil {
 				return fmt.Errorf("job file: %w", err)
 			}
-			if _, _, err := project.ParseJobFile(file); err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
+			if _, _, err := project.ParseJobFile(file, ""); err != nil {
+				return fmt.Errorf("job file %s: %w", args[0], err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -33,6 +33,9 @@ everything a multi-process or docker compose test network needs.`,
 			if nodes < 1 || clients < 0 || jobs < 1 {
 				return usageError{fmt.Errorf("want --nodes >= 1, --clients >= 0, --jobs >= 1")}
 			}
+			if err := checkPartyName(projectName); err != nil {
+				return usageError{fmt.Errorf("--project %q: %w", projectName, err)}
+			}
 			if exists(filepath.Join(dir, "ca")) {
 				return fmt.Errorf("%s already holds a test network (ca/ exists)", dir)
 			}
