@@ -1,0 +1,23 @@
+package project
+
+import "encoding/json"
+
+// MarshalJSON writes the credit with snake_case keys and its CPU time in
+// seconds (cpu_s).
+func (c Credit) MarshalJSON() ([]byte, error) {
+	type plain Credit
+	return json.Marshal(struct {
+		plain
+		CPU float64 `json:"cpu_s"`
+	}{plain(c), c.CPU.Seconds()})
+}
+
+// MarshalJSON writes the stats with snake_case keys and durations in
+// seconds (oldest_age_s).
+func (s Stats) MarshalJSON() ([]byte, error) {
+	type plain Stats
+	return json.Marshal(struct {
+		plain
+		OldestAge float64 `json:"oldest_age_s"`
+	}{plain(s), s.OldestAge.Seconds()})
+}
