@@ -284,29 +284,10 @@ func newProjectStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return printJSON(cmd.OutOrStdout(), st)
 			}
-			fmt.Fprintln(out, "jobs:")
-			for _, k := range sortedKeys(st.Jobs) {
-				fmt.Fprintf(out, "  %-10s %d\n", k, st.Jobs[k])
-			}
-			fmt.Fprintln(out, "units:")
-			for _, k := range sortedKeys(st.Units) {
-				fmt.Fprintf(out, "  %-13s %d\n", k, st.Units[k])
-			}
-			fmt.Fprintf(out, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
-			if st.OldestAge > 0 {
-				fmt.Fprintf(out, "oldest unfinished job: %s\n", st.OldestAge.Round(time.Second))
-			}
-			fmt.Fprintln(out, "credit (valid results):")
-			for _, c := range st.Credit {
-				fmt.Fprintf(out, "  %-24s %6d valid  %4d invalid  %s CPU\n", c.Client, c.Valid, c.Invalid, c.CPU.Round(time.Millisecond))
-			}
-			return nil
+			return printProjectStatus(cmd.OutOrStdout(), st)
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "project data directory (required)")
