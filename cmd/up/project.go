@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/up-pool/up/agent"
@@ -116,21 +115,6 @@ func (c *projectConn) open(ctx context.Context, stderr io.Writer) (*project.Proj
 		return nil, nil, nil, err
 	}
 	return p, l, func() { a.Close(); l.Close() }, nil
-}
-
-// bar returns a progress function drawing a bar on w (nil when quiet).
-func bar(w io.Writer, quiet bool, what string) project.Progress {
-	if quiet {
-		return nil
-	}
-	var b *progressbar.ProgressBar
-	return func(done, total int) {
-		if b == nil {
-			b = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
-				progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		}
-		_ = b.Set(done)
-	}
 }
 
 func newProjectSubmitCmd() *cobra.Command {
