@@ -102,9 +102,12 @@ func printNodeStatus(w io.Writer, st node.Status) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", label, a)
 	}
-	var roles []string
+	roles := []string{}
 	for _, r := range sortedKeys(st.Admitted) {
 		roles = append(roles, fmt.Sprintf("%d %s", st.Admitted[r], r))
+	}
+	if len(roles) == 0 {
+		roles = append(roles, "none")
 	}
 	fmt.Fprintf(tw, "routing table\t%d nodes\n", st.RoutingTable)
 	fmt.Fprintf(tw, "connections\t%d (admitted: %s)\n", st.Connections, strings.Join(roles, ", "))
