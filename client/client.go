@@ -31,6 +31,10 @@ type Client struct {
 	done    int
 	failed  int
 	started int
+	// released counts claimed jobs given back; queryCount index queries
+	// by result (found, empty, error).
+	released   int
+	queryCount map[string]int
 }
 
 type backoff struct {
@@ -197,16 +201,20 @@ type JobStatus struct {
 	App     string    `json:"app"`
 	State   string    `json:"state"` // claiming, fetching, running, submitting
 	Since   time.Time `json:"since"`
-	Elapsed string    `json:"elapsed"`
+	Elapsed float64   `json:"elapsed_s"` // seconds since Since
 }
 
 // Status is the client's /status document.
 type Status struct {
-	Done    int                      `json:"done"`
-	Failed  int                      `json:"failed"`
-	Running []JobStatus              `json:"running"`
-	Debts   map[string]time.Duration `json:"debts"`
-	Backoff map[string]string        `json:"backoff"`
+	Role     string      `json:"role"` // always "client": tells a client's API from a node's
+	Done     int         `json:"done"`
+	Failed   int         `json:"failed"`
+	Released int         `json:"released"` // claimed jobs given back unrun or unfinished
+	Running  []JobStatus `json:"running"`
+	// Debts are the projects' debts in seconds of CPU (positive: owed time).
+	Debts map[string]float64 `json:"debts_s"`
+	// Backoff are the seconds left to wait, by project backing off.
+	Backoff map[string]float64 `json:"backoff_s"`
 	// Claims counts the claim attempts by outcome (lost: aborted on
 	// another client's claim).
 	Claims claimnet.Stats `json:"claims"`
@@ -217,17 +225,21 @@ func (c *Client) Status() Status {
 	now := c.cfg.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Status{Done: c.done, Failed: c.failed, Debts: c.sched.Debts(), Backoff: map[string]string{}, Claims: c.claimer.Stats()}
+	st := Status{Role: "client", Done: c.done, Failed: c.failed, Released: c.released,
+		Debts: map[string]float64{}, Backoff: map[string]float64{}, Claims: c.claimer.Stats()}
+	for p, d := range c.sched.Debts() {
+		st.Debts[p] = d.Seconds()
+	}
 	for _, j := range c.jobs {
 		js := *j
-		js.Elapsed = now.Sub(j.Since).Round(time.Millisecond).String()
+		js.Elapsed = now.Sub(j.Since).Round(time.Millisecond).Seconds()
 		st.Running = append(st.Running, js)
 	}
 	sort.Slice(st.Running, func(i, k int) bool { return st.Running[i].Since.Before(st.Running[k].Since) })
 	wall := time.Now()
 	for p, b := range c.backoff {
 		if wall.Before(b.until) {
-			st.Backoff[p] = b.until.Sub(wall).Round(time.Millisecond).String()
+			st.Backoff[p] = b.until.Sub(wall).Round(time.Millisecond).Seconds()
 		}
 	}
 	return st

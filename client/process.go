@@ -43,6 +43,7 @@ func (c *Client) RunOne(ctx context.Context, project string) (ran bool, err erro
 	hits := c.duePending(project)
 	if len(hits) == 0 {
 		found, err := c.cfg.Agent.Index().Find(ctx, c.queries[project], c.cfg.FindBatch)
+		c.countQuery(len(found), err)
 		if err != nil {
 			return false, err
 		}
@@ -148,11 +149,12 @@ func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim
 			}
 			c.claimer.Release(context.WithoutCancel(ctx), cl)
 			c.log.Info("job released", "job", cid, "project", project, "err", err)
+			c.mu.Lock()
+			c.released++
 			if !errors.Is(err, ErrSameUnit) {
-				c.mu.Lock()
 				c.failed++
-				c.mu.Unlock()
 			}
+			c.mu.Unlock()
 		}
 	}()
 	c.track(cid, project, "fetching")

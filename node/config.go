@@ -84,6 +84,8 @@ type Config struct {
 	// LibP2PMetrics exports libp2p's own metrics on /metrics; leave it off
 	// when many nodes share a process, as libp2p's collectors are global.
 	LibP2PMetrics bool
+	// Version labels the up_build_info metric; empty: the module's version.
+	Version string
 }
 
 func (c *Config) applyDefaults() {

@@ -7,20 +7,23 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/overlay"
 )
 
 // Status is the node's /status document.
 type Status struct {
+	Role         string          `json:"role"` // always "node": tells a node's API from a client's
 	Name         string          `json:"name"`
 	PeerID       string          `json:"peer_id"`
 	Position     string          `json:"position"`
 	PositionSeq  uint64          `json:"position_seq"`
 	Addrs        []string        `json:"addrs"`
-	Uptime       string          `json:"uptime"`
+	Uptime       float64         `json:"uptime_s"` // seconds since the node started
 	RoutingTable int             `json:"routing_table"`
 	Connections  int             `json:"connections"`
 	Admitted     map[string]int  `json:"admitted"`
@@ -43,11 +46,12 @@ func (n *Node) Status() Status {
 	in := n.cur()
 	self := in.dht.Self()
 	st := Status{
+		Role:         "node",
 		Name:         n.id.Name,
 		PeerID:       n.ID().String(),
 		Position:     self.String(),
 		PositionSeq:  n.id.Position.Position.Seq,
-		Uptime:       n.cfg.Now().Sub(n.started).Round(time.Second).String(),
+		Uptime:       n.cfg.Now().Sub(n.started).Round(time.Millisecond).Seconds(),
 		RoutingTable: in.dht.RoutingTableSize(),
 		Connections:  len(in.host.Network().Conns()),
 		Admitted:     map[string]int{},
@@ -91,8 +95,13 @@ func (n *Node) serveHTTP() error {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(n.Status())
 	})
+	build := prometheus.NewRegistry()
+	build.MustRegister(overlay.BuildInfo(n.cfg.Version))
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		promhttp.HandlerFor(n.cur().ep.Metrics().Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+		// The instance's registry is replaced when the node moves; the
+		// build info is the process's.
+		g := prometheus.Gatherers{n.cur().ep.Metrics().Registry, build}
+		promhttp.HandlerFor(g, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 	})
 	n.httpLn = ln
 	n.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,9 @@ func TestHTTPAPI(t *testing.T) {
 	if err := json.Unmarshal(get(t, "http://"+addr+"/status"), &st); err != nil {
 		t.Fatal(err)
 	}
+	if st.Role != "node" || st.Uptime < 0 {
+		t.Fatalf("status role %q, uptime %v s; want node, >= 0", st.Role, st.Uptime)
+	}
 	self := keyspace.PeerPos([]byte(nd.ID()))
 	if st.PeerID != nd.ID().String() || st.Position != self.String() || st.Name != "node000" {
 		t.Fatalf("status names %s %s at %s, want node000 %s at %s", st.Name, st.PeerID, st.Position, nd.ID(), self)
@@ -147,6 +151,17 @@ func TestHTTPAPI(t *testing.T) {
 	}
 	if conns, ok := metricValue(body, "up_connections"); !ok || conns < 1 {
 		t.Errorf("/metrics up_connections = %v (found %v), want at least 1", conns, ok)
+	}
+	if !strings.Contains(string(body), "up_build_info{") || !strings.Contains(string(body), `goversion="`+runtime.Version()+`"`) {
+		t.Errorf("/metrics has no up_build_info with goversion %s", runtime.Version())
+	}
+	resp, err := http.Get("http://" + addr + "/nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /nope: %s, want 404", resp.Status)
 	}
 }
 

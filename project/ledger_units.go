@@ -256,21 +256,21 @@ func (l *Ledger) AnyJob(unit int64) (signed []byte, maxCopy int, err error) {
 
 // Credit is one client's standing.
 type Credit struct {
-	Client  string
-	Valid   int           // results that made or matched a canonical result
-	Invalid int           // results that disagreed with the canonical one, or failed
-	CPU     time.Duration // CPU time of the valid results
+	Client  string        `json:"client"`
+	Valid   int           `json:"valid"`   // results that made or matched a canonical result
+	Invalid int           `json:"invalid"` // results that disagreed with the canonical one, or failed
+	CPU     time.Duration `json:"-"`       // CPU time of the valid results; JSON cpu_s
 }
 
 // Stats summarise the ledger.
 type Stats struct {
-	Jobs      map[string]int // by state
-	Units     map[string]int // by status
-	Results   int
-	LastHour  int // results harvested in the last hour
-	Credit    []Credit
-	OldestAge time.Duration // age of the oldest job not yet harvested
-	Stuck     []Stuck       // submitted jobs without a result far longer than expected
+	Jobs      map[string]int `json:"jobs"`  // by state
+	Units     map[string]int `json:"units"` // by status
+	Results   int            `json:"results"`
+	LastHour  int            `json:"last_hour"` // results harvested in the last hour
+	Credit    []Credit       `json:"credit"`
+	OldestAge time.Duration  `json:"-"`     // age of the oldest job not yet harvested; JSON oldest_age_s
+	Stuck     []Stuck        `json:"stuck"` // submitted jobs without a result far longer than expected
 }
 
 // Stats reports jobs by state, units by status, throughput, the jobs

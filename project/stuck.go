@@ -20,11 +20,11 @@ const StuckAfter = 10 * time.Minute
 // clients claim and release for ever (an application no volunteer allows)
 // or never find (keywords no client queries).
 type Stuck struct {
-	App      string
-	Keywords []string // keywords and resource classes, sorted
-	Jobs     int
-	Oldest   time.Duration // how long ago the oldest was acknowledged by its replicas
-	TFinish  time.Duration // the longest T_finish of the group
+	App      string        `json:"app"`
+	Keywords []string      `json:"keywords"` // keywords and resource classes, sorted
+	Jobs     int           `json:"jobs"`
+	Oldest   time.Duration `json:"-"` // how long ago the oldest was acknowledged by its replicas; JSON oldest_s
+	TFinish  time.Duration `json:"-"` // the longest T_finish of the group; JSON t_finish_s
 }
 
 // Hint says what a stuck group may mean.

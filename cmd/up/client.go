@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -261,12 +259,7 @@ func newClientRunCmd() *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("HTTP API on %s: %w", fl.httpAddr, err)
 				}
-				srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-					w.Header().Set("Content-Type", "application/json")
-					enc := json.NewEncoder(w)
-					enc.SetIndent("", "  ")
-					_ = enc.Encode(c.Status())
-				})}
+				srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: c.Handler(version)}
 				go func() { _ = srv.Serve(ln) }()
 				defer srv.Close()
 			}
@@ -291,7 +284,7 @@ func newClientRunCmd() *cobra.Command {
 	f.StringVar(&fl.memory, "memory", "", "memory offered to jobs, e.g. 2GiB (default: the machine's)")
 	f.StringVar(&fl.bandwidth, "bandwidth", "", "this machine's network bandwidth, e.g. 56kbit, 20Mbit, 1Gbit: rules out jobs needing more (bw:medium >= 1 Mbit/s, bw:high >= 10 Mbit/s); default unknown")
 	f.StringVar(&fl.work, "work", "", "work directories' root (default DATA/work)")
-	f.StringVar(&fl.httpAddr, "http", "", "address of the local status API, e.g. 127.0.0.1:8050; off when empty")
+	f.StringVar(&fl.httpAddr, "http", "", "address of the local HTTP API (/status, /metrics), e.g. 127.0.0.1:8050; off when empty")
 	f.IntVar(&fl.maxJobs, "max-jobs", 0, "stop after this many jobs (0: run until interrupted)")
 	f.DurationVar(&fl.backoffMax, "backoff-max", 5*time.Minute, "longest wait when a project has no work or the network fails")
 	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -301,26 +294,29 @@ func newClientRunCmd() *cobra.Command {
 
 func newClientStatusCmd() *cobra.Command {
 	var addr string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "status",
-		Short:   "Print a running client's status: jobs in progress, done, debts",
-		Example: `  up client status --http 127.0.0.1:8050`,
-		Args:    noArgs,
+		Use:   "status",
+		Short: "Print a running client's status: jobs in progress, done, debts",
+		Example: `  up client status --http 127.0.0.1:8050
+  up client status --http http://127.0.0.1:8050 --json`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("http", addr); err != nil {
 				return err
 			}
-			c := &http.Client{Timeout: 5 * time.Second}
-			resp, err := c.Get("http://" + addr + "/status")
-			if err != nil {
-				return fmt.Errorf("client status at %s: %w", addr, err)
+			var st client.Status
+			if err := fetchStatus(addr, "client", &st); err != nil {
+				return err
 			}
-			defer resp.Body.Close()
-			_, err = io.Copy(cmd.OutOrStdout(), io.LimitReader(resp.Body, 1<<20))
-			return err
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			return printClientStatus(cmd.OutOrStdout(), st)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", "", "the client's status API address (required)")
+	cmd.Flags().StringVar(&addr, "http", "", "the client's HTTP API: host:port or http(s)://host:port (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
 }
 

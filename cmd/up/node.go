@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -125,7 +123,7 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	if f.cacheTTL < 0 {
 		return node.Config{}, usageError{fmt.Errorf("--lookup-cache %s is negative", f.cacheTTL)}
 	}
-	cfg := node.Config{DataDir: f.data, Listen: listen, Bootstrap: boot, HTTPAddr: f.http, Logger: logger, LibP2PMetrics: true}
+	cfg := node.Config{DataDir: f.data, Listen: listen, Bootstrap: boot, HTTPAddr: f.http, Logger: logger, LibP2PMetrics: true, Version: version}
 	cfg.DHT.Replication = f.r
 	cfg.DHT.LookupCacheTTL = f.cacheTTL
 	if f.cacheTTL == 0 {
@@ -277,34 +275,29 @@ func newNodeRunCmd() *cobra.Command {
 
 func newNodeStatusCmd() *cobra.Command {
 	var addr string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "status",
-		Short:   "Print a running node's status from its HTTP API",
-		Example: `  up node status --http 127.0.0.1:8040`,
-		Args:    noArgs,
+		Use:   "status",
+		Short: "Print a running node's status from its HTTP API",
+		Example: `  up node status --http 127.0.0.1:8040
+  up node status --http http://127.0.0.1:8040 --json`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("http", addr); err != nil {
 				return err
 			}
-			c := &http.Client{Timeout: 5 * time.Second}
-			resp, err := c.Get("http://" + addr + "/status")
-			if err != nil {
-				return fmt.Errorf("node status at %s: %w", addr, err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("node status at %s: HTTP %s", addr, resp.Status)
-			}
 			var st node.Status
-			if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
-				return fmt.Errorf("node status at %s: %w", addr, err)
+			if err := fetchStatus(addr, "node", &st); err != nil {
+				return err
 			}
-			out := json.NewEncoder(cmd.OutOrStdout())
-			out.SetIndent("", "  ")
-			return out.Encode(st)
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			return printNodeStatus(cmd.OutOrStdout(), st)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", "", "the node's HTTP API address (required)")
+	cmd.Flags().StringVar(&addr, "http", "", "the node's HTTP API: host:port or http(s)://host:port (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
 }
 

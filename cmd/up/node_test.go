@@ -93,7 +93,7 @@ func TestNodeRunStopsOnSIGTERM(t *testing.T) {
 	out.await(t, 30*time.Second, `"listening on" line`)
 	httpAddr := logs.await(t, 5*time.Second, "HTTP API address in the log")
 	var st node.Status
-	if err := json.Unmarshal([]byte(mustRun(t, "node", "status", "--http", httpAddr)), &st); err != nil {
+	if err := json.Unmarshal([]byte(mustRun(t, "node", "status", "--json", "--http", httpAddr)), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Name != "n1" || st.PeerID == "" {

@@ -10,11 +10,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/up-pool/up/agent"
@@ -127,21 +125,6 @@ func (c *projectConn) open(ctx context.Context, stderr io.Writer) (*project.Proj
 		return nil, nil, nil, err
 	}
 	return p, l, func() { a.Close(); l.Close(); lock.Unlock() }, nil
-}
-
-// bar returns a progress function drawing a bar on w (nil when quiet).
-func bar(w io.Writer, quiet bool, what string) project.Progress {
-	if quiet {
-		return nil
-	}
-	var b *progressbar.ProgressBar
-	return func(done, total int) {
-		if b == nil {
-			b = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
-				progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		}
-		_ = b.Set(done)
-	}
 }
 
 func newProjectSubmitCmd() *cobra.Command {
@@ -309,36 +292,10 @@ func newProjectStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return printJSON(cmd.OutOrStdout(), st)
 			}
-			fmt.Fprintln(out, "jobs:")
-			for _, k := range sortedKeys(st.Jobs) {
-				fmt.Fprintf(out, "  %-10s %d\n", k, st.Jobs[k])
-			}
-			fmt.Fprintln(out, "units:")
-			for _, k := range sortedKeys(st.Units) {
-				fmt.Fprintf(out, "  %-13s %d\n", k, st.Units[k])
-			}
-			fmt.Fprintf(out, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
-			if st.OldestAge > 0 {
-				fmt.Fprintf(out, "oldest unfinished job: %s\n", st.OldestAge.Round(time.Second))
-			}
-			if len(st.Stuck) > 0 {
-				fmt.Fprintln(out, "stuck (submitted, no result in over twice their T_finish and at least 10m):")
-				for _, s := range st.Stuck {
-					fmt.Fprintf(out, "  %d of app '%s' [%s], T_finish %s: %s\n",
-						s.Jobs, s.App, strings.Join(s.Keywords, " "), s.TFinish, s.Hint())
-				}
-			}
-			fmt.Fprintln(out, "credit (valid results):")
-			for _, c := range st.Credit {
-				fmt.Fprintf(out, "  %-24s %6d valid  %4d invalid  %s CPU\n", c.Client, c.Valid, c.Invalid, c.CPU.Round(time.Millisecond))
-			}
-			return nil
+			return printProjectStatus(cmd.OutOrStdout(), st)
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "project data directory (required)")

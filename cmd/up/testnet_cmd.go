@@ -77,12 +77,7 @@ and prints the figures (or keeps running with --hold).`,
 			}
 			defer net.Close()
 			fmt.Fprintf(out, "%d nodes (%s) up in %s\n", opts.Nodes, fl.transport, time.Since(start).Round(time.Millisecond))
-			rep, err := net.CheckLookups(ctx, fl.keys, fl.seed, func(done, total int) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "\rlookups: node %d/%d", done, total)
-				if done == total {
-					fmt.Fprintln(cmd.ErrOrStderr())
-				}
-			})
+			rep, err := net.CheckLookups(ctx, fl.keys, fl.seed, bar(cmd.ErrOrStderr(), false, "lookups: nodes"))
 			if err != nil {
 				return err
 			}

@@ -49,7 +49,7 @@ echo "== harvest until every result is in"
 # (a harvest walks past the dead node; the node rejoins on its own).
 for i in $(seq 1 80); do
 	dc --profile project run --rm -T project project harvest --data /data/project --bootstrap-file /data/bootstrap.txt --quiet || true
-	done_units=$(dc --profile project run --rm -T project project status --data /data/project --json | tr -d ' \n' | sed -n 's/.*"Units":{[^}]*"valid":\([0-9]*\).*/\1/p')
+	done_units=$(dc --profile project run --rm -T project project status --data /data/project --json | tr -d ' \n' | sed -n 's/.*"units":{[^}]*"valid":\([0-9]*\).*/\1/p')
 	echo "   ${done_units:-0} of 50 units valid"
 	[ "${done_units:-0}" = 50 ] && break
 	sleep 3

@@ -18,101 +18,103 @@ import (
 // NodeLoad is one node slot's RPC load over its lifetime in the run (all
 // its incarnations together).
 type NodeLoad struct {
-	Node   int
-	Up     float64            // seconds alive
-	Avg    float64            // RPC/s received, averaged over Up
-	ByKind map[string]float64 // RPC/s by kind
+	Node   int                `json:"node"`
+	Up     float64            `json:"up_s"`    // seconds alive
+	Avg    float64            `json:"avg"`     // RPC/s received, averaged over Up
+	ByKind map[string]float64 `json:"by_kind"` // RPC/s by kind
 }
 
-// Summary is a run's key figures.
+// Summary is a run's key figures. In JSON (summary.json) its keys are
+// snake_case and its durations seconds, under keys ending in _s.
 type Summary struct {
-	Name      string
-	Workload  Workload
-	Nodes     int
-	Seed      uint64
-	Balance   bool
-	Piggyback bool          // balancing reacts to loads piggy-backed on replies
-	CoolDown  time.Duration // balancing's cool-down
-	WRate     float64       // balancing's weight of one request per second
-	ChurnLife time.Duration
-	Jobs      int
-	Rate      float64
-	Simulated time.Duration
-	Wall      time.Duration
-	Events    uint64
-	SysMiB    float64 // memory the Go runtime obtained from the OS, at the end of the run
-	Submitted int
-	Claimed   int
-	Finished  int
-	Collected int
-	Lost      int
-	Doubles   int
-	Moves     int
-	Reactions int // balances started by a load piggy-backed on a reply
-	Failed    int // claim attempts that did not win
-	EmptyQ    int // index queries that found nothing
-	Lookups   int
-	CacheHits int
+	Name      string        `json:"name"`
+	Workload  Workload      `json:"workload"`
+	Nodes     int           `json:"nodes"`
+	Seed      uint64        `json:"seed"`
+	Balance   bool          `json:"balance"`
+	Piggyback bool          `json:"piggyback"` // balancing reacts to loads piggy-backed on replies
+	CoolDown  time.Duration `json:"-"`         // balancing's cool-down
+	WRate     float64       `json:"w_rate"`    // balancing's weight of one request per second
+	ChurnLife time.Duration `json:"-"`
+	Jobs      int           `json:"jobs"`
+	Rate      float64       `json:"rate"`
+	Simulated time.Duration `json:"-"`
+	Wall      time.Duration `json:"-"`
+	Events    uint64        `json:"events"`
+	SysMiB    float64       `json:"sys_mib"` // memory the Go runtime obtained from the OS, at the end of the run
+	Submitted int           `json:"submitted"`
+	Claimed   int           `json:"claimed"`
+	Finished  int           `json:"finished"`
+	Collected int           `json:"collected"`
+	Lost      int           `json:"lost"`
+	Doubles   int           `json:"doubles"`
+	Moves     int           `json:"moves"`
+	Reactions int           `json:"reactions"`     // balances started by a load piggy-backed on a reply
+	Failed    int           `json:"failed"`        // claim attempts that did not win
+	EmptyQ    int           `json:"empty_queries"` // index queries that found nothing
+	Lookups   int           `json:"lookups"`
+	CacheHits int           `json:"cache_hits"`
 	// PlaceLookups counts submitted jobs whose first node (the closest in
 	// the project's routing table and crawled view) was not among the
 	// job's r closest in its own table and looked the job up.
-	PlaceLookups int
+	PlaceLookups int `json:"place_lookups"`
 	// FailedStores counts the project's stores that failed (the first node
 	// left or moved since the project learnt of it, or was cut off); each
 	// is followed by a lookup after the RPC time-out.
-	FailedStores int
+	FailedStores int `json:"failed_stores"`
 	// Crawls counts the project's crawls of the overlay; their near
 	// questions are LookupRPC["crawl"].
-	Crawls int
+	Crawls int `json:"crawls"`
 	// StaleTargets counts region targets (index writes and queries) whose
 	// node joined or moved after the party fetched its region view: the
 	// real view would not know it and name an older node instead (the
 	// simulator routes to the true closest; this counts what it does not
 	// charge).
-	StaleTargets int
+	StaleTargets int `json:"stale_targets"`
 	// RegionTargets counts the region targets drawn (index entries placed
 	// and index queries sent).
-	RegionTargets int
-	RegionBits    int               // p, bits of the keyword's index region (Config.RegionBits)
-	NearRPC       uint64            // near questions (region views), counted in LookupRPC
-	RPC           map[string]uint64 // RPCs received, by kind
-	LookupRPC     map[string]uint64 // lookup RPCs, by what the lookup was for
-	LookupShare   float64           // lookup RPCs / all RPCs
-	MeanRPC       float64           // mean RPC/s per live node over the run
-	MeanBW        float64           // mean bytes/s received per live node
+	RegionTargets int               `json:"region_targets"`
+	RegionBits    int               `json:"region_bits"`  // p, bits of the keyword's index region (Config.RegionBits)
+	NearRPC       uint64            `json:"near_rpc"`     // near questions (region views), counted in LookupRPC
+	RPC           map[string]uint64 `json:"rpc"`          // RPCs received, by kind
+	LookupRPC     map[string]uint64 `json:"lookup_rpc"`   // lookup RPCs, by what the lookup was for
+	LookupShare   float64           `json:"lookup_share"` // lookup RPCs / all RPCs
+	MeanRPC       float64           `json:"mean_rpc"`     // mean RPC/s per live node over the run
+	MeanBW        float64           `json:"mean_bw"`      // mean bytes/s received per live node
 
-	PeakRPCMax          float64 // highest per-second RPC count on any node
-	MedianRPCMax        float64 // median over rows of the busiest node's RPC/s
-	PeakNoIndexNoLookup float64 // highest per-second count on a node without index entries, lookups not counted
-	MedianMaxOverMean   float64 // median over rows of busiest/mean RPC/s
-	BusiestAvg          float64 // busiest node's lifetime average RPC/s
-	BusiestOverMean     float64 // BusiestAvg / mean of the lifetime averages
+	PeakRPCMax          float64 `json:"peak_rpc_max"`            // highest per-second RPC count on any node
+	MedianRPCMax        float64 `json:"median_rpc_max"`          // median over rows of the busiest node's RPC/s
+	PeakNoIndexNoLookup float64 `json:"peak_no_index_no_lookup"` // highest per-second count on a node without index entries, lookups not counted
+	MedianMaxOverMean   float64 `json:"median_max_over_mean"`    // median over rows of busiest/mean RPC/s
+	BusiestAvg          float64 `json:"busiest_avg"`             // busiest node's lifetime average RPC/s
+	BusiestOverMean     float64 `json:"busiest_over_mean"`       // BusiestAvg / mean of the lifetime averages
 	// FinalHourMaxOverMean is the median over the seconds of the last hour
 	// of a dynamic workload's submissions of busiest/mean RPC/s: the load
 	// balancing's steady state (0 for shorter or static runs).
-	FinalHourMaxOverMean float64
+	FinalHourMaxOverMean float64 `json:"final_hour_max_over_mean"`
 	// WindowMaxOverMean is the median over the run's 5-minute load windows
 	// of the busiest node's RPCs over the mean: the spread of the load
 	// without the per-second counting noise.
-	WindowMaxOverMean float64
+	WindowMaxOverMean float64 `json:"window_max_over_mean"`
 	// FinalHourWindowMaxOverMean is the same over the windows of the last
 	// hour of a dynamic workload's submissions (0 for shorter or static
 	// runs): the balancing's steady state.
-	FinalHourWindowMaxOverMean float64
+	FinalHourWindowMaxOverMean float64 `json:"final_hour_window_max_over_mean"`
 	// EvenSecondMaxOverMean and EvenWindowMaxOverMean are what
 	// MedianMaxOverMean and WindowMaxOverMean would be under a perfectly
 	// even load at the run's mean RPC/s and live nodes (EvenMaxOverMean):
 	// the floor set by counting noise.
-	EvenSecondMaxOverMean, EvenWindowMaxOverMean float64
-	Top                                          []NodeLoad
-	PeakJobsMax                                  float64
-	PeakIndexMax                                 float64
-	PeakBWMax                                    float64 // bytes/s
-	ShareAtFirstMove                             float64 // busiest node's share of the index entries at the first move
-	HotSpotHalvedAfter                           time.Duration
-	HotSpotHalved                                bool
-	FirstMove                                    time.Duration
-	AllCollected                                 bool
+	EvenSecondMaxOverMean float64       `json:"even_second_max_over_mean"`
+	EvenWindowMaxOverMean float64       `json:"even_window_max_over_mean"`
+	Top                   []NodeLoad    `json:"top"`
+	PeakJobsMax           float64       `json:"peak_jobs_max"`
+	PeakIndexMax          float64       `json:"peak_index_max"`
+	PeakBWMax             float64       `json:"peak_bw_max"`         // bytes/s
+	ShareAtFirstMove      float64       `json:"share_at_first_move"` // busiest node's share of the index entries at the first move
+	HotSpotHalvedAfter    time.Duration `json:"-"`
+	HotSpotHalved         bool          `json:"hot_spot_halved"`
+	FirstMove             time.Duration `json:"-"`
+	AllCollected          bool          `json:"all_collected"`
 }
 
 // Rows are the run's CSV rows.

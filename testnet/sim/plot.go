@@ -3,12 +3,15 @@ package sim
 import (
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Colours of the thesis figures: jobs green, index entries blue, RPC red.
@@ -62,7 +65,8 @@ func linePlot(title, ylabel string, rows []Row, curves []curve) (*plot.Plot, err
 	p.X.Label.Text = "time (h)"
 	p.Y.Label.Text = ylabel
 	p.Y.Min = 0
-	p.Legend.Top = true
+	p.X.Tick.Marker = roundTicks{target: 8}
+	p.Y.Tick.Marker = roundTicks{target: 6}
 	for _, c := range curves {
 		l, err := plotter.NewLine(series(rows, c.f, c.peak))
 		if err != nil {
@@ -98,7 +102,7 @@ func (s *Sim) Plot(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, "overview.png")); err != nil {
+	if err := savePlot(p, 10*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, "overview.png")); err != nil {
 		return fmt.Errorf("save overview: %w", err)
 	}
 	p, err = linePlot(title+": RPC load", "RPC/s", rows, []curve{
@@ -111,10 +115,41 @@ func (s *Sim) Plot(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, "rpc.png")); err != nil {
+	if err := savePlot(p, 10*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, "rpc.png")); err != nil {
 		return fmt.Errorf("save rpc: %w", err)
 	}
 	return s.plotBars(title, filepath.Join(dir, "bars.png"))
+}
+
+// savePlot writes p as a PNG of w by h with its legend in a column to the
+// right of the axes, where it cannot cover the data.
+func savePlot(p *plot.Plot, w, h vg.Length, path string) error {
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	legend := p.Legend
+	p.Legend = plot.NewLegend() // drawn outside, below the title
+	defer func() { p.Legend = legend }()
+	pad := vg.Points(10)
+	lw := legend.Rectangle(dc).Size().X + 2*pad
+	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+	legend.Left, legend.Top = true, true
+	// Below the title, level with the top of the axes.
+	top := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding + pad
+	legend.Draw(draw.Crop(dc, w-lw+pad, 0, 0, -top))
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return nil
 }
 
 func (s *Sim) plotBars(title, path string) error {
@@ -149,9 +184,9 @@ func (s *Sim) plotBars(title, path string) error {
 	p.Add(b1, b2)
 	p.Legend.Add("all RPCs", b1)
 	p.Legend.Add("without lookups", b2)
-	p.Legend.Top = true
+	p.Y.Tick.Marker = roundTicks{target: 6}
 	p.NominalX(names...)
-	if err := p.Save(8*vg.Inch, 4*vg.Inch, path); err != nil {
+	if err := savePlot(p, 9.5*vg.Inch, 4*vg.Inch, path); err != nil {
 		return fmt.Errorf("save bars: %w", err)
 	}
 	return nil

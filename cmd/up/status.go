@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/up-pool/up/client"
+	"github.com/up-pool/up/node"
+	"github.com/up-pool/up/project"
+)
+
+// statusURL turns an --http value, host:port or http(s)://host:port with
+// an optional trailing / or /status, into the URL of its /status document.
+func statusURL(addr string) (string, error) {
+	raw := strings.TrimSpace(addr)
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	bad := func(why string) error {
+		return usageError{fmt.Errorf("--http %q: %s: want host:port or http(s)://host:port", addr, why)}
+	}
+	switch {
+	case err != nil:
+		return "", bad("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", bad("scheme " + u.Scheme)
+	case u.Host == "" || u.Port() == "" && !strings.Contains(addr, "://"):
+		return "", bad("no host:port")
+	case u.Path != "" && u.Path != "/" && u.Path != "/status", u.RawQuery != "", u.Fragment != "", u.User != nil:
+		return "", bad("unexpected path, query or user")
+	}
+	return u.Scheme + "://" + u.Host + "/status", nil
+}
+
+// fetchStatus reads the /status document at addr into v, after checking
+// that the party that answered has the role want (node or client): a
+// node's API and a client's look alike to HTTP.
+func fetchStatus(addr, want string, v any) error {
+	u, err := statusURL(addr)
+	if err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return fmt.Errorf("%s status at %s: %w", want, u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s status at %s: HTTP %s: not a U.P. %s's HTTP API", want, u, resp.Status, want)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("%s status at %s: %w", want, u, err)
+	}
+	var probe struct {
+		Role string `json:"role"`
+	}
+	if err := json.Unmarshal(body, &probe); err != nil || probe.Role == "" {
+		return fmt.Errorf("%s status at %s: the answer is not a U.P. status document", want, u)
+	}
+	if probe.Role != want {
+		return fmt.Errorf("%s status at %s: a %s answered, not a %s (try 'up %s status')", want, u, probe.Role, want, probe.Role)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s status at %s: %w", want, u, err)
+	}
+	return nil
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// seconds renders a count of seconds as a rounded duration.
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// printNodeStatus writes a node's status as text.
+func printNodeStatus(w io.Writer, st node.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "node\t%s\n", st.Name)
+	fmt.Fprintf(tw, "peer ID\t%s\n", st.PeerID)
+	fmt.Fprintf(tw, "position\t%s (record %d)\n", st.Position, st.PositionSeq)
+	fmt.Fprintf(tw, "uptime\t%s\n", seconds(st.Uptime))
+	for i, a := range st.Addrs {
+		label := ""
+		if i == 0 {
+			label = "addresses"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, a)
+	}
+	roles := []string{}
+	for _, r := range sortedKeys(st.Admitted) {
+		roles = append(roles, fmt.Sprintf("%d %s", st.Admitted[r], r))
+	}
+	if len(roles) == 0 {
+		roles = append(roles, "none")
+	}
+	fmt.Fprintf(tw, "routing table\t%d nodes\n", st.RoutingTable)
+	fmt.Fprintf(tw, "connections\t%d (admitted: %s)\n", st.Connections, strings.Join(roles, ", "))
+	fmt.Fprintf(tw, "lookups\t%d to the network (%d RPCs), %d from the cache\n", st.Lookups.Network, st.Lookups.RPCs, st.Lookups.Cached)
+	fmt.Fprintf(tw, "jobs held\t%d\n", st.JobsHeld)
+	fmt.Fprintf(tw, "index entries\t%d\n", st.IndexEntries)
+	fmt.Fprintf(tw, "CRL number\t%d\n", st.CRLNumber)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(st.Neighbours) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "neighbours:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PREFIX BITS\tPOSITION\tPEER ID")
+	for _, nb := range st.Neighbours {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", nb.CommonPrefix, nb.Position, nb.PeerID)
+	}
+	return tw.Flush()
+}
+
+// printClientStatus writes a client's status as text.
+func printClientStatus(w io.Writer, st client.Status) error {
+	fmt.Fprintf(w, "jobs: %d done, %d failed, %d released, %d running\n", st.Done, st.Failed, st.Released, len(st.Running))
+	c := st.Claims
+	fmt.Fprintf(w, "claims: %d won, %d lost, %d unknown, %d failed (%d lookups)\n", c.Won, c.Lost, c.Unknown, c.Failed, c.Lookups)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(st.Running) > 0 {
+		fmt.Fprintln(tw, "  JOB\tPROJECT\tAPP\tSTATE\tELAPSED")
+		for _, j := range st.Running {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.1f s\n", j.Job, j.Project, j.App, j.State, j.Elapsed)
+		}
+	}
+	if len(st.Debts) > 0 {
+		fmt.Fprintln(tw, "projects:\tDEBT\tBACKOFF")
+		names := make([]string, 0, len(st.Debts))
+		for p := range st.Debts {
+			names = append(names, p)
+		}
+		sort.Strings(names)
+		for _, p := range names {
+			back := "-"
+			if b, ok := st.Backoff[p]; ok {
+				back = fmt.Sprintf("%.1f s", b)
+			}
+			fmt.Fprintf(tw, "  %s\t%+.1f s\t%s\n", p, st.Debts[p], back)
+		}
+	}
+	return tw.Flush()
+}
+
+// printProjectStatus writes a project's ledger statistics as text.
+func printProjectStatus(w io.Writer, st project.Stats) error {
+	fmt.Fprintln(w, "jobs:")
+	for _, k := range sortedKeys(st.Jobs) {
+		fmt.Fprintf(w, "  %-10s %d\n", k, st.Jobs[k])
+	}
+	fmt.Fprintln(w, "units:")
+	for _, k := range sortedKeys(st.Units) {
+		fmt.Fprintf(w, "  %-13s %d\n", k, st.Units[k])
+	}
+	fmt.Fprintf(w, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
+	if st.OldestAge > 0 {
+		fmt.Fprintf(w, "oldest unfinished job: %s\n", st.OldestAge.Round(time.Second))
+	}
+	if len(st.Stuck) > 0 {
+		fmt.Fprintln(w, "stuck (submitted, no result in over twice their T_finish and at least 10m):")
+		for _, s := range st.Stuck {
+			fmt.Fprintf(w, "  %d of app '%s' [%s], T_finish %s: %s\n",
+				s.Jobs, s.App, strings.Join(s.Keywords, " "), s.TFinish, s.Hint())
+		}
+	}
+	fmt.Fprintln(w, "credit (valid results):")
+	for _, c := range st.Credit {
+		fmt.Fprintf(w, "  %-24s %6d valid  %4d invalid  %s CPU\n", c.Client, c.Valid, c.Invalid, c.CPU.Round(time.Millisecond))
+	}
+	return nil
+}
