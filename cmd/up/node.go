@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -276,18 +277,29 @@ func newNodeRunCmd() *cobra.Command {
 func newNodeStatusCmd() *cobra.Command {
 	var addr string
 	var asJSON bool
+	var wait time.Duration
+	var peers int
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Print a running node's status from its HTTP API",
+		Long: `Status asks a running node's HTTP API (up node run --http) for its peer ID,
+position, addresses, routing table, neighbours, jobs and index entries.
+With --wait it keeps asking until the node answers (and, with --peers N,
+until its routing table holds N nodes), for at most that long: what a
+script that has just started a node runs before it goes on.`,
 		Example: `  up node status --http 127.0.0.1:8040
-  up node status --http http://127.0.0.1:8040 --json`,
+  up node status --http http://127.0.0.1:8040 --json
+  up node status --http 127.0.0.1:8040 --wait 30s --peers 4`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("http", addr); err != nil {
 				return err
 			}
-			var st node.Status
-			if err := fetchStatus(addr, "node", &st); err != nil {
+			if wait < 0 || peers < 0 || (peers > 0 && wait == 0) {
+				return usageError{fmt.Errorf("--wait %s --peers %d: want a positive --wait, and --peers only with it", wait, peers)}
+			}
+			st, err := waitNodeStatus(cmd.Context(), addr, wait, peers)
+			if err != nil {
 				return err
 			}
 			if asJSON {
@@ -298,10 +310,36 @@ func newNodeStatusCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "the node's HTTP API: host:port or http(s)://host:port (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "keep asking until the node answers, for at most this long (0: ask once)")
+	cmd.Flags().IntVar(&peers, "peers", 0, "with --wait: also wait until the node's routing table holds this many nodes")
 	return cmd
 }
 
-var _ = context.Background
+// waitNodeStatus fetches the node's status at addr; with wait > 0 it asks
+// again every 200 ms while the node does not answer or its routing table
+// holds fewer than peers nodes, and fails with the last reason after wait.
+func waitNodeStatus(ctx context.Context, addr string, wait time.Duration, peers int) (node.Status, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		var st node.Status
+		err := fetchStatus(addr, "node", &st)
+		if err == nil && st.RoutingTable < peers {
+			err = fmt.Errorf("node at %s: routing table holds %d nodes, want %d", addr, st.RoutingTable, peers)
+		}
+		if err == nil || wait == 0 {
+			return st, err
+		}
+		var refused *wrongRoleError
+		if errors.As(err, &refused) || time.Now().After(deadline) {
+			return st, fmt.Errorf("after waiting %s: %w", wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
 
 // bootstrapPeers reads bootstrap multiaddrs from flags and, when given, a
 // file of one multiaddr per line ('#' starts a comment).

@@ -189,8 +189,8 @@ Job file (only app is required):
 
 func newProjectHarvestCmd() *cobra.Command {
 	var c projectConn
-	var follow bool
-	var interval time.Duration
+	var follow, untilDone bool
+	var interval, timeout time.Duration
 	var maxCopies int
 	var validator string
 	cmd := &cobra.Command{
@@ -202,12 +202,22 @@ stores it durably in the ledger, and only then tells the job's nodes it is
 collected. With copies >= 2 a unit's results are compared (byte equality,
 or the --validator program) and a quorum makes the canonical result;
 units whose copies disagree get another copy. With --follow it keeps
-harvesting until interrupted.`,
-		Example: `  up project harvest --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... --follow`,
+harvesting until interrupted; with --until-done, until every unit of the
+ledger has a canonical result (--timeout bounds the wait).`,
+		Example: `  up project harvest --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... --follow
+  up project harvest --data lhc --bootstrap-file boot.txt --until-done --interval 2s --timeout 10m`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if interval <= 0 {
 				return usageError{fmt.Errorf("--interval %s must be positive", interval)}
+			}
+			if timeout < 0 || (timeout > 0 && !untilDone) {
+				return usageError{fmt.Errorf("--timeout %s: want a positive duration, with --until-done", timeout)}
+			}
+			follow = follow || untilDone
+			var deadline <-chan time.Time
+			if timeout > 0 {
+				deadline = time.After(timeout)
 			}
 			var equal project.Equal
 			if validator != "" {
@@ -241,9 +251,22 @@ harvesting until interrupted.`,
 				if failed != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "up: %v\n", failed) // --follow goes on: the next harvest retries
 				}
+				open := 0
+				if untilDone {
+					st, err := l.Stats(time.Now())
+					if err != nil {
+						return err
+					}
+					if open = undecidedUnits(st); open == 0 && failed == nil {
+						fmt.Fprintf(cmd.OutOrStdout(), "every unit has a canonical result (%d units)\n", st.Units[project.UnitValid])
+						return nil
+					}
+				}
 				select {
 				case <-ctx.Done():
 					return nil
+				case <-deadline:
+					return fmt.Errorf("harvest: %d units still without a canonical result after %s ('up project status' says why)", open, timeout)
 				case <-time.After(interval):
 				}
 			}
@@ -251,10 +274,23 @@ harvesting until interrupted.`,
 	}
 	c.add(cmd)
 	cmd.Flags().BoolVar(&follow, "follow", false, "keep harvesting until interrupted")
+	cmd.Flags().BoolVar(&untilDone, "until-done", false, "keep harvesting until every unit has a canonical result")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --until-done: give up after this long, exit 1 (0: never)")
 	cmd.Flags().StringVar(&validator, "validator", "", "program that compares two copies' outputs: run as PROGRAM A B, exit 0 = they agree (default: byte equality)")
 	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "time between harvests with --follow")
 	cmd.Flags().IntVar(&maxCopies, "max-copies", 0, "most copies a unit may get when results disagree (default: asked + 2)")
 	return cmd
+}
+
+// undecidedUnits counts the ledger's units without a canonical result.
+func undecidedUnits(st project.Stats) int {
+	n := 0
+	for status, count := range st.Units {
+		if status != project.UnitValid {
+			n += count
+		}
+	}
+	return n
 }
 
 // harvestFailure is the error a harvest that could not read the index or

@@ -68,13 +68,19 @@ func fetchStatus(addr, want string, v any) error {
 		return fmt.Errorf("%s status at %s: the answer is not a U.P. status document", want, u)
 	}
 	if probe.Role != want {
-		return fmt.Errorf("%s status at %s: a %s answered, not a %s (try 'up %s status')", want, u, probe.Role, want, probe.Role)
+		return &wrongRoleError{fmt.Errorf("%s status at %s: a %s answered, not a %s (try 'up %s status')", want, u, probe.Role, want, probe.Role)}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("%s status at %s: %w", want, u, err)
 	}
 	return nil
 }
+
+// wrongRoleError says that another kind of party answered at a status
+// address: waiting will not change that.
+type wrongRoleError struct{ error }
+
+func (e *wrongRoleError) Unwrap() error { return e.error }
 
 // printJSON writes v as indented JSON.
 func printJSON(w io.Writer, v any) error {
