@@ -74,6 +74,10 @@ type Skipping struct {
 	// Node, asked first, ends their quarantine (others skip them).
 	Decline [][]byte
 	Node    peer.ID
+	// Wait, when set, is called before each query to a node (a client
+	// pacing itself under the nodes' per-client query limit); its error
+	// ends the search.
+	Wait func(ctx context.Context, node peer.ID) error
 }
 
 // FindSkipping is Find for a worker that will not take some jobs; it also
@@ -107,6 +111,11 @@ func (c *Client) FindSkipping(ctx context.Context, query string, n int, sk Skipp
 			req.Skip, req.Decline = append(slices.Clip(sk.Skip), sk.Decline...), nil // declined at sk.Node only
 		}
 		asked[at] = true
+		if sk.Wait != nil {
+			if err := sk.Wait(ctx, at); err != nil {
+				return nil, "", fmt.Errorf("find %q at %s: %w", query, at, err)
+			}
+		}
 		resp, err := c.askSkipping(ctx, at, req)
 		var reply *wire.Error
 		if errors.As(err, &reply) {
