@@ -480,7 +480,7 @@ func (c *Client) seenUnit(spec *job.Spec) (bool, string) {
 // forgetUnit undoes seenUnit's mark for a copy that did not run to a
 // submitted result, so a later copy of the unit may run here: otherwise,
 // with as many clients as copies, a unit whose run failed once would never
-// be completed.
+// be completed. The copies of the unit it skipped are its to take again.
 func (c *Client) forgetUnit(key string) {
 	c.mu.Lock()
 	delete(c.units, key)

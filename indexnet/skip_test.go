@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
@@ -60,5 +61,34 @@ func TestFindSkipping(t *testing.T) {
 	}
 	if _, _, err := alice.Index().FindSkipping(ctx, "lhc", 1, indexnet.Skipping{Skip: many}); err == nil {
 		t.Fatal("a query skipping too many jobs was sent")
+	}
+}
+
+// TestFindSkippingOldNodes: at nodes that do not serve the skipping query
+// (an older version), FindSkipping asks the plain query instead, and
+// after the first refusal asks them the plain query directly.
+func TestFindSkippingOldNodes(t *testing.T) {
+	in := startIdxNet(t, 8, 44, testnet.Options{})
+	keys := in.submit(t, in.project(t, "lhc"), 4, rand.New(rand.NewPCG(44, 44)))
+	for _, nd := range in.net.Live() {
+		nd.Endpoint().Handle(wire.ProtoIndexQuerySkip, wire.MaxQuerySkipFrame, nil,
+			func(context.Context, *overlay.Admitted, []byte) (any, error) {
+				return nil, overlay.StatusErr(wire.StatusNotFound, errors.New("protocol "+wire.ProtoIndexQuerySkip+" not served"))
+			})
+	}
+	alice := in.client(t, "alice")
+	ctx := context.Background()
+	for i := range 2 {
+		hits, _, err := alice.Index().FindSkipping(ctx, "lhc", 1, indexnet.Skipping{Skip: keys[:1]})
+		if err != nil || len(hits) != 1 {
+			t.Fatalf("find %d at old nodes: %d entries, %v; want one", i+1, len(hits), err)
+		}
+	}
+	asked := 0
+	for _, nd := range in.net.Live() {
+		asked += int(overlay.SumCounter(nd.Endpoint().Metrics().RPCReceived, "protocol", wire.ProtoIndexQuerySkip))
+	}
+	if asked != 1 {
+		t.Fatalf("old nodes were asked the skipping query %d times, want once", asked)
 	}
 }
