@@ -25,6 +25,7 @@ type Claimer struct {
 	d     *dht.DHT
 	now   func() time.Time
 	extra int
+	pace  func(context.Context, peer.ID) error // before each claim request; nil: none
 
 	won, lost, unknown, failed, lookups atomic.Int64
 
@@ -139,6 +140,11 @@ func NewClaimer(ep *overlay.Endpoint, d *dht.DHT, now func() time.Time, extra in
 	return &Claimer{ep: ep, d: d, now: now, extra: extra}
 }
 
+// SetPace makes the claimer call wait before each claim request to a node
+// (a client pacing itself under the nodes' per-client limit on claims);
+// an error of wait ends the attempt. Set it before the first claim.
+func (c *Claimer) SetPace(wait func(ctx context.Context, node peer.ID) error) { c.pace = wait }
+
 // Claim is a won claim: the nodes that hold it (to send the result to).
 type Claim struct {
 	Job     []byte
@@ -212,6 +218,11 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 		switch {
 		case act.Ask != "":
 			n := peer.ID(act.Ask)
+			if c.pace != nil {
+				if err := c.pace(ctx, n); err != nil {
+					return nil, fmt.Errorf("claim %x: %w", jobKey, err)
+				}
+			}
 			var resp wire.ClaimResponse
 			err := c.ep.Call(ctx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey}, wire.MaxReplyBytes+64, &resp)
 			if err != nil {

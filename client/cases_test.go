@@ -112,44 +112,56 @@ func (cn *caseNet) open(t *testing.T, key []byte) *result.Inner {
 	return nil
 }
 
-// TestNotAllowedIsReleased: a job whose application the volunteer did not
-// allow is released, never run; the job is ready for others.
-func TestNotAllowedIsReleased(t *testing.T) {
+// TestNotAllowedIsNotClaimed: a job whose application the volunteer did
+// not allow is skipped before any claim, never run; it stays ready, and
+// the index, told the client declined it, serves it to the next client at
+// once rather than after the quarantine.
+func TestNotAllowedIsNotClaimed(t *testing.T) {
 	cn := startCaseNet(t, 62)
 	key := cn.submit(t, "burn", []string{"100"}, time.Hour)
 	_, c := cn.worker(t, "careful", []string{"hashchain"})
 	ran, err := c.RunOne(context.Background(), "lhc")
-	if !ran || !errors.Is(err, client.ErrNotAllowed) {
-		t.Fatalf("ran %v, err %v; want a claimed job refused as not allowed", ran, err)
+	if ran || !errors.Is(err, indexnet.ErrNoJob) {
+		t.Fatalf("ran %v, err %v; want the job skipped and nothing else found", ran, err)
 	}
-	cn.clock.Advance(time.Millisecond) // a release lapses the claim one ms after its start
 	if st := cn.state(key); st.Phase != job.Ready {
 		t.Fatalf("not-allowed job left %s", st.Phase)
 	}
-	if c.Status().Done != 0 {
-		t.Fatal("a not-allowed job counted as done")
+	if st := c.Status(); st.Done != 0 || st.Claims != (claimnet.Stats{}) {
+		t.Fatalf("a not-allowed job was claimed or counted: %+v", st)
+	}
+	_, other := cn.worker(t, "burner", []string{"burn"})
+	if ran, err := other.RunOne(context.Background(), "lhc"); !ran || err != nil {
+		t.Fatalf("the next client: ran %v, err %v; want the declined job", ran, err)
 	}
 }
 
-// TestFailedCopyDoesNotBlockUnit: a copy of a unit the client claimed but
-// did not run (here: its application is not allowed) leaves the unit free,
-// so the next copy is judged on its own, not refused as a unit run here.
-// Otherwise, with as many clients as copies, a unit whose run failed once
-// would never complete.
+// TestFailedCopyDoesNotBlockUnit: a copy of a unit the client vetted but
+// did not run (here: another client claimed it first) leaves the unit
+// free, so the next copy is run, not skipped as a unit run here.
+// Otherwise, with as many clients as copies, a unit whose claim failed
+// once would never complete.
 func TestFailedCopyDoesNotBlockUnit(t *testing.T) {
 	cn := startCaseNet(t, 63)
-	a := cn.submit(t, "burn", []string{"100"}, time.Hour)
-	b := cn.submit(t, "burn", []string{"100"}, time.Hour)
-	if string(a) == string(b) {
-		t.Fatal("two copies share a key")
+	ctx := context.Background()
+	a := cn.submit(t, "hashchain", []string{"10", "u"}, time.Hour)
+	b := cn.submit(t, "hashchain", []string{"10", "u"}, time.Hour)
+	rival, err := cn.net.NewAgent(ctx, certs.RoleClient, "rival")
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, c := cn.worker(t, "careful", []string{"hashchain"})
-	for i := range 2 {
-		ran, err := c.RunOne(context.Background(), "lhc")
-		if !ran || !errors.Is(err, client.ErrNotAllowed) {
-			t.Fatalf("copy %d: ran %v, err %v; want a claimed job refused as not allowed", i+1, ran, err)
+	defer rival.Close()
+	if _, err := claimnet.NewClaimer(rival.Endpoint(), rival.DHT(), cn.clock.Now, 0).Claim(ctx, a); err != nil {
+		t.Fatal(err) // a stays listed: no writer withdraws it here
+	}
+	_, c := cn.worker(t, "w", []string{"hashchain"})
+	for i := 0; i < 2 && cn.state(b).Phase != job.Finished; i++ {
+		if _, err := c.RunOne(ctx, "lhc"); err != nil {
+			t.Fatalf("cycle %d: %v", i+1, err)
 		}
-		cn.clock.Advance(time.Millisecond)
+	}
+	if st := cn.state(b); st.Phase != job.Finished {
+		t.Fatalf("the second copy is %s after its unit's first copy was lost: want finished", st.Phase)
 	}
 }
 

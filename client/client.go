@@ -12,6 +12,7 @@ import (
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/client/sched"
 	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/wire"
 )
 
 // Client is a running worker.
@@ -28,6 +29,9 @@ type Client struct {
 	jobs    map[string]*JobStatus // by job CID, while in progress
 	units   map[string]bool       // units this client ran a copy of
 	pending []pendingHit          // entries served and not claimed yet (RunOne)
+	skips   map[string]*skipping  // by project: jobs this client will not take
+	listed  map[string]time.Time  // by project: when the index last served it entries
+	pace    *pacer                // paces queries and claim requests per node
 	done    int
 	failed  int
 	started int
@@ -67,14 +71,19 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	a := cfg.Agent
-	return &Client{
+	c := &Client{
 		cfg: cfg, log: cfg.Logger, queries: queries, sched: s,
 		claimer: claimnet.NewClaimer(a.Endpoint(), a.DHT(), cfg.Now, 0),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0xc11e)),
 		backoff: map[string]backoff{},
 		jobs:    map[string]*JobStatus{},
 		units:   map[string]bool{},
-	}, nil
+		skips:   map[string]*skipping{},
+		listed:  map[string]time.Time{},
+		pace:    newPacer(paceRate, paceBurst),
+	}
+	c.claimer.SetPace(c.pace.Wait)
+	return c, nil
 }
 
 // Run works until ctx ends or MaxJobs jobs ran: Slots workers each pick a
@@ -112,10 +121,15 @@ func (c *Client) worker(ctx context.Context) {
 			c.unreserve()
 		}
 		switch {
-		case err == nil:
+		case err == nil, isSkip(err):
+			// A job released as not this client's (claimed unvetted) is
+			// passed over from now on: no reason to wait.
 			c.clearBackoff(proj)
-		case errors.Is(err, ErrSameUnit):
-			c.setBackoff(proj) // released for another client; do not grab it again at once
+		case rateLimited(err):
+			// Paced under the nodes' limits, refused all the same (a node
+			// configured lower): a pause, not a growing backoff.
+			c.log.Info("rate limited", "project", proj, "err", err)
+			c.pause(proj, c.cfg.BackoffMin)
 		case errors.Is(err, indexnet.ErrNoJob):
 			c.log.Debug("no job", "project", proj, "err", err)
 			c.setBackoff(proj)
@@ -164,19 +178,50 @@ func (c *Client) pick() (string, time.Duration) {
 	return "", max(wait, 10*time.Millisecond)
 }
 
+// setBackoff doubles the project's backoff, up to BackoffMax, or up to
+// listedBackoff while the index served the client entries of the project
+// lately (its queries passed them over, or other clients claimed them
+// first): work is listed, and the client looks again often enough to
+// take it up when it appears.
 func (c *Client) setBackoff(proj string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ceiling := c.cfg.BackoffMax
+	if at, ok := c.listed[proj]; ok && c.cfg.Now().Sub(at) < listedFor {
+		ceiling = min(ceiling, listedBackoff)
+	}
 	b := c.backoff[proj]
 	if b.wait == 0 {
 		b.wait = c.cfg.BackoffMin
 	} else {
-		b.wait = min(2*b.wait, c.cfg.BackoffMax)
+		b.wait = min(2*b.wait, ceiling)
 	}
 	// Full jitter around the step: between half and the whole of it.
 	j := b.wait/2 + time.Duration(c.rng.Int64N(int64(b.wait/2)+1))
 	b.until = time.Now().Add(j)
 	c.backoff[proj] = b
+}
+
+// listedBackoff caps a project's backoff while the index served entries
+// of it within listedFor.
+const (
+	listedBackoff = 30 * time.Second
+	listedFor     = 10 * time.Minute
+)
+
+// pause holds the project back for d, leaving its backoff as it is.
+func (c *Client) pause(proj string, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.backoff[proj]
+	b.until = time.Now().Add(d)
+	c.backoff[proj] = b
+}
+
+// rateLimited reports an error of a node refusing the client for its rate.
+func rateLimited(err error) bool {
+	var we *wire.Error
+	return errors.Is(err, errRateLimited) || (errors.As(err, &we) && we.Status == wire.StatusRateLimited)
 }
 
 func (c *Client) clearBackoff(proj string) {

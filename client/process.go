@@ -34,53 +34,125 @@ var ErrNotAllowed = errors.New("application not allowed")
 // run the job claimed (trying the next entry when a claim fails) and
 // submit its result. ran reports whether a job was claimed.
 //
+// Before its claim, a job is vetted from its spec (see vet): a copy of a
+// unit this client ran, or an application it does not allow, is skipped
+// unclaimed, and the next queries pass it over and decline it at the
+// index node that served it, which offers it to other clients at once.
+// The cycle then finds again, up to findRounds times.
+//
 // An index node holds an entry it served back from other clients for the
 // quarantine (2 min), so the entries of a batch left untried, and those
 // whose claim failed for want of answers (a node of the job down or
 // restarting), are kept and tried again (after 5 s, 10 s) rather than
 // left hidden from everyone.
 func (c *Client) RunOne(ctx context.Context, project string) (ran bool, err error) {
-	hits := c.duePending(project)
-	if len(hits) == 0 {
-		found, err := c.cfg.Agent.Index().Find(ctx, c.queries[project], c.cfg.FindBatch)
-		c.countQuery(len(found), err)
+	for round := 0; ; round++ {
+		hits := c.duePending(project)
+		if len(hits) == 0 {
+			if hits, err = c.find(ctx, project); err != nil {
+				return false, err
+			}
+		}
+		claimed, skips, err := c.tryHits(ctx, project, hits)
+		if claimed != nil {
+			err := c.process(ctx, project, claimed.cl, claimed.v)
+			if isSkip(err) { // claimed unvetted, released: pass it over from now on
+				c.skip(project, claimed.cl.Job, "", "")
+			}
+			return true, err
+		}
 		if err != nil {
 			return false, err
 		}
-		for _, h := range found {
-			hits = append(hits, pendingHit{project: project, hit: h, since: c.cfg.Now()})
+		// Every entry was taken (find others at once), or skipped: find
+		// again, passing them over, at least to deliver the declines.
+		if skips == 0 || (round >= findRounds && !c.hasDeclines(project)) || round >= 4*findRounds {
+			return false, nil
 		}
 	}
+}
+
+// findRounds bounds the queries of a cycle whose entries were all skipped.
+const findRounds = 4
+
+// won is a claim won in tryHits, with its vetting (nil: unvetted).
+type won struct {
+	cl *claimnet.Claim
+	v  *vetted
+}
+
+// tryHits vets the entries and claims the first one the client runs; the
+// rest are kept for the next cycles. skips counts the entries skipped.
+func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit) (w *won, skips int, err error) {
 	for i, ph := range hits {
 		h := ph.hit
-		hint := make([]peer.ID, 0, len(h.Replicas))
-		for _, r := range h.Replicas {
-			hint = append(hint, peer.ID(r))
-		}
-		cl, err := c.claimer.ClaimAt(ctx, h.Job, hint)
-		if err != nil {
-			msg := "claim failed"
-			switch {
-			case errors.Is(err, claimnet.ErrLost):
-				msg = "claim lost" // another client has it
-			case errors.Is(err, claimnet.ErrHeld), errors.Is(err, claimnet.ErrUnknown), ctx.Err() != nil:
-			default:
-				if ph.tries+1 < pendingTries {
-					ph.tries++
-					ph.notBefore = c.cfg.Now().Add(pendingRetry << (ph.tries - 1))
-					c.addPending(ph)
-					msg = "claim failed, will retry"
-				}
+		v, err := c.vet(ctx, project, h)
+		if isSkip(err) {
+			unit := ""
+			if v != nil {
+				unit = v.unit
 			}
-			c.log.Info(msg, "job", jobName(h.Job), "project", project, "err", err)
+			c.skip(project, h.Job, unit, ph.from)
+			c.log.Debug("job skipped", "job", jobName(h.Job), "project", project, "err", err)
+			skips++
+			continue
+		}
+		if err != nil {
+			return nil, skips, err
+		}
+		cl, err := c.claimHit(ctx, project, ph)
+		if err != nil {
+			if v != nil {
+				c.forgetUnit(v.unit) // not run here: another copy may be
+			}
+			if errors.Is(err, errRateLimited) {
+				c.addPending(ph)
+				return nil, skips, err
+			}
 			continue
 		}
 		for _, rest := range hits[i+1:] {
 			c.addPending(rest)
 		}
-		return true, c.process(ctx, project, cl)
+		return &won{cl: cl, v: v}, skips, nil
 	}
-	return false, nil // every entry was taken: find others at once
+	return nil, skips, nil
+}
+
+// errRateLimited reports a node that refused this client for its rate.
+var errRateLimited = errors.New("rate limited by a node")
+
+// claimHit claims an entry's job (the claimer paces its requests),
+// keeping the entry for another try when its claim failed for want of
+// answers.
+func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*claimnet.Claim, error) {
+	h := ph.hit
+	hint := make([]peer.ID, 0, len(h.Replicas))
+	for _, r := range h.Replicas {
+		hint = append(hint, peer.ID(r))
+	}
+	cl, err := c.claimer.ClaimAt(ctx, h.Job, hint)
+	if err == nil {
+		return cl, nil
+	}
+	msg := "claim failed"
+	var we *wire.Error
+	switch {
+	case errors.Is(err, claimnet.ErrLost):
+		msg = "claim lost" // another client has it
+	case errors.As(err, &we) && we.Status == wire.StatusRateLimited:
+		err = fmt.Errorf("%w: %w", errRateLimited, err)
+	case errors.Is(err, claimnet.ErrHeld), errors.Is(err, claimnet.ErrUnknown), ctx.Err() != nil:
+	default:
+		if ph.tries+1 < pendingTries {
+			ph.tries++
+			ph.notBefore = c.cfg.Now().Add(pendingRetry << (ph.tries - 1))
+			c.addPending(ph)
+			msg = "claim failed, will retry"
+		}
+	}
+	c.log.Info(msg, "job", jobName(h.Job), "project", project, "err", err)
+	return nil, err
 }
 
 // pendingHit is an index entry served to this client and not claimed yet.
@@ -90,6 +162,7 @@ type pendingHit struct {
 	since     time.Time // when it was served (its quarantine began)
 	tries     int       // claims that failed for want of answers
 	notBefore time.Time
+	from      peer.ID // the index node that served it ("": unknown)
 }
 
 // Bounds of the pending entries: a claim is tried pendingTries times at
@@ -135,12 +208,12 @@ func (c *Client) duePending(project string) []pendingHit {
 
 // process runs a claimed job to its submitted result, releasing the claim
 // if it cannot.
-func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim) (err error) {
+func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim, v *vetted) (err error) {
 	cid := jobName(cl.Job)
 	c.track(cid, project, "claimed")
 	defer c.untrack(cid)
 	submitted := false
-	unit := "" // set once this call marked the job's unit as run here
+	unit := "" // set once the job's unit is marked as run here
 	defer func() {
 		if !submitted {
 			if unit != "" {
@@ -158,26 +231,14 @@ func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim
 		}
 	}()
 	c.track(cid, project, "fetching")
-	signed, spec, err := c.fetchSpec(ctx, cl)
-	if err != nil {
+	var signed *job.Signed
+	var spec *job.Spec
+	if v != nil {
+		signed, spec, unit = v.signed, v.spec, v.unit
+	} else if signed, spec, unit, err = c.fetchChecked(ctx, project, cl); err != nil {
 		return err
 	}
 	c.setApp(cid, spec.App)
-	if spec.Project != project {
-		return fmt.Errorf("job %s is of project %q, asked %q", cid, spec.Project, project)
-	}
-	seen, key := c.seenUnit(spec)
-	if seen {
-		// Another copy of a unit this client ran: a redundant copy must come
-		// from another client to count, so leave it to them.
-		c.log.Debug("job released: a copy of a unit already run here", "job", cid)
-		return fmt.Errorf("job %s: %w", cid, ErrSameUnit)
-	}
-	unit = key
-	if !c.cfg.Runner.Allowed(spec.Project, spec.App) {
-		c.log.Warn("job released: application not allowed", "job", cid, "project", spec.Project, "app", spec.App)
-		return fmt.Errorf("job %s: %w: %q of project %q", cid, ErrNotAllowed, spec.App, spec.Project)
-	}
 	inputs, err := c.fetchInputs(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", cid, err)
@@ -213,6 +274,32 @@ func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim
 	c.log.Info("job done", "job", cid, "project", project, "app", spec.App, "exit", out.ExitCode,
 		"killed", out.Killed, "cpu", out.CPU, "wall", out.Wall)
 	return nil
+}
+
+// fetchChecked fetches a claimed job's spec that was not vetted before
+// the claim, and checks what vet checks, marking its unit as run here.
+func (c *Client) fetchChecked(ctx context.Context, project string, cl *claimnet.Claim) (*job.Signed, *job.Spec, string, error) {
+	cid := jobName(cl.Job)
+	signed, spec, err := c.fetchSpec(ctx, cl)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if spec.Project != project {
+		return nil, nil, "", fmt.Errorf("job %s is of project %q, asked %q", cid, spec.Project, project)
+	}
+	seen, key := c.seenUnit(spec)
+	if seen {
+		// Another copy of a unit this client ran: a redundant copy must come
+		// from another client to count, so leave it to them.
+		c.log.Debug("job released: a copy of a unit already run here", "job", cid)
+		return nil, nil, "", fmt.Errorf("job %s: %w", cid, ErrSameUnit)
+	}
+	if !c.cfg.Runner.Allowed(spec.Project, spec.App) {
+		c.forgetUnit(key)
+		c.log.Warn("job released: application not allowed", "job", cid, "project", spec.Project, "app", spec.App)
+		return nil, nil, "", fmt.Errorf("job %s: %w: %q of project %q", cid, ErrNotAllowed, spec.App, spec.Project)
+	}
+	return signed, spec, key, nil
 }
 
 // limits are a job's wall-clock and CPU-time limits, from its T_finish in
@@ -394,9 +481,10 @@ func (c *Client) seenUnit(spec *job.Spec) (bool, string) {
 // forgetUnit undoes seenUnit's mark for a copy that did not run to a
 // submitted result, so a later copy of the unit may run here: otherwise,
 // with as many clients as copies, a unit whose run failed once would never
-// be completed.
+// be completed. The copies of the unit it skipped are its to take again.
 func (c *Client) forgetUnit(key string) {
 	c.mu.Lock()
 	delete(c.units, key)
 	c.mu.Unlock()
+	c.unskipUnit(key)
 }

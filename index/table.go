@@ -256,6 +256,13 @@ func (t *Table) l(b *bucket, now int64) int {
 // random among the l oldest live, unquarantined entries that match, each
 // then quarantined. It counts the query for the rate estimate.
 func (t *Table) Select(q *Query, keyword string, n int, now int64, rng *rand.Rand) []Entry {
+	return t.SelectSkipping(q, keyword, n, now, rng, nil)
+}
+
+// SelectSkipping is Select for an asker that will not take the jobs skip
+// reports (nil: none): they are passed over as if they did not match, so
+// the l oldest are drawn from the entries the asker may take.
+func (t *Table) SelectSkipping(q *Query, keyword string, n int, now int64, rng *rand.Rand, skip func(job []byte) bool) []Entry {
 	b := t.bucket(keyword, false)
 	if b == nil || n <= 0 {
 		return nil
@@ -264,7 +271,7 @@ func (t *Table) Select(q *Query, keyword string, n int, now int64, rng *rand.Ran
 	l := max(t.l(b, now), n)
 	var cands []*Entry
 	b.tree.Ascend(func(e *Entry) bool {
-		if now < e.Expires && now >= e.Held && q.Match(e.Keywords) {
+		if now < e.Expires && now >= e.Held && q.Match(e.Keywords) && (skip == nil || !skip(e.Job)) {
 			cands = append(cands, e)
 		}
 		return len(cands) < l

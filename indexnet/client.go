@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
@@ -24,6 +27,9 @@ type Client struct {
 	regions *Regions
 	local   *Server // this node's own index server, or nil
 	tries   int
+
+	mu  sync.Mutex
+	old map[peer.ID]bool // nodes that do not serve ProtoIndexQuerySkip
 }
 
 // NewClient returns an index client; local is the party's own index
@@ -56,30 +62,64 @@ func (c *Client) ask(ctx context.Context, at peer.ID, req *wire.IndexQueryReques
 // while nothing is found, up to the client's tries, each time at the
 // closest known node to the point not yet asked.
 func (c *Client) Find(ctx context.Context, query string, n int) ([]wire.IndexHit, error) {
+	hits, _, err := c.FindSkipping(ctx, query, n, Skipping{})
+	return hits, err
+}
+
+// Skipping is what a worker's query passes over.
+type Skipping struct {
+	// Skip are jobs the worker will not take: no node serves them to it.
+	Skip [][]byte
+	// Decline are jobs Node served the worker that it will not take:
+	// Node, asked first, ends their quarantine (others skip them).
+	Decline [][]byte
+	Node    peer.ID
+	// Wait, when set, is called before each query to a node (a client
+	// pacing itself under the nodes' per-client query limit); its error
+	// ends the search.
+	Wait func(ctx context.Context, node peer.ID) error
+}
+
+// FindSkipping is Find for a worker that will not take some jobs; it also
+// reports the index node that answered (to decline its entries at). Nodes
+// that do not know ProtoIndexQuerySkip are asked ProtoIndexQuery.
+func (c *Client) FindSkipping(ctx context.Context, query string, n int, sk Skipping) ([]wire.IndexHit, peer.ID, error) {
 	q, err := index.Parse(query)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	primary, err := q.Primary()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if n < 1 || n > wire.MaxIndexHits {
-		return nil, fmt.Errorf("find %d jobs: want 1..%d", n, wire.MaxIndexHits)
+		return nil, "", fmt.Errorf("find %d jobs: want 1..%d", n, wire.MaxIndexHits)
 	}
-	req := &wire.IndexQueryRequest{Query: q.String(), Keyword: primary, N: uint16(n)}
+	if len(sk.Skip)+len(sk.Decline) > wire.MaxQuerySkips {
+		return nil, "", fmt.Errorf("find skipping %d jobs: want at most %d", len(sk.Skip)+len(sk.Decline), wire.MaxQuerySkips)
+	}
+	req := &wire.IndexQuerySkipRequest{Query: wire.IndexQueryRequest{Query: q.String(), Keyword: primary, N: uint16(n)}}
 	var lastErr error
 	asked := map[peer.ID]bool{}
-	for range c.tries {
-		_, at, err := c.regions.TargetAvoiding(ctx, primary, asked)
-		if err != nil {
-			return nil, err
+	for try := range c.tries {
+		at := sk.Node
+		req.Skip, req.Decline = sk.Skip, sk.Decline
+		if try > 0 || at == "" || c.d.IsMarkedDead(at) {
+			if _, at, err = c.regions.TargetAvoiding(ctx, primary, asked); err != nil {
+				return nil, "", err
+			}
+			req.Skip, req.Decline = append(slices.Clip(sk.Skip), sk.Decline...), nil // declined at sk.Node only
 		}
 		asked[at] = true
-		resp, err := c.ask(ctx, at, req)
+		if sk.Wait != nil {
+			if err := sk.Wait(ctx, at); err != nil {
+				return nil, "", fmt.Errorf("find %q at %s: %w", query, at, err)
+			}
+		}
+		resp, err := c.askSkipping(ctx, at, req)
 		var reply *wire.Error
 		if errors.As(err, &reply) {
-			return nil, fmt.Errorf("find %q at %s: %w", query, at, err) // refused (e.g. rate limited): do not retry
+			return nil, "", fmt.Errorf("find %q at %s: %w", query, at, err) // refused (e.g. rate limited): do not retry
 		}
 		if err != nil {
 			lastErr = err
@@ -88,7 +128,7 @@ func (c *Client) Find(ctx context.Context, query string, n int) ([]wire.IndexHit
 			continue
 		}
 		if len(resp.Hits) > 0 {
-			return resp.Hits, nil
+			return resp.Hits, at, nil
 		}
 	}
 	// Nothing anywhere we looked: a view older than MinEmptyRefresh is
@@ -96,9 +136,44 @@ func (c *Client) Find(ctx context.Context, query string, n int) ([]wire.IndexHit
 	// entries).
 	c.regions.Stale(primary, MinEmptyRefresh)
 	if lastErr != nil {
-		return nil, fmt.Errorf("%w for %q (%v)", ErrNoJob, query, lastErr)
+		return nil, "", fmt.Errorf("%w for %q (%v)", ErrNoJob, query, lastErr)
 	}
-	return nil, fmt.Errorf("%w for %q", ErrNoJob, query)
+	return nil, "", fmt.Errorf("%w for %q", ErrNoJob, query)
+}
+
+// askSkipping sends a worker's query to index node at: by
+// ProtoIndexQuerySkip when it names jobs to pass over and at serves that
+// protocol, else by ProtoIndexQuery.
+func (c *Client) askSkipping(ctx context.Context, at peer.ID, req *wire.IndexQuerySkipRequest) (*wire.IndexQueryResponse, error) {
+	if len(req.Skip)+len(req.Decline) == 0 || c.noSkip(at) {
+		return c.ask(ctx, at, &req.Query)
+	}
+	if at == c.d.ID() && c.local != nil {
+		return c.local.QuerySkipping(req)
+	}
+	var resp wire.IndexQueryResponse
+	err := c.d.Endpoint().Call(ctx, at, wire.ProtoIndexQuerySkip, req, wire.MaxIndexFrame, &resp)
+	var reply *wire.Error
+	if (errors.As(err, &reply) && reply.Status == wire.StatusNotFound) || errors.Is(err, msmux.ErrNotSupported[protocol.ID]{}) {
+		c.mu.Lock()
+		if c.old == nil || len(c.old) >= 4096 {
+			c.old = map[peer.ID]bool{}
+		}
+		c.old[at] = true // a node of an older version: ask it the old way
+		c.mu.Unlock()
+		return c.ask(ctx, at, &req.Query)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// noSkip reports a node known not to serve ProtoIndexQuerySkip.
+func (c *Client) noSkip(at peer.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.old[at]
 }
 
 // HarvestStats reports a harvest.

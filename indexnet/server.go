@@ -109,6 +109,7 @@ func NewServer(ep *overlay.Endpoint, cfg ServerConfig) *Server {
 	ep.Handle(wire.ProtoIndexWrite, wire.MaxIndexFrame, nodes, s.handleWrite)
 	ep.Handle(wire.ProtoIndexWithdraw, wire.MaxIndexFrame, nodes, s.handleWithdraw)
 	ep.Handle(wire.ProtoIndexQuery, 4<<10, nil, s.handleQuery)
+	ep.Handle(wire.ProtoIndexQuerySkip, wire.MaxQuerySkipFrame, nil, s.handleQuerySkip)
 	if !cfg.DisableLoops {
 		s.wg.Add(1)
 		go func() {
@@ -406,6 +407,12 @@ func (s *Server) handleQuery(_ context.Context, from *overlay.Admitted, body []b
 
 // Query answers a query (the local form of the query protocol).
 func (s *Server) Query(req *wire.IndexQueryRequest) (*wire.IndexQueryResponse, error) {
+	return s.query(req, nil, nil)
+}
+
+// query answers a query; a worker's (not paging) passes over the jobs in
+// skip and first ends the quarantine of those in decline.
+func (s *Server) query(req *wire.IndexQueryRequest, skip, decline [][]byte) (*wire.IndexQueryResponse, error) {
 	q, err := index.Parse(req.Query)
 	if err != nil {
 		return nil, err
@@ -428,7 +435,10 @@ func (s *Server) Query(req *wire.IndexQueryRequest) (*wire.IndexQueryResponse, e
 		}
 		hits, resp.More = s.table.Page(q, req.Keyword, after, int(req.N), now)
 	} else {
-		hits = s.table.Select(q, req.Keyword, int(req.N), now, s.rng)
+		for _, k := range decline {
+			s.table.Unquarantine(req.Keyword, k)
+		}
+		hits = s.table.SelectSkipping(q, req.Keyword, int(req.N), now, s.rng, skipper(skip))
 	}
 	s.mu.Unlock()
 	kind := "select"

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/up-pool/up/job"
 )
@@ -14,6 +15,10 @@ const (
 	ProtoIndexWithdraw = "/up/idx/withdraw/1.0.0"
 	// ProtoIndexQuery answers a keyword query from one node's entries.
 	ProtoIndexQuery = "/up/idx/query/1.0.0"
+	// ProtoIndexQuerySkip is ProtoIndexQuery for a worker that names the
+	// jobs it will not take (IndexQuerySkipRequest). Nodes without it
+	// answer StatusNotFound: ask ProtoIndexQuery instead.
+	ProtoIndexQuerySkip = "/up/idx/query/1.1.0"
 )
 
 // Index protocol bounds.
@@ -22,6 +27,11 @@ const (
 	MaxIndexHits   = 256
 	MaxQueryBytes  = 1024
 	MaxIndexFrame  = 4 << 20
+
+	// MaxQuerySkips bounds the jobs an IndexQuerySkipRequest names,
+	// MaxQuerySkipFrame its size in bytes.
+	MaxQuerySkips     = 256
+	MaxQuerySkipFrame = 24 << 10
 )
 
 // IndexWrite asks to hold one entry: the job's signed listing under one
@@ -165,6 +175,38 @@ func (r *IndexQueryRequest) Validate() error {
 	}
 	if len(r.AfterJob) > MaxJobKeyLen {
 		return fmt.Errorf("cursor of %d bytes: %w", len(r.AfterJob), ErrMalformed)
+	}
+	return nil
+}
+
+// IndexQuerySkipRequest is a worker's query (Query.Page false) that names
+// jobs it will not take: Skip are not served to it (they do not count
+// among the oldest l it draws from), and Decline, entries served to it a
+// moment ago that it will not take (a copy of a unit it ran, an
+// application it does not allow), end their quarantine at once, so other
+// clients see them without waiting T_quarantine.
+type IndexQuerySkipRequest struct {
+	_       struct{} `cbor:",toarray"`
+	Query   IndexQueryRequest
+	Skip    [][]byte
+	Decline [][]byte
+}
+
+// Validate bounds a decoded IndexQuerySkipRequest.
+func (r *IndexQuerySkipRequest) Validate() error {
+	if err := r.Query.Validate(); err != nil {
+		return err
+	}
+	if r.Query.Page {
+		return fmt.Errorf("skipping query that pages: %w", ErrMalformed)
+	}
+	if len(r.Skip)+len(r.Decline) > MaxQuerySkips {
+		return fmt.Errorf("query skipping %d and declining %d jobs (max %d together): %w", len(r.Skip), len(r.Decline), MaxQuerySkips, ErrMalformed)
+	}
+	for _, k := range append(slices.Clip(r.Skip), r.Decline...) {
+		if len(k) == 0 || len(k) > MaxJobKeyLen {
+			return fmt.Errorf("skipped job key of %d bytes: %w", len(k), ErrMalformed)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,182 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/wire"
+)
+
+// vetted is a job checked before its claim: its verified spec, and the
+// unit it marked as run here (to forget if the job is not run after all).
+type vetted struct {
+	signed *job.Signed
+	spec   *job.Spec
+	unit   string
+}
+
+// vet reads the job's spec from the nodes the entry names, before any
+// claim, and decides whether this client runs it: not when it is a copy
+// of a unit the client ran (ErrSameUnit: a redundant copy must come from
+// another client), nor when its application is not allowed
+// (ErrNotAllowed). A job it runs marks its unit as run here. When no node
+// the entry names sends the spec, v is nil: the job is claimed unvetted
+// and checked once claimed.
+func (c *Client) vet(ctx context.Context, project string, h wire.IndexHit) (v *vetted, err error) {
+	for i, r := range h.Replicas {
+		if i == vetTries {
+			break
+		}
+		s, spec, err := c.getSpec(ctx, peer.ID(r), h.Job)
+		if err != nil {
+			continue
+		}
+		cid := s.CID()
+		if spec.Project != project {
+			return nil, fmt.Errorf("job %s is of project %q, asked %q: %w", cid, spec.Project, project, errOtherProject)
+		}
+		if !c.cfg.Runner.Allowed(spec.Project, spec.App) {
+			return nil, fmt.Errorf("job %s: %w: %q of project %q", cid, ErrNotAllowed, spec.App, spec.Project)
+		}
+		seen, unit := c.seenUnit(spec)
+		if seen {
+			return &vetted{unit: unit}, fmt.Errorf("job %s: %w", cid, ErrSameUnit)
+		}
+		return &vetted{signed: s, spec: spec, unit: unit}, nil
+	}
+	return nil, nil
+}
+
+// vetTries bounds the nodes asked for a job's spec before its claim.
+const vetTries = 3
+
+// skipMax bounds the jobs a client remembers not to take, per project:
+// the oldest are forgotten first (their copies have likely run since).
+const skipMax = wire.MaxQuerySkips / 2
+
+// skipped is a job this client will not take, and the unit it copies
+// ("": its application is not allowed).
+type skipped struct {
+	job  string
+	unit string
+}
+
+// skipping is, per project, what the next query passes over.
+type skipping struct {
+	jobs    []skipped            // oldest first, at most skipMax
+	at      []peer.ID            // the nodes with declines, in order
+	decline map[peer.ID][][]byte // jobs a node served and this client did not take
+}
+
+// skip remembers that this client will not take a job an index node
+// served it (from: "" when unknown): the next queries pass it over, and
+// from ends its quarantine, so another client gets it at once.
+func (c *Client) skip(project string, jobKey []byte, unit string, from peer.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sk := c.skips[project]
+	if sk == nil {
+		sk = &skipping{decline: map[peer.ID][][]byte{}}
+		c.skips[project] = sk
+	}
+	if len(sk.jobs) >= skipMax {
+		sk.jobs = append(sk.jobs[:0], sk.jobs[1:]...)
+	}
+	sk.jobs = append(sk.jobs, skipped{job: string(jobKey), unit: unit})
+	if from == "" {
+		return
+	}
+	if sk.decline[from] == nil {
+		sk.at = append(sk.at, from)
+	}
+	if len(sk.decline[from]) < wire.MaxQuerySkips-skipMax {
+		sk.decline[from] = append(sk.decline[from], jobKey)
+	}
+}
+
+// unskipUnit forgets the skipped copies of a unit that was not run here
+// after all: they are this client's to take again.
+func (c *Client) unskipUnit(unit string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, sk := range c.skips {
+		keep := sk.jobs[:0]
+		for _, s := range sk.jobs {
+			if s.unit != unit {
+				keep = append(keep, s)
+			}
+		}
+		clear(sk.jobs[len(keep):])
+		sk.jobs = keep
+	}
+}
+
+// skipping is what the project's next query passes over: every job
+// skipped, and the declines of one node (taken: sent once).
+func (c *Client) skipping(project string) indexnet.Skipping {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sk := c.skips[project]
+	if sk == nil {
+		return indexnet.Skipping{}
+	}
+	var out indexnet.Skipping
+	if len(sk.at) > 0 {
+		out.Node, out.Decline = sk.at[0], sk.decline[sk.at[0]]
+		delete(sk.decline, sk.at[0])
+		sk.at = sk.at[1:]
+	}
+	declined := map[string]bool{}
+	for _, k := range out.Decline {
+		declined[string(k)] = true
+	}
+	for _, s := range sk.jobs {
+		if !declined[s.job] {
+			out.Skip = append(out.Skip, []byte(s.job))
+		}
+	}
+	return out
+}
+
+// hasDeclines reports whether declines of the project wait to be sent.
+func (c *Client) hasDeclines(project string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sk := c.skips[project]
+	return sk != nil && len(sk.at) > 0
+}
+
+// find asks the index for the project's jobs, passing over those this
+// client will not take, within the client's own query rate.
+func (c *Client) find(ctx context.Context, project string) ([]pendingHit, error) {
+	sk := c.skipping(project)
+	sk.Wait = c.pace.Wait
+	found, at, err := c.cfg.Agent.Index().FindSkipping(ctx, c.queries[project], c.cfg.FindBatch, sk)
+	c.countQuery(len(found), err)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.listed[project] = c.cfg.Now()
+	c.mu.Unlock()
+	hits := make([]pendingHit, 0, len(found))
+	for _, h := range found {
+		hits = append(hits, pendingHit{project: project, hit: h, since: c.cfg.Now(), from: at})
+	}
+	return hits, nil
+}
+
+// isSkip reports an error of vet that skips the job (rather than a
+// failure to vet it).
+func isSkip(err error) bool {
+	return errors.Is(err, ErrSameUnit) || errors.Is(err, ErrNotAllowed) || errors.Is(err, errOtherProject)
+}
+
+// errOtherProject reports an entry of a project's query naming a job of
+// another project (a keyword two projects share).
+var errOtherProject = errors.New("job of another project")

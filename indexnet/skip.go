@@ -1,0 +1,50 @@
+package indexnet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/wire"
+)
+
+// handleQuerySkip answers ProtoIndexQuerySkip: a worker's query naming the
+// jobs it will not take. It counts against the client's query limit like
+// any query.
+func (s *Server) handleQuerySkip(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	if from.Role() == certs.RoleClient && !s.limiter.Allow(string(from.Identity.PublicKey)) {
+		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("queries from client %q over %.0f/s", from.Identity.Name, s.cfg.QueryLimit))
+	}
+	var req wire.IndexQuerySkipRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	resp, err := s.QuerySkipping(&req)
+	if err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	return resp, nil
+}
+
+// QuerySkipping answers a worker's query that names the jobs it will not
+// take (the local form of ProtoIndexQuerySkip): the declined entries'
+// quarantine ends, and no skipped or declined job is served.
+func (s *Server) QuerySkipping(req *wire.IndexQuerySkipRequest) (*wire.IndexQueryResponse, error) {
+	if req.Query.Page {
+		return nil, fmt.Errorf("query %q: a skipping query cannot page", req.Query.Query)
+	}
+	return s.query(&req.Query, append(req.Skip[:len(req.Skip):len(req.Skip)], req.Decline...), req.Decline)
+}
+
+// skipper reports the jobs of keys; nil when there are none.
+func skipper(keys [][]byte) func([]byte) bool {
+	if len(keys) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[string(k)] = true
+	}
+	return func(j []byte) bool { return set[string(j)] }
+}
