@@ -206,7 +206,7 @@ harvesting until interrupted; with --until-done, until every unit of the
 ledger has a canonical result (--timeout bounds the wait).`,
 		Example: `  up project harvest --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... --follow
   up project harvest --data lhc --bootstrap-file boot.txt --until-done --interval 2s --timeout 10m`,
-		Args:    noArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if interval <= 0 {
 				return usageError{fmt.Errorf("--interval %s must be positive", interval)}
