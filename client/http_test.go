@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/up-pool/up/client"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/project"
 )
 
 // getBody fetches url and returns the status code and body.
@@ -67,9 +68,25 @@ func TestHTTPAPI(t *testing.T) {
 	if ran, err := c.RunOne(context.Background(), "lhc"); !ran || err != nil {
 		t.Fatalf("ran %v, err %v; want the job done", ran, err)
 	}
-	cn.submit(t, "burn", []string{"100"}, time.Hour)
-	if ran, err := c.RunOne(context.Background(), "lhc"); !ran || !errors.Is(err, client.ErrNotAllowed) {
-		t.Fatalf("ran %v, err %v; want a claimed job refused as not allowed", ran, err)
+	// A job whose input does not match its digest is claimed, then
+	// released (a job the client may not run is not even claimed).
+	srv0 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("not the input")) }))
+	defer srv0.Close()
+	spec, err := cn.proj.NewSpec("hashchain", []string{"10", "y"}, []string{"lhc"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Inputs = []job.Input{{URL: srv0.URL + "/in", SHA256: make([]byte, 32), Size: 13}}
+	prep, err := cn.proj.Sign(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cn.proj.Submit(context.Background(), []*project.Prepared{prep}); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	cn.net.FlushAll(context.Background())
+	if ran, err := c.RunOne(context.Background(), "lhc"); !ran || err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("ran %v, err %v; want a claimed job released for its input", ran, err)
 	}
 	srv := httptest.NewServer(c.Handler("v9.9-test"))
 	defer srv.Close()
