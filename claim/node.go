@@ -46,6 +46,17 @@ func Decide(held bool, st job.State, temp *Temp, client []byte, now, tClaim int6
 	return Decision{Kind: Granted, Temp: &Temp{Client: client, Until: now + tClaim}}
 }
 
+// Frees reports whether a temporary claim that ended without a confirm
+// (its client released it, or it lapsed) leaves the job free at this
+// node: the job is still ready, no confirm made it a claim. The job's
+// index entries, held back from other clients since one was served them,
+// are then to be served again at once: a failed claim attempt must not
+// idle a ready job for the whole quarantine. st is the replicated state
+// with expiry applied.
+func Frees(held bool, st job.State) bool {
+	return held && st.Phase == job.Ready
+}
+
 // CanJudge reports whether a node can tell which nodes are among a job's
 // closest, to check a confirm's replies: its routing table knows at least
 // r other nodes, or it has been up warmup ms (in a network of r nodes or

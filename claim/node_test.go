@@ -304,3 +304,23 @@ func TestReleaseAtStart(t *testing.T) {
 		t.Errorf("released claim still %v 1 ms after its start", e.Phase)
 	}
 }
+
+func TestFrees(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		held bool
+		st   job.State
+		want bool
+	}{
+		{"ready", true, job.State{Phase: job.Ready}, true},
+		{"ready after a released claim", true, job.State{Phase: job.Ready, Client: []byte("a"), Start: 5}, true},
+		{"claimed by a confirm", true, job.State{Phase: job.Claimed, Client: []byte("a"), Deadline: 9}, false},
+		{"finished", true, job.State{Phase: job.Finished}, false},
+		{"collected", true, job.State{Phase: job.Collected}, false},
+		{"not held", false, job.State{}, false},
+	} {
+		if got := Frees(c.held, c.st); got != c.want {
+			t.Errorf("%s: Frees = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -80,6 +80,7 @@ type Service struct {
 	seq    uint64      // order of records across jobs, for Log
 	keys   *keyCache   // expanded node keys, for batch verification
 	own    *ownReplies // digests of the replies this node signed lately
+	freed  []func(key []byte)
 
 	mReplies *prometheus.CounterVec
 	mConfirm *prometheus.CounterVec
@@ -198,6 +199,7 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	d := claim.Decide(held, h.State, temp, client, now, s.cfg.TClaim.Milliseconds())
 	if d.Temp != nil {
 		s.temps[string(req.Job)] = d.Temp
+		s.watchLapse(req.Job, d.Temp)
 	}
 	if len(s.temps) > 100000 {
 		s.sweepLocked(now)
@@ -371,10 +373,15 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 	}
 	client := []byte(from.Identity.PublicKey)
 	s.mu.Lock()
-	if t := s.temps[string(req.Job)]; t != nil && string(t.Client) == string(client) {
+	t := s.temps[string(req.Job)]
+	ended := t != nil && string(t.Client) == string(client)
+	if ended {
 		delete(s.temps, string(req.Job))
 	}
 	s.mu.Unlock()
+	if ended {
+		s.tempEnded(req.Job)
+	}
 	if h, ok := s.pool.Lookup(req.Job); ok {
 		if rel, mine := claim.Release(h.State, client, s.cfg.Now().UnixMilli()); mine {
 			if _, err := s.pool.Apply(req.Job, rel); err != nil {
@@ -386,4 +393,50 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 		}
 	}
 	return &wire.Ping{}, nil
+}
+
+// OnFreed registers f to be called with a job's key when a temporary
+// claim on it ends here without a confirm — its client released it, or it
+// lapsed — and the job is still free (claim.Frees): the node's index
+// writer then has the job's entries served again at once. Register before
+// the service is used.
+func (s *Service) OnFreed(f func(key []byte)) {
+	s.mu.Lock()
+	s.freed = append(s.freed, f)
+	s.mu.Unlock()
+}
+
+// tempEnded tells the OnFreed callbacks of a job whose temporary claim
+// ended unconfirmed, if the job is free.
+func (s *Service) tempEnded(key []byte) {
+	h, held := s.pool.Lookup(key)
+	if !claim.Frees(held, h.State) {
+		return
+	}
+	s.mu.Lock()
+	fs := slices.Clone(s.freed)
+	s.mu.Unlock()
+	for _, f := range fs {
+		f(key)
+	}
+}
+
+// watchLapse checks, T_claim after it was granted, whether the temporary
+// claim t on the job lapsed unconfirmed (its client gave up without a
+// release: it crashed, or lost its connection): then it is dropped and the
+// job freed. A claim confirmed, released or replaced meanwhile is no
+// longer t. s.mu is held.
+func (s *Service) watchLapse(key []byte, t *claim.Temp) {
+	key = slices.Clone(key)
+	time.AfterFunc(s.cfg.TClaim+time.Millisecond, func() {
+		s.mu.Lock()
+		lapsed := s.temps[string(key)] == t && s.cfg.Now().UnixMilli() >= t.Until
+		if lapsed {
+			delete(s.temps, string(key))
+		}
+		s.mu.Unlock()
+		if lapsed {
+			s.tempEnded(key)
+		}
+	})
 }

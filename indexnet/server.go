@@ -226,6 +226,7 @@ func (s *Server) Write(from peer.ID, entries []wire.IndexWrite, certDERs [][]byt
 			s.mu.Unlock()
 			if closest != nil {
 				if p := closest(point); p != "" && p != s.ep.ID() {
+					s.dropRedirected(from, e, now.UnixMilli())
 					out[i] = wire.StoreResult{Status: wire.StatusMoved, Msg: p.String()}
 					continue
 				}
@@ -268,6 +269,24 @@ func (s *Server) Write(from peer.ID, entries []wire.IndexWrite, certDERs [][]byt
 		}
 	}
 	return out
+}
+
+// dropRedirected removes the entry a write redirected elsewhere, when
+// this node holds it with the same listing and its author is the writer
+// from: the writer now keeps it at the node it was redirected to, and
+// withdraws it there, so a copy left here would be served and harvested
+// until it expired, long after its job was claimed or collected.
+func (s *Server) dropRedirected(from peer.ID, e wire.IndexWrite, now int64) {
+	_, l, err := job.DecodeListing(e.Listing)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, held := s.table.Get(e.Keyword, l.Job)
+	if held && bytes.Equal(old.Listing, e.Listing) && s.table.Withdraw(e.Keyword, l.Job, string(from), now) {
+		s.forgetListingLocked(old)
+	}
 }
 
 // errNoCert reports a listing whose project certificate was not sent.

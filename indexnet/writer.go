@@ -62,7 +62,7 @@ type Writer struct {
 	rng     *rand.Rand
 	state   map[string]*written
 	dirty   map[string]bool
-	claimed map[string]bool // jobs that left Ready and have not been ready, finished, collected or deleted since (onChange)
+	claimed map[string]bool // jobs whose entries' quarantine is reset when next written ready: left Ready (onChange), or a claim attempt ended unclaimed (Unquarantine)
 	kick    chan struct{}
 
 	ctx    context.Context
@@ -138,6 +138,22 @@ func (w *Writer) onChange(key []byte, st job.State, deleted bool) {
 	case st.Phase != job.Ready:
 		w.claimed[string(key)] = true
 	}
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Unquarantine has the entries of a ready job served again at once: a
+// claim attempt on it ended without a claim (claimnet's OnFreed), so the
+// quarantine its index node began when it served the entry to that client
+// would only idle the job. The next flush rewrites the entries with a
+// reset of the quarantine, if this node writes them.
+func (w *Writer) Unquarantine(key []byte) {
+	w.mu.Lock()
+	w.dirty[string(key)] = true
+	w.claimed[string(key)] = true
 	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:

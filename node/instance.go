@@ -126,6 +126,7 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 		cc.Logger = log
 	}
 	in.claims = claimnet.NewService(in.ep, in.dht, in.pool, id, cc)
+	in.claims.OnFreed(in.writer.Unquarantine) // a failed claim does not idle the job for the quarantine
 	n.rememberPeers(in)
 	n.serveBalance(in)
 	return in, nil
