@@ -91,7 +91,11 @@ func (w *cborWriter) texts(ss []string) {
 
 func handSpec(s *Spec, wide int, wideAI byte) (b []byte, heads int, widened bool) {
 	w := &cborWriter{wide: wide, wideAI: wideAI}
-	w.head(4, 12)
+	fields := uint64(13)
+	if s.Version == specVersion1 {
+		fields = 12
+	}
+	w.head(4, fields)
 	w.int(int64(s.Version))
 	w.text(s.Project)
 	w.text(s.App)
@@ -110,6 +114,9 @@ func handSpec(s *Spec, wide int, wideAI byte) (b []byte, heads int, widened bool
 	w.bytes(s.Nonce)
 	w.bytes(s.CertRef)
 	w.bytes(s.ResultKey)
+	if fields == 13 {
+		w.int(s.Lifetime)
+	}
 	return w.buf, w.n, w.widened
 }
 
@@ -213,8 +220,8 @@ func TestDecodeRejectsOtherEncodings(t *testing.T) {
 		return (&Signed{Spec: spec, Sig: ed25519.Sign(key, signPayload(spec))}).Encode()
 	}
 	spec := signed.Spec
-	if spec[0] != 0x8c {
-		t.Fatalf("spec does not start with a 12-element array: %x", spec[:1])
+	if spec[0] != 0x8d {
+		t.Fatalf("spec does not start with a 13-element array: %x", spec[:1])
 	}
 	selfDescribe := []byte{0xd9, 0xd9, 0xf7}
 	// Project "lhc" as an indefinite-length text string: 7f 63 'lhc' ff.
@@ -229,11 +236,11 @@ func TestDecodeRejectsOtherEncodings(t *testing.T) {
 		"self-described spec":     resign(append(bytes.Clone(selfDescribe), spec...)),
 		"self-described signed":   append(bytes.Clone(selfDescribe), signed.Encode()...),
 		"tagged spec bytes":       append([]byte{0x82, 0xd8, 0x18}, signed.Encode()[1:]...),
-		"version as negative":     resign(append([]byte{0x8c, 0x20}, spec[2:]...)),
-		"version as float":        resign(append([]byte{0x8c, 0xf9, 0x3c, 0x00}, spec[2:]...)),
-		"version as text":         resign(append([]byte{0x8c, 0x61, '1'}, spec[2:]...)),
+		"version as negative":     resign(append([]byte{0x8d, 0x20}, spec[2:]...)),
+		"version as float":        resign(append([]byte{0x8d, 0xf9, 0x3c, 0x00}, spec[2:]...)),
+		"version as text":         resign(append([]byte{0x8d, 0x61, '2'}, spec[2:]...)),
 		"spec as text":            append([]byte{0x82, 0x78, byte(len(spec))}, append(bytes.Clone(spec), signed.Encode()[len(spec)+2:]...)...),
-		"spec with extra element": resign(append(append([]byte{0x8c}, spec[1:]...), 0x00)),
+		"spec with extra element": resign(append(append([]byte{0x8d}, spec[1:]...), 0x00)),
 	}
 	for name, b := range cases {
 		if _, _, err := Decode(b); !errors.Is(err, ErrMalformed) {

@@ -13,8 +13,14 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	minimal := testSpec()
 	minimal.Args, minimal.Inputs, minimal.Resources = nil, nil, nil
 	small := mustSign(tb, minimal, key).Encode()
-	seeds := [][]byte{full, small, nil, {0x82, 0x40, 0x40}, {0xf6}}
-	for _, b := range [][]byte{full, small} {
+	lived := testSpec()
+	lived.Lifetime = MaxLifetimeMS
+	long := mustSign(tb, lived, key).Encode()
+	v1 := testSpec()
+	v1.Version = specVersion1
+	old := mustSign(tb, v1, key).Encode()
+	seeds := [][]byte{full, small, long, old, nil, {0x82, 0x40, 0x40}, {0xf6}}
+	for _, b := range [][]byte{full, small, long, old} {
 		flipped := bytes.Clone(b)
 		flipped[len(flipped)/2] ^= 0x01
 		seeds = append(seeds,

@@ -15,8 +15,12 @@ import (
 	"github.com/up-pool/up/codec"
 )
 
-// SpecVersion is the version of Spec this code writes and reads.
-const SpecVersion = 1
+// SpecVersion is the version of Spec this code writes. It also reads
+// version 1 specs, which carry no lifetime (lifetime.go).
+const SpecVersion = 2
+
+// specVersion1 is the version before job lifetimes.
+const specVersion1 = 1
 
 // Bounds of a spec, enforced on every decode.
 const (
@@ -68,6 +72,9 @@ type Spec struct {
 	Nonce     []byte   // NonceLen random bytes: redundant copies land apart
 	CertRef   []byte   // sha256 of the project certificate's DER
 	ResultKey []byte   // the project's X25519 public key: results are sealed to it
+	// Lifetime is how long after Created the job lives, in ms; 0 takes
+	// DefaultLifetimeMS. Version 2 on; version 1 specs have none.
+	Lifetime int64
 }
 
 // Validate checks the spec's bounds.
@@ -76,8 +83,12 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
 	}
 	switch {
-	case s.Version != SpecVersion:
-		return bad("version %d, want %d", s.Version, SpecVersion)
+	case s.Version != SpecVersion && s.Version != specVersion1:
+		return bad("version %d, want %d or %d", s.Version, specVersion1, SpecVersion)
+	case s.Version == specVersion1 && s.Lifetime != 0:
+		return bad("version 1 spec with a lifetime")
+	case s.Lifetime < 0 || s.Lifetime > MaxLifetimeMS:
+		return bad("lifetime %d ms out of 0..%d", s.Lifetime, MaxLifetimeMS)
 	case s.Project == "" || len(s.Project) > MaxNameLen || !utf8.ValidString(s.Project):
 		return bad("project name of %d bytes", len(s.Project))
 	case s.App == "" || len(s.App) > MaxAppLen || !utf8.ValidString(s.App):
