@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/codec"
@@ -76,6 +77,11 @@ func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.
 			continue
 		}
 		a.key = signed.Key()
+		if exp := spec.Expires(); job.Expired(exp, nowMS) {
+			a.refuse(wire.StatusGone, "job %s expired at %s on its project's clock", signed.CID(),
+				time.UnixMilli(exp).UTC().Format(time.RFC3339))
+			continue
+		}
 		st := job.Expire(env.State, nowMS)
 		if from != nil {
 			if spec.Project != from.Identity.Name {

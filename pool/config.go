@@ -24,6 +24,9 @@ type Config struct {
 	// collected job it deleted, so a stale replica of it is told it was
 	// collected rather than stored again (gone.go). Default T_collect.
 	GoneKeep time.Duration
+	// MaxGone bounds the gone records a node keeps; past it, those that
+	// lapse soonest are forgotten first. Default 1,048,576 (~80 MB).
+	MaxGone int
 	// ExpiryInterval is how often claims lapse and collected jobs are
 	// deleted. Default 10 s.
 	ExpiryInterval time.Duration
@@ -56,6 +59,9 @@ func (c *Config) applyDefaults() {
 	if c.GoneKeep == 0 {
 		c.GoneKeep = c.TCollect
 	}
+	if c.MaxGone == 0 {
+		c.MaxGone = 1 << 20
+	}
 	if c.ExpiryInterval == 0 {
 		c.ExpiryInterval = 10 * time.Second
 	}
@@ -76,7 +82,7 @@ func (c *Config) applyDefaults() {
 // Validate reports a bad setting.
 func (c *Config) Validate() error {
 	switch {
-	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0:
+	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0 || c.MaxGone < 0:
 		return errors.New("pool config: negative duration")
 	case c.RepublishJitter >= c.RepublishInterval:
 		return errors.New("pool config: republish jitter must be below the interval")

@@ -13,10 +13,14 @@ import (
 // claim's nodes, through all of T_collect's republish rounds) still holds
 // it as ready, and would store it anew on the nodes that deleted it: the
 // job would come back and run again. So a node that deletes a collected
-// job remembers its key, on disk only, for Config.GoneKeep more: it
-// answers a sync of the key with the collected state, which the stale
-// replica merges and then deletes in turn, and refuses to store the job
-// again.
+// job remembers its key, on disk only, until the job expires
+// (job.KeepUntil of its project-signed expiry, on this node's clock), and
+// Config.GoneKeep at least: it answers a sync of the key with the
+// collected state, which the stale replica merges and then deletes in
+// turn, and refuses to store the job again. From the lapse on the node
+// refuses the job as expired by the same rule on the same clock, so a
+// replica down for any time cannot bring it back. At most Config.MaxGone
+// records are kept; past that, those that lapse soonest go first.
 //
 // Layout: "gone/<key>" holds the collection time and the time the record
 // lapses; "goneq/<lapse, 8 bytes big-endian>/<key>" orders the records by
@@ -50,15 +54,47 @@ func (p *Pool) gone(key []byte, now int64) (job.State, bool) {
 	return job.State{Phase: job.Collected, At: at}, true
 }
 
-// expireGone deletes the gone records that lapsed by now, and returns how
+// goneLapse is when the gone record of a job expiring at expires, deleted
+// at now, lapses: once this node refuses the job as expired, and keep
+// after now at least.
+func goneLapse(expires, now, keep int64) int64 {
+	return max(job.KeepUntil(expires), now+keep)
+}
+
+// dropExpired adds to b the deletion of a job whose lifetime ended.
+func dropExpired(b *store.Batch, key []byte) {
+	b.Delete(store.Key(jobNS, key))
+	b.Delete(store.Key(resultNS, key))
+}
+
+// countGone counts the gone records on disk.
+func (p *Pool) countGone() (int, error) {
+	n := 0
+	if err := p.st.Scan(store.Key(goneQNS), func(_, _ []byte) bool { n++; return true }); err != nil {
+		return 0, fmt.Errorf("count gone records: %w", err)
+	}
+	return n, nil
+}
+
+// expireGone deletes the gone records that lapsed by now, and those that
+// lapse soonest while more than Config.MaxGone are kept; it returns how
 // many.
 func (p *Pool) expireGone(now int64) (int, error) {
+	p.mu.Lock()
+	over := p.goneN - p.cfg.MaxGone
+	p.mu.Unlock()
 	prefix := store.Key(goneQNS)
 	b := p.st.NewBatch()
 	err := p.st.Scan(prefix, func(k, _ []byte) bool {
 		rest := k[len(prefix):]
-		if len(rest) < 9 || int64(binary.BigEndian.Uint64(rest)) > now {
-			return false // ordered by lapse: the rest are not due
+		if len(rest) < 9 {
+			return true
+		}
+		if int64(binary.BigEndian.Uint64(rest)) > now {
+			if over <= 0 {
+				return false // ordered by lapse: the rest are not due
+			}
+			over--
 		}
 		b.Delete(append([]byte(nil), k...))
 		b.Delete(store.Key(goneNS, rest[9:]))
@@ -71,5 +107,11 @@ func (p *Pool) expireGone(now int64) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	return n, b.Commit(true)
+	if err := b.Commit(true); err != nil {
+		return 0, fmt.Errorf("expire %d gone records: %w", n, err)
+	}
+	p.mu.Lock()
+	p.goneN = max(p.goneN-n, 0)
+	p.mu.Unlock()
+	return n, nil
 }

@@ -47,6 +47,7 @@ type entry struct {
 	project     string
 	created     int64
 	tFinish     int64
+	expires     int64 // the spec's expiry, on its project's clock (job.Spec.Expires)
 	keywords    []string
 }
 
@@ -63,6 +64,7 @@ type Pool struct {
 	jobs  map[string]*entry // by job key (CID bytes)
 	certs map[string][]byte // project certificate DER by CertRef
 	rng   *rand.Rand
+	goneN int // gone records on disk (gone.go)
 
 	hooks []func(key []byte, st job.State, deleted bool)
 
@@ -178,6 +180,9 @@ func (p *Pool) load() error {
 	if err != nil {
 		return err
 	}
+	if p.goneN, err = p.countGone(); err != nil {
+		return err
+	}
 	for _, e := range errs {
 		p.log.Error("job store", "err", e)
 	}
@@ -188,6 +193,7 @@ func newEntry(key string, spec *job.Spec, st job.State, responsible int64) *entr
 	return &entry{
 		pos: keyspace.KeyPos([]byte(key)), state: st, responsible: responsible,
 		certRef: string(spec.CertRef), project: spec.Project, created: spec.Created, tFinish: spec.TFinish, keywords: spec.Keywords,
+		expires: spec.Expires(),
 	}
 }
 

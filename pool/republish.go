@@ -83,6 +83,9 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	p.mu.Lock()
 	all := make([]held, 0, len(p.jobs))
 	for k, e := range p.jobs {
+		if job.Expired(e.expires, now) {
+			continue // ExpireNow drops it; no replica is repaired with it
+		}
 		all = append(all, held{key: k, h: Holding{Key: k, State: job.Expire(e.state, now), Responsible: e.responsible}, pos: e.pos})
 	}
 	p.mu.Unlock()
@@ -243,12 +246,14 @@ func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, s
 	return nil
 }
 
-// ExpireNow lapses claims whose deadline passed (the job is ready again,
-// as the tombstone job.Expire makes of the claim), deletes collected
-// jobs kept longer than T_collect (remembering their keys GoneKeep more,
-// see gone.go) and forgets the gone records that lapsed. Running it is an optimisation only:
-// every read and merge expires states itself, with the same result. It returns how
-// many jobs it changed and deleted.
+// ExpireNow drops jobs whose project-signed lifetime ended (job.Expired
+// on this node's clock), lapses claims whose deadline passed (the job is
+// ready again, as the tombstone job.Expire makes of the claim), deletes
+// collected jobs kept longer than T_collect (remembering their keys
+// until the job expires, and GoneKeep at least, see gone.go) and forgets
+// the gone records that lapsed. Running it is an optimisation only for
+// claims: every read and merge expires states itself, with the same
+// result. It returns how many jobs it changed and deleted.
 func (p *Pool) ExpireNow() (lapsed, deleted int) {
 	now := p.nowMS()
 	tc := p.cfg.TCollect.Milliseconds()
@@ -256,6 +261,17 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 	p.mu.Lock()
 	for k, e := range p.jobs {
 		switch {
+		case job.Expired(e.expires, now):
+			// No gone record: this node refuses the job at store by the
+			// same rule on the same clock from now on.
+			b := p.st.NewBatch()
+			dropExpired(b, []byte(k))
+			if err := b.Commit(true); err == nil {
+				delete(p.jobs, k)
+				deleted++
+				p.mDropped.Inc()
+				changes = append(changes, change{key: []byte(k), deleted: true})
+			}
 		case e.state.Phase == job.Claimed && now >= e.state.Deadline:
 			ended := job.Expire(e.state, now)
 			if err := p.persistLocked([]byte(k), e, ended); err == nil {
@@ -264,8 +280,9 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
 			b := p.st.NewBatch()
-			markGone(b, []byte(k), e.state.At, now+p.cfg.GoneKeep.Milliseconds())
+			markGone(b, []byte(k), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()))
 			if err := b.Commit(true); err == nil {
+				p.goneN++
 				delete(p.jobs, k)
 				deleted++
 				p.mDropped.Inc()
