@@ -123,6 +123,9 @@ func (p *Project) SpecFor(u Unit) (*job.Spec, error) {
 		return nil, err
 	}
 	spec.Resources, spec.Inputs = u.Resources, u.Inputs
+	if u.Lifetime > 0 {
+		spec.Lifetime = u.Lifetime.Milliseconds()
+	}
 	return spec, nil
 }
 

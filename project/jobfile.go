@@ -19,14 +19,16 @@ import (
 // create_work, with a parameter sweep): one job, or a template whose
 // "{name}" placeholders in args, keywords and resources are filled from
 // every combination of the sweep's parameters. Only app is required; the
-// project's name is added to the keywords, copies defaults to 1 and
-// t_finish to 1h (DefaultTFinish).
+// project's name is added to the keywords, copies defaults to 1,
+// t_finish to 1h (DefaultTFinish) and lifetime to 14 days
+// (DefaultLifetime).
 //
 //	app: mandelbrot
 //	args: ["{x}", "{y}", "64"]
 //	keywords: [fractal]
 //	resources: [mem:small]
 //	t_finish: 10m
+//	lifetime: 7d                   # nodes drop the job after; a Go duration or whole days
 //	copies: 2
 //	sweep:
 //	  x: {from: 0, to: 7}          # 0, 1, ... 7
@@ -37,6 +39,7 @@ type JobFile struct {
 	Keywords  []string            `yaml:"keywords"`
 	Resources []string            `yaml:"resources"`
 	TFinish   string              `yaml:"t_finish"`
+	Lifetime  string              `yaml:"lifetime"`
 	Copies    int                 `yaml:"copies"`
 	Inputs    []JobFileInput      `yaml:"inputs"`
 	Sweep     map[string]SweepDef `yaml:"sweep"`
@@ -82,6 +85,7 @@ type Unit struct {
 	Resources []string
 	Inputs    []job.Input
 	TFinish   time.Duration
+	Lifetime  time.Duration // how long after creation nodes keep the job
 	Params    map[string]string
 }
 
@@ -113,6 +117,10 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 		}
 		tf = d
 	}
+	life, err := parseLifetime(f.Lifetime, tf)
+	if err != nil {
+		return nil, 0, err
+	}
 	var inputs []job.Input
 	for i, in := range f.Inputs {
 		sum, err := hex.DecodeString(in.SHA256)
@@ -132,7 +140,7 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 		for i, n := range names {
 			params[n] = values[n][idx[i]]
 		}
-		u := Unit{App: f.App, TFinish: tf, Inputs: inputs, Params: params,
+		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, Params: params,
 			Args: fill(f.Args, params), Keywords: fill(f.Keywords, params), Resources: fill(f.Resources, params)}
 		if projectName != "" && !slices.Contains(u.Keywords, projectName) {
 			u.Keywords = append([]string{projectName}, u.Keywords...)
@@ -155,6 +163,38 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 // DefaultTFinish is how long a claim lasts when a job file gives no
 // t_finish.
 const DefaultTFinish = time.Hour
+
+// DefaultLifetime is how long after its creation a job lives when a job
+// file gives no lifetime: the nodes drop it, and forget it was collected,
+// after that. A unit not done by then needs a new submission.
+const DefaultLifetime = 14 * 24 * time.Hour
+
+// parseLifetime parses a job file's lifetime: a Go duration or whole days
+// ("14d"), longer than t_finish (a claim must end before the job does)
+// and at most job.MaxLifetimeMS; "" takes DefaultLifetime.
+func parseLifetime(s string, tFinish time.Duration) (time.Duration, error) {
+	if s == "" {
+		return max(DefaultLifetime, 2*tFinish), nil
+	}
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, aerr := strconv.Atoi(days)
+		d, err = time.Duration(n)*24*time.Hour, aerr
+		if n > job.MaxLifetimeMS/(24*3600*1000)+1 {
+			d = job.MaxLifetimeMS*time.Millisecond + 1
+		}
+	}
+	maxLife := time.Duration(job.MaxLifetimeMS) * time.Millisecond
+	switch {
+	case err != nil || d <= 0:
+		return 0, fmt.Errorf("lifetime %q is not a positive duration such as 336h or 14d", s)
+	case d > maxLife:
+		return 0, fmt.Errorf("lifetime %s is longer than %d days", s, job.MaxLifetimeMS/(24*3600*1000))
+	case d <= tFinish:
+		return 0, fmt.Errorf("lifetime %s must exceed t_finish %s: a claim would outlive its job", s, tFinish)
+	}
+	return d, nil
+}
 
 // expandSweep checks the sweep and returns its parameters' names (sorted),
 // their values and the number of combinations. Every parameter must be

@@ -26,6 +26,7 @@ var jobFileFields = []jobFileField{
 	{"keywords", "a list of keywords", func(f *JobFile) any { return &f.Keywords }},
 	{"resources", "a list of resource classes", func(f *JobFile) any { return &f.Resources }},
 	{"t_finish", "a duration such as 30m", func(f *JobFile) any { return &f.TFinish }},
+	{"lifetime", "a duration such as 336h or 14d", func(f *JobFile) any { return &f.Lifetime }},
 	{"copies", "a whole number", func(f *JobFile) any { return &f.Copies }},
 	{"inputs", inputsWant, nil},
 	{"sweep", sweepWant, nil},

@@ -102,7 +102,7 @@ func (p *Project) Agent() *agent.Agent { return p.a }
 func (p *Project) Name() string { return p.a.Identity().Name }
 
 // NewSpec returns a spec of this project for app with args and keywords,
-// created now, with a fresh random nonce.
+// created now, living DefaultLifetime, with a fresh random nonce.
 func (p *Project) NewSpec(app string, args, keywords []string, tFinish time.Duration) (*job.Spec, error) {
 	nonce := make([]byte, job.NonceLen)
 	p.mu.Lock()
@@ -115,7 +115,7 @@ func (p *Project) NewSpec(app string, args, keywords []string, tFinish time.Dura
 	return &job.Spec{
 		Version: job.SpecVersion, Project: p.Name(), App: app, Args: args,
 		Keywords: keywords, TFinish: tFinish.Milliseconds(), Created: p.a.Now().UnixMilli(),
-		Nonce: nonce, CertRef: slices.Clone(certRef), ResultKey: slices.Clone(resultKey),
+		Lifetime: DefaultLifetime.Milliseconds(), Nonce: nonce, CertRef: slices.Clone(certRef), ResultKey: slices.Clone(resultKey),
 	}, nil
 }
 
