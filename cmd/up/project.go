@@ -142,6 +142,7 @@ Job file (only app is required):
   keywords: [fractal]             # index keywords clients query; the project's name is added
   resources: [mem:small]          # resource classes (keywords too)
   t_finish: 10m                   # how long a claim lasts (default 1h)
+  lifetime: 14d                   # nodes drop the job this long after submission (default 14d; 336h works too)
   copies: 2                       # redundant copies, 1..16 (default 1; quorum validation)
   inputs: [{url: https://..., sha256: <64 hex>}]
   sweep: {x: {from: 0, to: 7}, y: [0.5, 1.5]}`,
