@@ -25,7 +25,7 @@ type Config struct {
 	// collected rather than stored again (gone.go). Default T_collect.
 	GoneKeep time.Duration
 	// MaxGone bounds the gone records a node keeps; past it, those that
-	// lapse soonest are forgotten first. Default 1,048,576 (~80 MB).
+	// lapse soonest are forgotten first. Default 1,048,576 (~110 bytes of keys each).
 	MaxGone int
 	// ExpiryInterval is how often claims lapse and collected jobs are
 	// deleted. Default 10 s.
