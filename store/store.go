@@ -20,6 +20,10 @@ import (
 // ErrNotFound reports a missing key.
 var ErrNotFound = errors.New("not found")
 
+// ErrClosed reports an operation on a closed store (a request handler
+// that outlived its node's shutdown, say): an error, where pebble panics.
+var ErrClosed = errors.New("store is closed")
+
 // Options configures a Store. The zero value syncs every write.
 type Options struct {
 	// SyncInterval, when positive, trades the fsync of each write for one
@@ -37,6 +41,9 @@ type Store struct {
 	db    *pebble.DB
 	path  string
 	write *pebble.WriteOptions // Sync, or NoSync with a group syncer
+
+	inflight atomic.Int64 // operations under way (enter/leave)
+	closed   atomic.Bool  // set by Close before it waits for inflight to drain
 
 	syncs   atomic.Int64 // group syncs done
 	dirty   atomic.Bool  // written since the last group sync
@@ -106,8 +113,28 @@ func (s *Store) wrote() {
 	}
 }
 
-// Close syncs pending writes, flushes and closes the store.
+// enter starts an operation; false when the store is closed (or closing).
+// Every enter that returned true is matched by a leave.
+func (s *Store) enter() bool {
+	s.inflight.Add(1)
+	if s.closed.Load() {
+		s.inflight.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (s *Store) leave() { s.inflight.Add(-1) }
+
+// Close syncs pending writes, flushes and closes the store. Operations
+// already under way finish first; later ones get ErrClosed.
 func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	for s.inflight.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
 	if s.stop != nil {
 		close(s.stop)
 		s.stopped.Wait()
@@ -124,6 +151,10 @@ func (s *Store) Close() error {
 
 // Get returns a copy of the value at key, or ErrNotFound.
 func (s *Store) Get(key []byte) ([]byte, error) {
+	if !s.enter() {
+		return nil, ErrClosed
+	}
+	defer s.leave()
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
@@ -137,6 +168,10 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 
 // Put writes key=value durably (synced, or by the next group sync).
 func (s *Store) Put(key, value []byte) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.leave()
 	if err := s.db.Set(key, value, s.write); err != nil {
 		return fmt.Errorf("put %q: %w", key, err)
 	}
@@ -146,6 +181,10 @@ func (s *Store) Put(key, value []byte) error {
 
 // Delete removes key durably (synced, or by the next group sync).
 func (s *Store) Delete(key []byte) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.leave()
 	if err := s.db.Delete(key, s.write); err != nil {
 		return fmt.Errorf("delete %q: %w", key, err)
 	}
@@ -174,6 +213,11 @@ func (b *Batch) Len() int { return int(b.b.Count()) }
 // Commit writes the batch atomically; sync makes it durable before return
 // (or by the next group sync, when the store has a sync interval).
 func (b *Batch) Commit(sync bool) error {
+	if !b.s.enter() {
+		_ = b.b.Close()
+		return ErrClosed
+	}
+	defer b.s.leave()
 	opt := pebble.NoSync
 	if sync {
 		opt = b.s.write
@@ -188,6 +232,10 @@ func (b *Batch) Commit(sync bool) error {
 // Scan calls f for every key with the prefix, in key order, until f
 // returns false. Key and value are valid only during the call.
 func (s *Store) Scan(prefix []byte, f func(key, value []byte) bool) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.leave()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return fmt.Errorf("scan %q: %w", prefix, err)

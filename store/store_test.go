@@ -354,3 +354,49 @@ func TestGroupSyncLoop(t *testing.T) {
 		t.Fatal("a negative sync interval was taken")
 	}
 }
+
+// TestClosedStoreErrs: operations after Close (a request handler that
+// outlived its node's shutdown) return ErrClosed where pebble would
+// panic, and operations racing Close either finish or get ErrClosed.
+func TestClosedStoreErrs(t *testing.T) {
+	s, err := OpenWith(t.TempDir(), Options{SyncInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			if _, err := s.Get([]byte("a")); errors.Is(err, ErrClosed) {
+				return
+			} else if err != nil {
+				t.Errorf("get while closing: %v", err)
+				return
+			}
+		}
+	}()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if _, err := s.Get([]byte("a")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("get after close = %v, want ErrClosed", err)
+	}
+	if err := s.Put([]byte("b"), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("put after close = %v", err)
+	}
+	if err := s.Scan(nil, func(_, _ []byte) bool { return true }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("scan after close = %v", err)
+	}
+	b := s.NewBatch()
+	b.Put([]byte("c"), nil)
+	if err := b.Commit(true); !errors.Is(err, ErrClosed) {
+		t.Fatalf("commit after close = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second close = %v", err)
+	}
+}
