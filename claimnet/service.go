@@ -34,6 +34,14 @@ type Config struct {
 	// TClaim is how long a temporary claim lasts without a confirm.
 	// Default 15 s.
 	TClaim time.Duration
+	// TSkew is how far clocks may disagree (thesis 3.2.4's T_skew): a
+	// confirm's claim start, read from the client's clock, must lie within
+	// TSkew of this node's clock. No other rule compares clocks: other
+	// nodes' reply times are never checked against this one. A client or
+	// node more than TSkew off cannot claim (its confirms are refused), and
+	// a claim's deadline, an absolute time, is judged early or late by as
+	// much as the clock is off. Default 10 min.
+	TSkew time.Duration
 	// Limit is the sustained claim requests per second one client may
 	// make at this node, Burst the burst. Defaults 20 and 40.
 	Limit float64
@@ -90,6 +98,9 @@ type Service struct {
 func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Identity, cfg Config) *Service {
 	if cfg.TClaim == 0 {
 		cfg.TClaim = 15 * time.Second
+	}
+	if cfg.TSkew == 0 {
+		cfg.TSkew = time.Duration(claim.DefaultTSkew) * time.Millisecond
 	}
 	if cfg.Limit == 0 {
 		cfg.Limit = 20
@@ -267,7 +278,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	need := min(r, len(view))
 	s.mu.Lock()
 	temp := s.temps[string(req.Job)]
-	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TClaim.Milliseconds())
+	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TSkew.Milliseconds())
 	s.mu.Unlock()
 	if err != nil {
 		s.mConfirm.WithLabelValues("refused").Inc()
