@@ -32,8 +32,16 @@ func FuzzDecodeReply(f *testing.F) {
 		append([]byte{0x85, 0x18, byte(Granted)}, stmt[2:]...),
 		append(stmt[:len(stmt)-9:len(stmt)-9], 0x1b, 0, 0, 0, 0, 0, 0, 0, 7),
 	} {
-		f.Add(envelope(f, Signed{Statement: nc, Cert: []byte("cert"), Sig: signRaw(nc, key)}))
+		f.Add(envelope(f, Signed{Statement: nc, Cert: []byte("cert"), Sig: signRaw(nc, key), Position: []byte("p"), PeerSig: []byte("s")}))
 	}
+	// The binding fields at and past their bounds.
+	good, err := codec.Marshal(testStatement())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(envelope(f, Signed{Statement: good, Cert: []byte("cert"), Sig: signRaw(good, key), Position: make([]byte, maxPositionLen), PeerSig: make([]byte, maxPeerSigLen)}))
+	f.Add(envelope(f, Signed{Statement: good, Cert: []byte("cert"), Sig: signRaw(good, key), Position: make([]byte, maxPositionLen+1), PeerSig: []byte("s")}))
+	f.Add(envelope(f, Signed{Statement: good, Cert: []byte("cert"), Sig: signRaw(good, key)}))
 	small := Statement{Kind: DontCare, Job: []byte{1}, Client: clientB, Node: []byte{2}, At: 0}
 	f.Add(mustSignReply(f, small, []byte{3}, key))
 	f.Add([]byte{})

@@ -12,6 +12,7 @@ const (
 	tNow    = int64(1_700_000_000_000)
 	tClaim  = int64(5_000)
 	tFinish = int64(3_600_000)
+	tSkew   = int64(600_000)
 )
 
 var (
@@ -99,7 +100,7 @@ func base() confirmIn {
 }
 
 func (c confirmIn) run() (job.State, error) {
-	return CheckConfirm(c.st, c.temp, clientA, c.replies, c.need, c.near, c.start, tFinish, tNow, tClaim)
+	return CheckConfirm(c.st, c.temp, clientA, c.replies, c.need, c.near, c.start, tFinish, tNow, tSkew)
 }
 
 func TestCheckConfirm(t *testing.T) {
@@ -136,11 +137,12 @@ func TestCheckConfirm(t *testing.T) {
 		{"don't-cares allowed", func(c *confirmIn) { c.replies[1].Kind = DontCare }, nil},
 		{"a denied reply", func(c *confirmIn) { c.replies[2].Kind = Denied }, ErrBadConfirm},
 		{"a denied reply first", func(c *confirmIn) { c.replies[0].Kind = Denied }, ErrBadConfirm},
-		// every reply recent
-		{"reply T_claim old", func(c *confirmIn) { c.replies[1].At = tNow - tClaim }, nil},
-		{"stale reply", func(c *confirmIn) { c.replies[1].At = tNow - tClaim - 1 }, ErrBadConfirm},
-		{"reply T_claim ahead", func(c *confirmIn) { c.replies[1].At = tNow + tClaim }, nil},
-		{"future reply", func(c *confirmIn) { c.replies[1].At = tNow + tClaim + 1 }, ErrBadConfirm},
+		// other nodes' reply times are never compared with this clock
+		// (no rule needs two clocks to agree): only this node's own
+		// temporary claim, on its own clock, says the grant still stands
+		{"reply 20 s ahead (a fast replica)", func(c *confirmIn) { c.replies[1].At = tNow + 20_000 }, nil},
+		{"reply 3 min behind (a slow replica)", func(c *confirmIn) { c.replies[1].At = tNow - 180_000 }, nil},
+		{"reply an hour off", func(c *confirmIn) { c.replies[0].At = tNow + 3_600_000 }, nil},
 		// from nodes near the job
 		{"node not near", func(c *confirmIn) { c.replies[2].Node = "far" }, ErrBadConfirm},
 		{"no node near", func(c *confirmIn) { c.near = func(string) bool { return false } }, ErrBadConfirm},
@@ -153,11 +155,14 @@ func TestCheckConfirm(t *testing.T) {
 		// at least one grant
 		{"one grant", func(c *confirmIn) { c.replies[0].Kind = DontCare }, nil},
 		{"zero grants", func(c *confirmIn) { c.replies[0].Kind, c.replies[1].Kind = DontCare, DontCare }, ErrBadConfirm},
-		// start near now
-		{"start T_claim before", func(c *confirmIn) { c.start = tNow - tClaim }, nil},
-		{"start too early", func(c *confirmIn) { c.start = tNow - tClaim - 1 }, ErrBadConfirm},
-		{"start T_claim after", func(c *confirmIn) { c.start = tNow + tClaim }, nil},
-		{"start too late", func(c *confirmIn) { c.start = tNow + tClaim + 1 }, ErrBadConfirm},
+		// start within T_skew of this node's clock (it orders the claim
+		// in the replicated state; clocks may disagree by up to T_skew)
+		{"start 20 s ahead", func(c *confirmIn) { c.start = tNow + 20_000 }, nil},
+		{"start 3 min behind", func(c *confirmIn) { c.start = tNow - 180_000 }, nil},
+		{"start T_skew before", func(c *confirmIn) { c.start = tNow - tSkew }, nil},
+		{"start too early", func(c *confirmIn) { c.start = tNow - tSkew - 1 }, ErrBadConfirm},
+		{"start T_skew after", func(c *confirmIn) { c.start = tNow + tSkew }, nil},
+		{"start too late", func(c *confirmIn) { c.start = tNow + tSkew + 1 }, ErrBadConfirm},
 		{"start zero", func(c *confirmIn) { c.start = 0 }, ErrBadConfirm},
 	}
 	for _, tt := range tests {

@@ -42,31 +42,47 @@ type Statement struct {
 }
 
 // Signed is a Statement signed by the node's account key, with the node's
-// certificate so any node can check it.
+// certificate so any node can check it, bound to the node the statement
+// names: Position is the node's signed position record (the account key's
+// statement "my node lives at peer ID Node"), and PeerSig the same message
+// signed by that peer ID's own libp2p key. A certificate alone proves only
+// that some node signed; an account key can sign a position record naming
+// any peer ID, but only the holder of the peer's key can sign as it.
 type Signed struct {
 	_         struct{} `cbor:",toarray"`
 	Statement []byte
 	Cert      []byte // node certificate, DER
 	Sig       []byte
+	Position  []byte // certs.SignedPosition, encoded
+	PeerSig   []byte // by the libp2p key of Statement.Node
 }
 
 // Bounds of a signed reply.
 const (
 	MaxSignedReply = 20 << 10
 	maxIDLen       = 128
+	maxPositionLen = 512
+	maxPeerSigLen  = 256
 	replyDomain    = "up/claim-reply/v1\x00"
 )
 
 // ErrMalformed reports a reply that does not decode or breaks a bound.
 var ErrMalformed = errors.New("malformed claim reply")
 
-// Sign signs a statement with the node's account key.
-func Sign(st Statement, cert []byte, key ed25519.PrivateKey) ([]byte, error) {
+// Sign signs a statement with the node's account key and, through
+// peerSign, with the key of its peer ID; position is the node's signed
+// position record.
+func Sign(st Statement, cert, position []byte, key ed25519.PrivateKey, peerSign func(msg []byte) ([]byte, error)) ([]byte, error) {
 	b, err := codec.Marshal(&st)
 	if err != nil {
 		return nil, err
 	}
-	return codec.Marshal(&Signed{Statement: b, Cert: cert, Sig: ed25519.Sign(key, append([]byte(replyDomain), b...))})
+	msg := append([]byte(replyDomain), b...)
+	psig, err := peerSign(msg)
+	if err != nil {
+		return nil, fmt.Errorf("sign claim reply with the peer key: %w", err)
+	}
+	return codec.Marshal(&Signed{Statement: b, Cert: cert, Sig: ed25519.Sign(key, msg), Position: position, PeerSig: psig})
 }
 
 // Decode parses a signed reply without checking its signature. The
@@ -85,7 +101,8 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 	}
 	if st.Kind < Granted || st.Kind > DontCare || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
 		len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
-		len(s.Sig) != ed25519.SignatureSize || len(s.Cert) == 0 {
+		len(s.Sig) != ed25519.SignatureSize || len(s.Cert) == 0 ||
+		len(s.Position) == 0 || len(s.Position) > maxPositionLen || len(s.PeerSig) == 0 || len(s.PeerSig) > maxPeerSigLen {
 		return nil, nil, fmt.Errorf("%w: fields out of bounds", ErrMalformed)
 	}
 	if re, err := codec.Marshal(&st); err != nil || !bytes.Equal(re, s.Statement) {

@@ -20,7 +20,7 @@ func testStatement() Statement {
 
 func mustSignReply(t testing.TB, st Statement, cert []byte, key ed25519.PrivateKey) []byte {
 	t.Helper()
-	b, err := Sign(st, cert, key)
+	b, err := Sign(st, cert, []byte("position"), key, func(m []byte) ([]byte, error) { return ed25519.Sign(key, m), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestVerifyTampered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := envelope(t, Signed{Statement: stmt, Cert: signed.Cert, Sig: signed.Sig})
+		b := envelope(t, Signed{Statement: stmt, Cert: signed.Cert, Sig: signed.Sig, Position: signed.Position, PeerSig: signed.PeerSig})
 		s2, _, err := Decode(b)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -180,9 +180,27 @@ func TestDecodeFieldBounds(t *testing.T) {
 	good := mustSignReply(t, testStatement(), []byte("cert"), key)
 	signed, _, _ := Decode(good)
 	for _, n := range []int{0, ed25519.SignatureSize - 1, ed25519.SignatureSize + 1} {
-		b := envelope(t, Signed{Statement: signed.Statement, Cert: signed.Cert, Sig: make([]byte, n)})
+		b := envelope(t, Signed{Statement: signed.Statement, Cert: signed.Cert, Sig: make([]byte, n), Position: signed.Position, PeerSig: signed.PeerSig})
 		if _, _, err := Decode(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("signature of %d bytes: %v", n, err)
+		}
+	}
+	// The binding to the named node: position record and peer signature.
+	for _, tc := range []struct {
+		name          string
+		position, sig []byte
+		ok            bool
+	}{
+		{"both", []byte("p"), []byte("s"), true},
+		{"at bounds", make([]byte, maxPositionLen), make([]byte, maxPeerSigLen), true},
+		{"no position record", nil, []byte("s"), false},
+		{"position record too long", make([]byte, maxPositionLen+1), []byte("s"), false},
+		{"no peer signature", []byte("p"), nil, false},
+		{"peer signature too long", []byte("p"), make([]byte, maxPeerSigLen+1), false},
+	} {
+		b := envelope(t, Signed{Statement: signed.Statement, Cert: signed.Cert, Sig: signed.Sig, Position: tc.position, PeerSig: tc.sig})
+		if _, _, err := Decode(b); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrMalformed)) {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 }

@@ -21,6 +21,7 @@ const (
 	simR         = 5
 	simScenarios = 20000
 	simTClaim    = int64(10_000)
+	simTSkew     = int64(600_000)
 )
 
 type simNode struct {
@@ -30,6 +31,7 @@ type simNode struct {
 	st        job.State
 	temp      *Temp
 	confirmed [][]byte // clients whose confirm this node accepted
+	skew      int64    // this node's clock minus the clients' (ms)
 }
 
 type msgKind int
@@ -197,11 +199,13 @@ func (s *scenario) step(c *simClient, now int64) error {
 	m := c.queue[0]
 	c.queue = c.queue[1:]
 	nd := s.nodes[m.node]
+	cnow := now         // the client's clock
+	now = now + nd.skew // the node's own clock: everything it decides
 	switch m.kind {
 	case msgAsk:
 		if c.down[m.node] {
 			s.counts["silent"]++
-			c.take(c.drv.Answer(m.node, false, 0, nil), now)
+			c.take(c.drv.Answer(m.node, false, 0, nil), cnow)
 			return nil
 		}
 		d := Decide(nd.held, job.Expire(nd.st, now), nd.temp, c.id, now, simTClaim)
@@ -210,19 +214,19 @@ func (s *scenario) step(c *simClient, now int64) error {
 		}
 		c.at[m.node] = now
 		s.counts[d.Kind.String()]++
-		c.take(c.drv.Answer(m.node, true, d.Kind, nil), now)
+		c.take(c.drv.Answer(m.node, true, d.Kind, nil), cnow)
 	case msgConfirm:
 		var replies []Reply
 		for _, g := range c.drv.Replies() {
 			replies = append(replies, Reply{Node: g.Node, Kind: g.Kind, At: c.at[g.Node]})
 		}
 		st, err := CheckConfirm(job.Expire(nd.st, now), nd.temp, c.id, replies, len(replies), acceptAll,
-			c.start, tFinish, now, simTClaim)
+			c.start, tFinish, now, simTSkew)
 		if err == nil {
 			nd.st, nd.temp = st, nil
 			nd.confirmed = append(nd.confirmed, c.id)
 		}
-		c.take(c.drv.Confirmed(m.node, err == nil), now)
+		c.take(c.drv.Confirmed(m.node, err == nil), cnow)
 		s.counts["confirm"]++
 	case msgRelease:
 		s.counts["release"]++
@@ -234,14 +238,14 @@ func (s *scenario) step(c *simClient, now int64) error {
 			nd.st = job.Expire(job.Merge(cur, rel), now)
 		}
 	}
-	return s.checkClaims(now)
+	return s.checkClaims(cnow)
 }
 
 // checkClaims: no two nodes hold permanent claims for different clients.
 func (s *scenario) checkClaims(now int64) error {
 	var owner []byte
 	for _, id := range s.order {
-		st := job.Expire(s.nodes[id].st, now)
+		st := job.Expire(s.nodes[id].st, now+s.nodes[id].skew)
 		if st.Phase != job.Claimed {
 			continue
 		}
@@ -302,7 +306,7 @@ func (s *scenario) check(winners []*simClient, now int64) error {
 		if nd.temp != nil {
 			return fmt.Errorf("node %s keeps a temporary claim for %x", id, nd.temp.Client[0])
 		}
-		st := job.Expire(nd.st, now)
+		st := job.Expire(nd.st, now+nd.skew)
 		if len(winners) == 0 {
 			if st.Phase != job.Ready {
 				return fmt.Errorf("no winner, but node %s is %v", id, st.Phase)
@@ -370,6 +374,44 @@ func TestSimOneWinner(t *testing.T) {
 	t.Logf("%d scenarios (%d skipped: views without a shared holder): %d with a winner, %d without; "+
 		"identical views %d, all with one winner; client outcomes %v; messages %v",
 		st.run, st.skipped, st.won, st.noWinner, st.identical, st.outcomes, st.messages)
+}
+
+// TestSimOneWinnerSkewedClocks: the race again with the nodes' clocks
+// disagreeing — among the job's r closest one node 20 s fast and one 3 min
+// slow, every other node up to ±5 min off the clients' clock. No rule
+// compares two clocks, so the job stays claimable (identical views: exactly
+// one winner) and never has two winners.
+func TestSimOneWinnerSkewedClocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 20))
+	won, run := 0, 0
+	for run < simScenarios/4 {
+		n, k := 6+rng.IntN(15), 2+rng.IntN(5)
+		s := newScenario(t, rng, n, k, rng.IntN(2) == 0)
+		if !s.sharesHolder() {
+			continue
+		}
+		run++
+		for _, nd := range s.nodes {
+			nd.skew = rng.Int64N(simTSkew) - simTSkew/2
+		}
+		fast, slow := rng.IntN(simR), rng.IntN(simR-1)
+		if slow >= fast {
+			slow++
+		}
+		s.nodes[s.order[fast]].skew, s.nodes[s.order[slow]].skew = 20_000, -180_000
+		winners, now, err := s.run(rng)
+		if err == nil {
+			err = s.check(winners, now)
+		}
+		if err == nil && s.identical && len(winners) != 1 {
+			err = fmt.Errorf("identical views, %d winners", len(winners))
+		}
+		if err != nil {
+			t.Fatalf("scenario %d (n=%d, k=%d, identical views %v): %v\n%s", run, n, k, s.identical, err, s.describe())
+		}
+		won += len(winners)
+	}
+	t.Logf("%d scenarios with skewed clocks: %d with a winner", run, won)
 }
 
 // TestSimCheckerDetectsDoubleWin is the simulation's negative control: with

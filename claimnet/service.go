@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -34,6 +35,14 @@ type Config struct {
 	// TClaim is how long a temporary claim lasts without a confirm.
 	// Default 15 s.
 	TClaim time.Duration
+	// TSkew is how far clocks may disagree (thesis 3.2.4's T_skew): a
+	// confirm's claim start, read from the client's clock, must lie within
+	// TSkew of this node's clock. No other rule compares clocks: other
+	// nodes' reply times are never checked against this one. A client or
+	// node more than TSkew off cannot claim (its confirms are refused), and
+	// a claim's deadline, an absolute time, is judged early or late by as
+	// much as the clock is off. Default 10 min.
+	TSkew time.Duration
 	// Limit is the sustained claim requests per second one client may
 	// make at this node, Burst the burst. Defaults 20 and 40.
 	Limit float64
@@ -81,15 +90,23 @@ type Service struct {
 	keys   *keyCache   // expanded node keys, for batch verification
 	own    *ownReplies // digests of the replies this node signed lately
 	freed  []func(key []byte)
+	// positions are the position records verified lately; forgers counts
+	// forged replies by the certificate that signed them.
+	positions *positions
+	forgers   map[string]int
 
 	mReplies *prometheus.CounterVec
 	mConfirm *prometheus.CounterVec
+	mForged  *prometheus.CounterVec
 }
 
 // NewService serves the claim protocols on a node.
 func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Identity, cfg Config) *Service {
 	if cfg.TClaim == 0 {
 		cfg.TClaim = 15 * time.Second
+	}
+	if cfg.TSkew == 0 {
+		cfg.TSkew = time.Duration(claim.DefaultTSkew) * time.Millisecond
 	}
 	if cfg.Limit == 0 {
 		cfg.Limit = 20
@@ -116,7 +133,11 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 	s.mConfirm = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "up_claim_confirms_total", Help: "Confirms, by result (claimed, refused).",
 	}, []string{"result"})
-	ep.Metrics().Registry.MustRegister(s.mReplies, s.mConfirm)
+	s.mForged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_claim_forged_replies_total", Help: "Confirm replies refused as forged (not bound to the node they name), by the certificate that signed them.",
+	}, []string{"signer"})
+	s.positions, s.forgers = newPositions(4096), map[string]int{}
+	ep.Metrics().Registry.MustRegister(s.mReplies, s.mConfirm, s.mForged)
 	s.claims = map[string]*jobClaims{}
 	p.OnChange(s.onChange)
 	clients := []certs.Role{certs.RoleClient}
@@ -207,7 +228,7 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	s.mu.Unlock()
 	s.mReplies.WithLabelValues(d.Kind.String()).Inc()
 	signed, err := claim.Sign(claim.Statement{Kind: d.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now},
-		s.id.Cert.Raw, s.id.Key)
+		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +260,9 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	sigs := newBatch(s.keys, len(req.Replies))
 	for i, b := range req.Replies {
 		r, err := s.checkReply(i, b, req.Job, client, now, sigs)
+		if errors.Is(err, ErrUnbound) {
+			s.attribute(b, from.Identity.Name, peer.ID(r.Node), err)
+		}
 		if err != nil {
 			s.mConfirm.WithLabelValues("refused").Inc()
 			return nil, overlay.StatusErr(wire.StatusUnauthorized, err)
@@ -247,6 +271,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	}
 	if bad := sigs.verify(); bad >= 0 {
 		s.mConfirm.WithLabelValues("refused").Inc()
+		s.attribute(req.Replies[bad], from.Identity.Name, peer.ID(replies[bad].Node), claim.ErrBadSignature)
 		return nil, overlay.StatusErr(wire.StatusUnauthorized,
 			fmt.Errorf("reply of node %s: %w", peer.ID(replies[bad].Node), claim.ErrBadSignature))
 	}
@@ -267,7 +292,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	need := min(r, len(view))
 	s.mu.Lock()
 	temp := s.temps[string(req.Job)]
-	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TClaim.Milliseconds())
+	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TSkew.Milliseconds())
 	s.mu.Unlock()
 	if err != nil {
 		s.mConfirm.WithLabelValues("refused").Inc()
@@ -339,10 +364,13 @@ func (s *Service) releasedLocked(key []byte, match func(Record) bool) {
 }
 
 // checkReply checks the signed reply i of a confirm: a node's, for this
-// job and client, from a valid node certificate; its signature by that
-// certificate's key is queued on sigs, for the caller to verify with the
-// others', unless the reply is, byte for byte, one this node signed and
-// sent itself.
+// job and client, from a valid node certificate bound to the node the
+// reply names (bind: the account's position record names it, and the
+// named peer's key signed the reply too); its signatures are queued on
+// sigs, for the caller to verify with the others', unless the reply is,
+// byte for byte, one this node signed and sent itself. A reply not bound
+// to its node fails with ErrUnbound, and the returned Reply names the
+// node it claimed to be from.
 func (s *Service) checkReply(i int, b, jobKey, client []byte, now time.Time, sigs *batch) (claim.Reply, error) {
 	signed, st, err := claim.Decode(b)
 	if err != nil {
@@ -359,6 +387,9 @@ func (s *Service) checkReply(i int, b, jobKey, client []byte, now time.Time, sig
 			return claim.Reply{}, fmt.Errorf("reply of node %s: %w", peer.ID(st.Node), err)
 		}
 		pub = id.PublicKey
+		if err := s.bind(i, signed, st, pub, sigs); err != nil {
+			return reply, fmt.Errorf("reply of node %s signed by %q: %w", peer.ID(st.Node), id.Name, err)
+		}
 	} else if s.own.take(b) {
 		return reply, nil // the very bytes this node signed
 	}

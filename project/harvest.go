@@ -235,7 +235,7 @@ func (l *Ledger) validateQueued(after int64, eq Equal, maxCopies int, collected 
 // change; another that the results disagree and another copy is due.
 func decideUnit(u *unitState, eq Equal, maxCopies int) (v Verdict, done, another bool) {
 	if u.status == UnitValid {
-		v = Verdict{Status: UnitValid, Canonical: u.canonical, Valid: Grade(u.results, u.canonical, eq)}
+		v = Regrade(u.results, u.canonical, eq)
 		return v, len(v.Valid) >= len(u.results), false
 	}
 	v = Validate(u.results, u.issued, Quorum(u.asked), eq)

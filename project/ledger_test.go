@@ -68,7 +68,7 @@ func decideOneByOne(t testing.TB, l *Ledger, eq Equal) (decided int) {
 			if err := l.db.QueryRow(`SELECT canonical FROM units WHERE id = ?`, unit).Scan(&canonical); err != nil {
 				t.Fatal(err)
 			}
-			if err := l.SetVerdict(unit, Verdict{Status: UnitValid, Canonical: canonical, Valid: Grade(results, canonical, eq)}); err != nil {
+			if err := l.SetVerdict(unit, Regrade(results, canonical, eq)); err != nil {
 				t.Fatal(err)
 			}
 			continue

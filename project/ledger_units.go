@@ -192,9 +192,12 @@ func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict) error {
 			}
 			statuses = append(statuses, []any{v.unit, v.verdict.Status, canonical})
 			for cid, ok := range v.verdict.Valid {
-				grade := 0
-				if ok {
-					grade = 1
+				grade := gradeInvalid
+				switch {
+				case v.verdict.Duplicate[cid]:
+					grade = gradeDuplicate
+				case ok:
+					grade = gradeValid
 				}
 				grades = append(grades, []any{cid, grade})
 			}
@@ -220,6 +223,13 @@ func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict) error {
 	}
 	return nil
 }
+
+// A result's grade in the ledger (results.valid): NULL while ungraded.
+const (
+	gradeInvalid   = 0 // disagreed with the canonical result, or failed
+	gradeValid     = 1 // made or matched the canonical result: one credit
+	gradeDuplicate = 2 // a client's later copy of a unit: flagged, no credit
+)
 
 // unitVerdict is a validation to record: Verdict nil records none.
 type unitVerdict struct {
@@ -256,10 +266,13 @@ func (l *Ledger) AnyJob(unit int64) (signed []byte, maxCopy int, err error) {
 
 // Credit is one client's standing.
 type Credit struct {
-	Client  string        `json:"client"`
-	Valid   int           `json:"valid"`   // results that made or matched a canonical result
-	Invalid int           `json:"invalid"` // results that disagreed with the canonical one, or failed
-	CPU     time.Duration `json:"-"`       // CPU time of the valid results; JSON cpu_s
+	Client  string `json:"client"`
+	Valid   int    `json:"valid"`   // results that made or matched a canonical result
+	Invalid int    `json:"invalid"` // results that disagreed with the canonical one, or failed
+	// Duplicate counts the client's later copies of units it had returned
+	// a copy of before: flagged, no credit.
+	Duplicate int           `json:"duplicate"`
+	CPU       time.Duration `json:"-"` // CPU time of the valid results; JSON cpu_s
 }
 
 // Stats summarise the ledger.
@@ -275,7 +288,8 @@ type Stats struct {
 
 // Stats reports jobs by state, units by status, throughput, the jobs
 // stuck without a result, and credit per client (one credit per valid
-// result; none for invalid ones).
+// result; none for invalid ones, nor for a client's duplicate copies of a
+// unit, counted apart).
 func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	s := Stats{Jobs: map[string]int{}, Units: map[string]int{}}
 	count := func(q string, into map[string]int) error {
@@ -314,7 +328,8 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	if s.Stuck, err = l.stuck(now); err != nil {
 		return s, err
 	}
-	rows, err := l.db.Query(`SELECT client, COALESCE(SUM(valid = 1), 0), COALESCE(SUM(valid = 0), 0), COALESCE(SUM(CASE WHEN valid = 1 THEN cpu_ms ELSE 0 END), 0)
+	rows, err := l.db.Query(`SELECT client, COALESCE(SUM(valid = 1), 0), COALESCE(SUM(valid = 0), 0), COALESCE(SUM(valid = 2), 0),
+		COALESCE(SUM(CASE WHEN valid = 1 THEN cpu_ms ELSE 0 END), 0)
 		FROM results GROUP BY client ORDER BY 2 DESC, client`)
 	if err != nil {
 		return s, err
@@ -323,7 +338,7 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	for rows.Next() {
 		var c Credit
 		var cpu int64
-		if err := rows.Scan(&c.Client, &c.Valid, &c.Invalid, &cpu); err != nil {
+		if err := rows.Scan(&c.Client, &c.Valid, &c.Invalid, &c.Duplicate, &cpu); err != nil {
 			return s, err
 		}
 		c.CPU = time.Duration(cpu) * time.Millisecond
@@ -335,7 +350,7 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 // EachResult calls f for every harvested result, in harvest order, with
 // the unit's index, its canonical CID (empty when undecided) and its batch.
 func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) error) error {
-	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid, r.killed, u.idx, COALESCE(u.canonical, '')
+	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, COALESCE(u.canonical, '')
 		FROM results r JOIN jobs j ON j.cid = r.cid JOIN units u ON u.id = j.unit ORDER BY r.harvested, r.cid`)
 	if err != nil {
 		return err

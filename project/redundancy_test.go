@@ -132,3 +132,68 @@ func (f *flow) wantLiarCaught(t *testing.T) {
 		t.Fatalf("credit %+v", st.Credit)
 	}
 }
+
+// TestDoubleCopyOneCredit: a unit of 3 copies; an honest client runs one,
+// then a greedy client (one that skips the client's own one-copy-per-unit
+// check) claims both others and returns the right output for each. The
+// unit is decided (two distinct clients agree), but the greedy client
+// earns one credit, not two: its second copy is flagged as a duplicate.
+func TestDoubleCopyOneCredit(t *testing.T) {
+	f := startFlow(t, 8, 76)
+	ctx := context.Background()
+	file := "app: hashchain\nargs: [\"1000\", \"twice\"]\nkeywords: [lhc]\ncopies: 3\n"
+	if rep, err := f.proj.SubmitFile(ctx, f.ledger, []byte(file), "twice.yaml", nil); err != nil || rep.Submitted != 3 {
+		t.Fatalf("submit: %+v %v", rep, err)
+	}
+	f.net.FlushAll(ctx)
+	if ran, err := f.worker(t, "honest1").RunOne(ctx, "lhc"); !ran || err != nil {
+		t.Fatalf("honest1: ran %v, %v", ran, err)
+	}
+	f.net.FlushAll(ctx)
+	if rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil); err != nil || rep.Recorded != 1 {
+		t.Fatalf("first harvest: %+v %v", rep, err)
+	}
+	var output []byte
+	if err := f.ledger.DB().QueryRow(`SELECT output FROM results`).Scan(&output); err != nil {
+		t.Fatal(err)
+	}
+	greedy, err := f.net.NewAgent(ctx, certs.RoleClient, "greedy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer greedy.Close()
+	hits, err := greedy.Index().Find(ctx, "lhc", 2)
+	if err != nil || len(hits) != 2 {
+		t.Fatalf("greedy finds %d jobs: %v", len(hits), err)
+	}
+	cl := claimnet.NewClaimer(greedy.Endpoint(), greedy.DHT(), f.clock.Now, 0)
+	for _, h := range hits {
+		c, err := cl.Claim(ctx, h.Job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := result.Seal(result.Inner{Job: c.Job, ClientCert: greedy.Identity().Cert.Raw, Output: output, At: f.clock.Now().UnixMilli()},
+			greedy.Identity().Key, f.proj.Agent().Identity().ResultPublicKey(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.SubmitResult(ctx, c, env.Encode()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.net.FlushAll(ctx)
+	if rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil); err != nil || rep.Recorded != 2 || rep.Decided != 1 {
+		t.Fatalf("second harvest: %+v %v (want 2 results and the unit decided)", rep, err)
+	}
+	st, err := f.ledger.Stats(f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	credit := map[string]project.Credit{}
+	for _, c := range st.Credit {
+		credit[c.Client] = c
+	}
+	if g := credit["greedy"]; g.Valid != 1 || g.Duplicate != 1 || g.Invalid != 0 || credit["honest1"].Valid != 1 {
+		t.Fatalf("credit %+v: want greedy 1 valid and 1 duplicate, honest1 1 valid", st.Credit)
+	}
+}

@@ -82,3 +82,56 @@ func TestExternalEqual(t *testing.T) {
 		t.Fatalf("validator rule not used: %+v", v)
 	}
 }
+
+// TestOneCreditPerClientPerUnit: a client that returned two copies of a
+// unit earns credit for its first only; the later copy is flagged as a
+// duplicate and graded without credit, in the verdict and when graded late.
+func TestOneCreditPerClientPerUnit(t *testing.T) {
+	cp := func(cid, client, out string) Copy {
+		return Copy{CID: cid, ClientKey: []byte(client), Output: []byte(out)}
+	}
+	for _, tc := range []struct {
+		name    string
+		results []Copy
+		issued  int
+		status  string
+		valid   map[string]bool
+		dups    []string
+	}{
+		{"two copies of one client and one other", []Copy{cp("a", "greedy", "x"), cp("b", "greedy", "x"), cp("c", "c2", "x")}, 3,
+			UnitValid, map[string]bool{"a": true, "b": false, "c": true}, []string{"b"}},
+		{"the duplicate agrees, the first did not", []Copy{cp("a", "greedy", "lie"), cp("b", "c2", "x"), cp("c", "greedy", "x"), cp("d", "c3", "x")}, 4,
+			UnitValid, map[string]bool{"a": false, "b": true, "c": false, "d": true}, []string{"c"}},
+		{"two copies of one client alone are no quorum", []Copy{cp("a", "greedy", "x"), cp("b", "greedy", "x")}, 3,
+			UnitOpen, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Validate(tc.results, tc.issued, 2, nil)
+			if v.Status != tc.status {
+				t.Fatalf("verdict %+v, want %s", v, tc.status)
+			}
+			if tc.status != UnitValid {
+				return
+			}
+			for cid, ok := range tc.valid {
+				if v.Valid[cid] != ok {
+					t.Errorf("credit of %s = %v, want %v", cid, v.Valid[cid], ok)
+				}
+			}
+			if len(v.Duplicate) != len(tc.dups) {
+				t.Errorf("duplicates %v, want %v", v.Duplicate, tc.dups)
+			}
+			for _, cid := range tc.dups {
+				if !v.Duplicate[cid] {
+					t.Errorf("copy %s not flagged as a duplicate: %v", cid, v.Duplicate)
+				}
+			}
+			g := Grade(tc.results, v.Canonical, nil)
+			for cid, ok := range tc.valid {
+				if g[cid] != ok {
+					t.Errorf("late grade of %s = %v, want %v", cid, g[cid], ok)
+				}
+			}
+		})
+	}
+}

@@ -189,7 +189,11 @@ func printProjectStatus(w io.Writer, st project.Stats) error {
 	}
 	fmt.Fprintln(w, "credit (valid results):")
 	for _, c := range st.Credit {
-		fmt.Fprintf(w, "  %-24s %6d valid  %4d invalid  %s CPU\n", c.Client, c.Valid, c.Invalid, c.CPU.Round(time.Millisecond))
+		dup := ""
+		if c.Duplicate > 0 { // copies of units it returned before: flagged, no credit
+			dup = fmt.Sprintf("  %d duplicate", c.Duplicate)
+		}
+		fmt.Fprintf(w, "  %-24s %6d valid  %4d invalid%s  %s CPU\n", c.Client, c.Valid, c.Invalid, dup, c.CPU.Round(time.Millisecond))
 	}
 	return nil
 }

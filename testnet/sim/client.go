@@ -208,7 +208,7 @@ func (s *Sim) confirm(ev event) {
 		side := s.nodes[ev.node].side
 		near := func(nd string) bool { return s.amongClosest(nd, att.job, side) }
 		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, len(att.replies), near,
-			att.start, s.jobs[att.job].tFinish, s.e.now, ms(s.c.TClaim))
+			att.start, s.jobs[att.job].tFinish, s.e.now, claim.DefaultTSkew)
 		if ok = err == nil; ok {
 			rep.temp = claim.Temp{}
 			if !job.Equal(claimed, rep.st) {

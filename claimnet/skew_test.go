@@ -1,0 +1,104 @@
+package claimnet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/node"
+	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet"
+)
+
+// startSkewedClaimNet is startClaimNet with one clock per node's claim
+// service: skews[i] (ns) is added to the network clock at node i.
+func startSkewedClaimNet(t *testing.T, nodes, jobs int, seed uint64) (*claimNet, []atomic.Int64) {
+	t.Helper()
+	clock := testnet.NewClock(time.Now())
+	skews := make([]atomic.Int64, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now,
+		Configure: func(i int, cfg *node.Config) {
+			cfg.Claim.Now = func() time.Time { return clock.Now().Add(time.Duration(skews[i].Load())) }
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Close() })
+	p, err := net.NewProject(ctx, "lhc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Agent().Close() })
+	cn := &claimNet{net: net, clock: clock, proj: p}
+	prepared := make([]*project.Prepared, jobs)
+	for i := range prepared {
+		spec, _ := p.NewSpec("hashchain", []string{fmt.Sprint(i)}, []string{"lhc"}, time.Hour)
+		if prepared[i], err = p.Sign(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range p.Submit(ctx, prepared) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		cn.keys = append(cn.keys, prepared[i].Key())
+	}
+	return cn, skews
+}
+
+// TestClaimWithSkewedReplicaClocks: of a job's five replicas one runs its
+// clock 20 s fast and another 3 min slow. No rule compares two machines'
+// clocks, so the job is still claimable, and of clients racing for it
+// exactly one wins, on every replica.
+func TestClaimWithSkewedReplicaClocks(t *testing.T) {
+	cn, skews := startSkewedClaimNet(t, 7, 3, 61)
+	ctx := context.Background()
+	for round, key := range cn.keys {
+		hs := cn.net.Holders(key)
+		if len(hs) < 5 {
+			t.Fatalf("job %d has %d replicas", round, len(hs))
+		}
+		for i := range skews {
+			skews[i].Store(0)
+		}
+		skews[hs[round%len(hs)]].Store(int64(20 * time.Second))
+		skews[hs[(round+1)%len(hs)]].Store(int64(-3 * time.Minute))
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var winners []string
+		for c := range 3 {
+			a, cl := cn.client(t, fmt.Sprintf("skew%d-%d", round, c))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := cl.Claim(ctx, key)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					winners = append(winners, a.Identity().Name)
+				} else if !errors.Is(err, claimnet.ErrLost) {
+					t.Logf("claim: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if len(winners) != 1 {
+			t.Fatalf("job %d: %d winners %v", round, len(winners), winners)
+		}
+		var by []byte
+		for _, st := range cn.states(key) {
+			if st.Phase != job.Claimed || (by != nil && string(st.Client) != string(by)) {
+				t.Fatalf("job %d: replica state %+v", round, st)
+			}
+			by = st.Client
+		}
+	}
+}
