@@ -24,6 +24,10 @@ type Config struct {
 	// collected job it deleted, so a stale replica of it is told it was
 	// collected rather than stored again (gone.go). Default T_collect.
 	GoneKeep time.Duration
+	// TSkew is how far a node's clock may be off (thesis 3.2.4's T_skew):
+	// a claim lapses here only TSkew after its deadline on this node's
+	// clock (job.Lapse). Default 10 min.
+	TSkew time.Duration
 	// ExpiryInterval is how often claims lapse and collected jobs are
 	// deleted. Default 10 s.
 	ExpiryInterval time.Duration
@@ -56,6 +60,9 @@ func (c *Config) applyDefaults() {
 	if c.GoneKeep == 0 {
 		c.GoneKeep = c.TCollect
 	}
+	if c.TSkew == 0 {
+		c.TSkew = 10 * time.Minute
+	}
 	if c.ExpiryInterval == 0 {
 		c.ExpiryInterval = 10 * time.Second
 	}
@@ -76,7 +83,7 @@ func (c *Config) applyDefaults() {
 // Validate reports a bad setting.
 func (c *Config) Validate() error {
 	switch {
-	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0:
+	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0 || c.TSkew < 0:
 		return errors.New("pool config: negative duration")
 	case c.RepublishJitter >= c.RepublishInterval:
 		return errors.New("pool config: republish jitter must be below the interval")

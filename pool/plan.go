@@ -9,7 +9,7 @@ import (
 // Holding is what a node knows of one job it holds, for planning a round.
 type Holding struct {
 	Key         string
-	State       job.State
+	State       job.State // unexpired, as it is sent (Pool.Apply)
 	Responsible int64 // last time (ms) the node was among the job's r closest
 }
 

@@ -83,7 +83,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	p.mu.Lock()
 	all := make([]held, 0, len(p.jobs))
 	for k, e := range p.jobs {
-		all = append(all, held{key: k, h: Holding{Key: k, State: job.Expire(e.state, now), Responsible: e.responsible}, pos: e.pos})
+		all = append(all, held{key: k, h: Holding{Key: k, State: e.state, Responsible: e.responsible}, pos: e.pos})
 	}
 	p.mu.Unlock()
 	st.Held = len(all)
@@ -155,7 +155,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 			if !ok {
 				continue
 			}
-			cur, held := p.State(key)
+			cur, held := p.stored(key)
 			if !held {
 				continue
 			}
@@ -243,12 +243,15 @@ func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, s
 	return nil
 }
 
-// ExpireNow lapses claims whose deadline passed (the job is ready again,
-// as the tombstone job.Expire makes of the claim), deletes collected
-// jobs kept longer than T_collect (remembering their keys GoneKeep more,
-// see gone.go) and forgets the gone records that lapsed. Running it is an optimisation only:
-// every read and merge expires states itself, with the same result. It returns how
-// many jobs it changed and deleted.
+// ExpireNow tells the OnChange hooks of claims that lapsed on this
+// node's clock since it last looked (job.Lapse: T_skew past the deadline,
+// or released), and of claims live again (the clock was set back);
+// deletes collected jobs kept longer than T_collect (remembering their
+// keys GoneKeep more, see gone.go) and forgets the gone records that
+// lapsed. A lapse is never stored: the state stays the claim, so a clock
+// that jumped ahead ends it here only while it is ahead. Every read and
+// merge judges lapses itself, with the same result. It returns how many
+// claims it found lapsed and jobs it deleted.
 func (p *Pool) ExpireNow() (lapsed, deleted int) {
 	now := p.nowMS()
 	tc := p.cfg.TCollect.Milliseconds()
@@ -256,11 +259,14 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 	p.mu.Lock()
 	for k, e := range p.jobs {
 		switch {
-		case e.state.Phase == job.Claimed && now >= e.state.Deadline:
-			ended := job.Expire(e.state, now)
-			if err := p.persistLocked([]byte(k), e, ended); err == nil {
-				lapsed++
-				changes = append(changes, change{key: []byte(k), st: ended})
+		case e.state.Phase == job.Claimed:
+			v := p.view(e, now)
+			if ended := v.Phase != job.Claimed; ended != e.lapsed {
+				e.lapsed = ended
+				if ended {
+					lapsed++
+				}
+				changes = append(changes, change{key: []byte(k), st: v})
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
 			b := p.st.NewBatch()
