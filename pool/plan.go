@@ -10,7 +10,7 @@ import (
 type Holding struct {
 	Key         string
 	State       job.State // unexpired, as it is sent (Pool.Apply)
-	Responsible int64 // last time (ms) the node was among the job's r closest
+	Responsible int64     // last time (ms) the node was among the job's r closest
 }
 
 // Decision is what a round does with one job.
