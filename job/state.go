@@ -197,8 +197,9 @@ func Compare(a, b State) int {
 // commutative, associative and idempotent, so replicas converge whatever
 // order they exchange states in. Expire commutes with it
 // (Merge(Expire(a, t), Expire(b, t)) equals Expire(Merge(a, b), t)), so
-// replicas converge whenever each applies expiry; nodes expire both
-// inputs first, as the design states.
+// replicas converge whenever each applies expiry. Nodes merge states
+// unexpired (Receive) and judge lapses only in what they read (Lapse, which
+// commutes with Merge too), each on its own clock.
 func Merge(a, b State) State {
 	if Compare(a, b) >= 0 {
 		return a
