@@ -168,7 +168,7 @@ func TestClaimLapsesAfterTFinish(t *testing.T) {
 	if _, err := b.Claim(ctx, key); !errors.Is(err, claimnet.ErrLost) {
 		t.Fatalf("claim of a claimed job: %v", err)
 	}
-	cn.clock.Advance(time.Hour + time.Second) // T_finish of these jobs
+	cn.clock.Advance(time.Hour + 10*time.Minute + time.Second) // T_finish of these jobs, then T_skew
 	for _, nd := range cn.net.Live() {
 		nd.Pool().ExpireNow()
 	}

@@ -232,7 +232,7 @@ func TestKilledClientJobRedone(t *testing.T) {
 	if _, err := c.RunOne(ctx, "lhc"); !errors.Is(err, indexnet.ErrNoJob) {
 		t.Fatalf("while claimed: %v, want no job", err)
 	}
-	cn.clock.Advance(time.Hour + time.Second)
+	cn.clock.Advance(time.Hour + 10*time.Minute + time.Second) // T_finish, then T_skew
 	for _, nd := range cn.net.Live() {
 		nd.Pool().ExpireNow()
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht/keyspace"
-	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
@@ -56,9 +56,10 @@ func TestClaimWithdrawsAnotherAuthorsEntry(t *testing.T) {
 	if idx.Has("lhc", key) {
 		t.Fatal("the claimed job is still listed: its writer's withdrawal was refused")
 	}
-	// The claim is given back: the tombstone everywhere.
+	// The claim is given back everywhere (a tombstone alone is another
+	// node's word, which a replica holding the live claim keeps out).
 	claimed, _ := in.net.Node(in.net.Holders(key)[0]).Pool().State(key)
-	released := job.State{Phase: job.Ready, Client: claimed.Client, Start: claimed.Start}
+	released, _ := claim.Release(claimed, claimed.Client, in.clock.Now().UnixMilli())
 	for _, i := range in.net.Holders(key) {
 		if _, err := in.net.Node(i).Pool().Apply(key, released); err != nil {
 			t.Fatal(err)

@@ -197,8 +197,9 @@ func Compare(a, b State) int {
 // commutative, associative and idempotent, so replicas converge whatever
 // order they exchange states in. Expire commutes with it
 // (Merge(Expire(a, t), Expire(b, t)) equals Expire(Merge(a, b), t)), so
-// replicas converge whenever each applies expiry; nodes expire both
-// inputs first, as the design states.
+// replicas converge whenever each applies expiry. Nodes merge states
+// unexpired (Receive) and judge lapses only in what they read (Lapse, which
+// commutes with Merge too), each on its own clock.
 func Merge(a, b State) State {
 	if Compare(a, b) >= 0 {
 		return a
@@ -217,6 +218,44 @@ func Expire(s State, now int64) State {
 		return State{Phase: Ready, Client: s.Client, Start: s.Start}
 	}
 	return s
+}
+
+// Lapse is Expire as a node judges it on its own clock, with thesis
+// 3.2.4's T_skew rule: a claim lapses once now (the node's clock, ms) is
+// skew ms past its deadline, and at once when its client released it
+// (claim.Release moved its deadline before Start + tFinish, the deadline
+// every confirmed claim gets; tFinish is the job's T_finish in ms). Other
+// states are returned as they are. Like Expire, Lapse is inflationary and
+// monotone, so it commutes with Merge. Nodes keep and send states
+// unexpired and apply Lapse only to what they read: a claim's end is
+// never a fact one node tells another, but the claim's own deadline judged
+// by each node on its own clock, so a clock that jumps ahead (and back)
+// ends no claim anywhere else, nor for good.
+func Lapse(s State, now, tFinish, skew int64) State {
+	if s.Phase != Claimed {
+		return s
+	}
+	if s.Deadline < s.Start+tFinish {
+		return Expire(s, s.Deadline) // released
+	}
+	return Expire(s, now-skew)
+}
+
+// Receive is the state a node keeps when in arrives while it holds held
+// (both unexpired): their join, except that a tombstone of the very claim
+// the node holds stays out while that claim is live by Lapse on the
+// node's own clock (now, tFinish, skew as for Lapse). A tombstone carries
+// no deadline; it is only its sender's word that the claim ended, and a
+// sender whose clock jumped ahead (or that lies) says so early. Honest
+// nodes send claims unexpired, so the tombstones kept out are those of
+// nodes running older code or lying; the node's join with every other
+// state, and so the replicas' convergence, is unchanged.
+func Receive(held, in State, now, tFinish, skew int64) State {
+	if in.IsTombstone() && held.Phase == Claimed && held.Start == in.Start && bytes.Equal(held.Client, in.Client) &&
+		Lapse(held, now, tFinish, skew).Phase == Claimed {
+		return held
+	}
+	return Merge(held, in)
 }
 
 // Equal reports whether two states are identical.

@@ -82,7 +82,7 @@ func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.
 				time.UnixMilli(exp).UTC().Format(time.RFC3339))
 			continue
 		}
-		st := job.Expire(env.State, nowMS)
+		st := env.State // kept unexpired: see Apply
 		if from != nil {
 			if spec.Project != from.Identity.Name {
 				a.refuse(wire.StatusUnauthorized, "job %s: project %q may not submit jobs of project %q", signed.CID(), from.Identity.Name, spec.Project)
@@ -148,7 +148,10 @@ func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.
 			newCerts[string(spec.CertRef)] = der
 		}
 		a.isNew = true
-		fresh = append(fresh, staged{key: string(a.key), e: newEntry(string(a.key), spec, st, nowMS), state: st})
+		e := newEntry(string(a.key), spec, st, nowMS)
+		v := p.view(e, nowMS)
+		e.lapsed = st.Phase == job.Claimed && v.Phase != job.Claimed
+		fresh = append(fresh, staged{key: string(a.key), e: e, state: v})
 	}
 	for ref, der := range newCerts {
 		batch.Put(store.Key(certNS, []byte(ref)), der)

@@ -27,6 +27,10 @@ type Config struct {
 	// MaxGone bounds the gone records a node keeps; past it, those that
 	// lapse soonest are forgotten first. Default 1,048,576 (~110 bytes of keys each).
 	MaxGone int
+	// TSkew is how far a node's clock may be off (thesis 3.2.4's T_skew):
+	// a claim lapses here only TSkew after its deadline on this node's
+	// clock (job.Lapse). Default 10 min.
+	TSkew time.Duration
 	// ExpiryInterval is how often claims lapse and collected jobs are
 	// deleted. Default 10 s.
 	ExpiryInterval time.Duration
@@ -62,6 +66,9 @@ func (c *Config) applyDefaults() {
 	if c.MaxGone == 0 {
 		c.MaxGone = 1 << 20
 	}
+	if c.TSkew == 0 {
+		c.TSkew = 10 * time.Minute
+	}
 	if c.ExpiryInterval == 0 {
 		c.ExpiryInterval = 10 * time.Second
 	}
@@ -82,7 +89,7 @@ func (c *Config) applyDefaults() {
 // Validate reports a bad setting.
 func (c *Config) Validate() error {
 	switch {
-	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0 || c.MaxGone < 0:
+	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0 || c.MaxGone < 0 || c.TSkew < 0:
 		return errors.New("pool config: negative duration")
 	case c.RepublishJitter >= c.RepublishInterval:
 		return errors.New("pool config: republish jitter must be below the interval")

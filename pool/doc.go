@@ -4,6 +4,7 @@
 // two-way republish sync); verification of every job against its
 // project's certificate, once per job; and the timers that republish,
 // repair and hand over replicas, lapse expired claims and delete collected
-// jobs. Decisions on states are job.Merge and job.Expire; which jobs go to
+// jobs. Decisions on states are job.Receive (the join) and job.Lapse (a
+// claim's end on this node's clock, T_skew past its deadline); which jobs go to
 // whom is plan.go, a pure function of the node's view.
 package pool

@@ -8,8 +8,9 @@ import (
 	"github.com/up-pool/up/job"
 )
 
-// TestExpiry: a claim lapses at its deadline (T_finish) and the job is
-// ready again; a collected job is deleted T_collect after collection.
+// TestExpiry: a claim lapses T_skew (10 min) after its deadline (T_finish)
+// and the job is ready again; a collected job is deleted T_collect after
+// collection.
 func TestExpiry(t *testing.T) {
 	pn := startPoolNet(t, 6, 20, 28)
 	nd := pn.net.Node(0)
@@ -19,7 +20,8 @@ func TestExpiry(t *testing.T) {
 	}
 	now := pn.clock.Now().UnixMilli()
 	claimed, collected := keys[0], keys[1]
-	if _, err := nd.Pool().Apply(claimed, job.State{Phase: job.Claimed, Client: []byte("c"), Start: now, Deadline: now + 60_000}); err != nil {
+	h, _ := nd.Pool().Lookup(claimed)
+	if _, err := nd.Pool().Apply(claimed, job.State{Phase: job.Claimed, Client: []byte("c"), Start: now, Deadline: now + h.TFinish}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := nd.Pool().Apply(collected, job.State{Phase: job.Collected, At: now}); err != nil {
@@ -38,9 +40,9 @@ func TestExpiry(t *testing.T) {
 	if lapsed, deleted := nd.Pool().ExpireNow(); lapsed != 0 || deleted != 0 {
 		t.Fatalf("expired early: %d lapsed, %d deleted", lapsed, deleted)
 	}
-	pn.clock.Advance(time.Minute)
+	pn.clock.Advance(time.Duration(h.TFinish)*time.Millisecond + 10*time.Minute)
 	if lapsed, _ := nd.Pool().ExpireNow(); lapsed != 1 {
-		t.Fatalf("%d claims lapsed at the deadline, want 1", lapsed)
+		t.Fatalf("%d claims lapsed T_skew after the deadline, want 1", lapsed)
 	}
 	if st, _ := nd.Pool().State(claimed); st.Phase != job.Ready {
 		t.Fatalf("lapsed claim is %s", st.Phase)

@@ -7,7 +7,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/dht/keyspace"
-	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
 
@@ -25,10 +24,9 @@ func (p *Pool) HandOff(ctx context.Context) int {
 // whole job only where it is missing. It returns how many jobs it sent.
 func (p *Pool) Spread(ctx context.Context, keys [][]byte, leaving bool) int {
 	self := p.self()
-	now := p.nowMS()
 	plan := map[peer.ID][]wire.SyncItem{}
 	for _, k := range keys {
-		st, ok := p.State(k)
+		st, ok := p.stored(k) // unexpired: each receiver judges a lapse itself
 		if !ok {
 			continue
 		}
@@ -38,7 +36,7 @@ func (p *Pool) Spread(ctx context.Context, keys [][]byte, leaving bool) int {
 		}
 		for _, t := range view[:min(p.r, len(view))] {
 			if t != self {
-				plan[t] = append(plan[t], wire.SyncItem{Key: k, State: job.Expire(st, now)})
+				plan[t] = append(plan[t], wire.SyncItem{Key: k, State: st})
 			}
 		}
 	}

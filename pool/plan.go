@@ -9,8 +9,8 @@ import (
 // Holding is what a node knows of one job it holds, for planning a round.
 type Holding struct {
 	Key         string
-	State       job.State
-	Responsible int64 // last time (ms) the node was among the job's r closest
+	State       job.State // unexpired, as it is sent (Pool.Apply)
+	Responsible int64     // last time (ms) the node was among the job's r closest
 }
 
 // Decision is what a round does with one job.

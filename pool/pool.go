@@ -49,6 +49,9 @@ type entry struct {
 	tFinish     int64
 	expires     int64 // the spec's expiry, on its project's clock (job.Spec.Expires)
 	keywords    []string
+	// lapsed says the claim state holds has lapsed on this node's clock,
+	// as last told to the OnChange hooks (ExpireNow reports changes).
+	lapsed bool
 }
 
 // Pool is a node's share of the job pool. Safe for concurrent use.
@@ -150,6 +153,13 @@ func (p *Pool) Close() error {
 
 func (p *Pool) nowMS() int64 { return p.cfg.Now().UnixMilli() }
 
+// view is a held job's state as this node judges it at now on its own
+// clock: the stored state is kept unexpired (and sent so), job.Lapse ends
+// its claim here. p.mu is held.
+func (p *Pool) view(e *entry, now int64) job.State {
+	return job.Lapse(e.state, now, e.tFinish, p.cfg.TSkew.Milliseconds())
+}
+
 // load reads every held job and certificate from the store.
 func (p *Pool) load() error {
 	var errs []error
@@ -215,27 +225,45 @@ func (p *Pool) Keys() [][]byte {
 	return out
 }
 
-// State returns the replica state of a held job, with expiry applied.
+// State returns the replica state of a held job as this node judges it
+// on its own clock (job.Lapse).
 func (p *Pool) State(key []byte) (job.State, bool) {
+	now := p.nowMS()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.jobs[string(key)]
 	if !ok {
 		return job.State{}, false
 	}
-	return job.Expire(e.state, p.nowMS()), true
+	return p.view(e, now), true
 }
 
-// Get returns a held job's encoded signed spec and state.
+// stored returns a held job's state unexpired, as it is sent to others:
+// each receiver judges a claim's lapse on its own clock.
+func (p *Pool) stored(key []byte) (job.State, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		return job.State{}, false
+	}
+	return e.state, true
+}
+
+// Get returns a held job's encoded signed spec and state (as State).
 func (p *Pool) Get(key []byte) ([]byte, job.State, error) {
 	env, err := p.Envelope(key)
-	return env.Signed, env.State, err
+	if err != nil {
+		return nil, job.State{}, err
+	}
+	st, _ := p.State(key)
+	return env.Signed, st, nil
 }
 
 // Envelope returns a held job as it travels: signed spec, listing and
-// state (expiry applied).
+// state, unexpired (each receiver judges a claim's lapse on its own clock).
 func (p *Pool) Envelope(key []byte) (wire.JobEnvelope, error) {
-	st, ok := p.State(key)
+	st, ok := p.stored(key)
 	if !ok {
 		return wire.JobEnvelope{}, store.ErrNotFound
 	}
@@ -278,7 +306,7 @@ func (p *Pool) notify(changes ...change) {
 // Held is what Each reports of one held job.
 type Held struct {
 	Key      []byte
-	State    job.State // expiry applied
+	State    job.State // as this node judges it (Pool.State)
 	Pos      keyspace.Pos
 	Project  string
 	Created  int64
@@ -295,7 +323,7 @@ func (p *Pool) Lookup(key []byte) (Held, bool) {
 	if !ok {
 		return Held{}, false
 	}
-	return Held{Key: key, State: job.Expire(e.state, now), Pos: e.pos, Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords}, true
+	return Held{Key: key, State: p.view(e, now), Pos: e.pos, Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords}, true
 }
 
 // Each calls f for every held job (in no order) until f returns false.
@@ -304,7 +332,7 @@ func (p *Pool) Each(f func(Held) bool) {
 	p.mu.Lock()
 	all := make([]Held, 0, len(p.jobs))
 	for k, e := range p.jobs {
-		all = append(all, Held{Key: []byte(k), State: job.Expire(e.state, now), Pos: e.pos,
+		all = append(all, Held{Key: []byte(k), State: p.view(e, now), Pos: e.pos,
 			Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords})
 	}
 	p.mu.Unlock()
@@ -327,35 +355,45 @@ func (p *Pool) Cert(ref []byte) ([]byte, bool) {
 var ErrUnknownJob = errors.New("job not held")
 
 // Apply merges a state into a held job's replica state, persists the
-// result and returns it. As the design states, expiry comes first: both
-// the held and the incoming state are expired at now, then joined
-// (job.Merge). A lapsed or released claim expires to a Ready tombstone
-// that still merges above the claim it ended, and job.Expire commutes
-// with job.Merge, so the result does not depend on whether this node's
-// expiry loop already ran.
+// result and returns it as this node judges it (State). States are kept
+// and merged unexpired (job.Receive: the join, except that a tombstone of
+// the claim held here stays out while the claim is live on this node's
+// clock); job.Lapse, which commutes with the join, ends claims only in
+// what the node reads. So no other node's clock, however far it jumped,
+// ends a claim here, and a jump of this node's own clock ends none for
+// good.
 func (p *Pool) Apply(key []byte, st job.State) (job.State, error) {
+	_, v, err := p.apply(key, st)
+	return v, err
+}
+
+// apply is Apply, returning the merged state unexpired as well.
+func (p *Pool) apply(key []byte, st job.State) (merged, view job.State, err error) {
 	if err := st.Validate(); err != nil {
-		return job.State{}, err
+		return job.State{}, job.State{}, err
 	}
 	now := p.nowMS()
 	p.mu.Lock()
 	e, ok := p.jobs[string(key)]
 	if !ok {
 		p.mu.Unlock()
-		return job.State{}, ErrUnknownJob
+		return job.State{}, job.State{}, ErrUnknownJob
 	}
-	merged := job.Merge(job.Expire(e.state, now), job.Expire(st, now))
+	merged = job.Receive(e.state, st, now, e.tFinish, p.cfg.TSkew.Milliseconds())
 	if job.Equal(merged, e.state) {
+		view = p.view(e, now)
 		p.mu.Unlock()
-		return merged, nil
+		return merged, view, nil
 	}
-	err := p.persistLocked(key, e, merged)
+	err = p.persistLocked(key, e, merged)
+	view = p.view(e, now)
+	e.lapsed = e.state.Phase == job.Claimed && view.Phase != job.Claimed
 	p.mu.Unlock()
 	if err != nil {
-		return job.State{}, err
+		return job.State{}, job.State{}, err
 	}
-	p.notify(change{key: key, st: merged})
-	return merged, nil
+	p.notify(change{key: key, st: view})
+	return merged, view, nil
 }
 
 // persistLocked writes a held job's new state. p.mu is held.

@@ -257,11 +257,11 @@ func (p *Pool) handleSync(_ context.Context, from *overlay.Admitted, body []byte
 			}
 			continue
 		}
-		merged, err := p.Apply(it.Key, it.State)
+		merged, _, err := p.apply(it.Key, it.State)
 		if err != nil {
 			continue
 		}
-		if !job.Equal(merged, job.Expire(it.State, now)) {
+		if !job.Equal(merged, it.State) {
 			resp.Newer = append(resp.Newer, wire.SyncItem{Key: it.Key, State: merged})
 		}
 		if merged.Phase == job.Finished {

@@ -86,7 +86,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 		if job.Expired(e.expires, now) {
 			continue // ExpireNow drops it; no replica is repaired with it
 		}
-		all = append(all, held{key: k, h: Holding{Key: k, State: job.Expire(e.state, now), Responsible: e.responsible}, pos: e.pos})
+		all = append(all, held{key: k, h: Holding{Key: k, State: e.state, Responsible: e.responsible}, pos: e.pos})
 	}
 	p.mu.Unlock()
 	st.Held = len(all)
@@ -158,7 +158,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 			if !ok {
 				continue
 			}
-			cur, held := p.State(key)
+			cur, held := p.stored(key)
 			if !held {
 				continue
 			}
@@ -247,13 +247,16 @@ func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, s
 }
 
 // ExpireNow drops jobs whose project-signed lifetime ended (job.Expired
-// on this node's clock), lapses claims whose deadline passed (the job is
-// ready again, as the tombstone job.Expire makes of the claim), deletes
-// collected jobs kept longer than T_collect (remembering their keys
-// until the job expires, and GoneKeep at least, see gone.go) and forgets
-// the gone records that lapsed. Running it is an optimisation only for
-// claims: every read and merge expires states itself, with the same
-// result. It returns how many jobs it changed and deleted.
+// on this node's clock); tells the OnChange hooks of claims that lapsed on
+// this node's clock since it last looked (job.Lapse: T_skew past the
+// deadline, or released), and of claims live again (the clock was set
+// back); deletes collected jobs kept longer than T_collect (remembering
+// their keys until the job expires, and GoneKeep at least, see gone.go)
+// and forgets the gone records that lapsed. A lapse is never stored: the
+// state stays the claim, so a clock that jumped ahead ends it here only
+// while it is ahead. Every read and merge judges lapses itself, with the
+// same result. It returns how many claims it found lapsed and jobs it
+// deleted.
 func (p *Pool) ExpireNow() (lapsed, deleted int) {
 	now := p.nowMS()
 	tc := p.cfg.TCollect.Milliseconds()
@@ -272,11 +275,14 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 				p.mDropped.Inc()
 				changes = append(changes, change{key: []byte(k), deleted: true})
 			}
-		case e.state.Phase == job.Claimed && now >= e.state.Deadline:
-			ended := job.Expire(e.state, now)
-			if err := p.persistLocked([]byte(k), e, ended); err == nil {
-				lapsed++
-				changes = append(changes, change{key: []byte(k), st: ended})
+		case e.state.Phase == job.Claimed:
+			v := p.view(e, now)
+			if ended := v.Phase != job.Claimed; ended != e.lapsed {
+				e.lapsed = ended
+				if ended {
+					lapsed++
+				}
+				changes = append(changes, change{key: []byte(k), st: v})
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
 			b := p.st.NewBatch()
