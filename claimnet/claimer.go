@@ -26,6 +26,7 @@ type Claimer struct {
 	now   func() time.Time
 	extra int
 	pace  func(context.Context, peer.ID) error // before each claim request; nil: none
+	retry submitRetry                          // how a result's delivery is retried
 
 	won, lost, unknown, failed, lookups atomic.Int64
 
@@ -363,33 +364,4 @@ func (c *Claimer) current(ctx context.Context, cl *Claim) []peer.ID {
 		return nil
 	}
 	return slices.DeleteFunc(nodes, func(p peer.ID) bool { return slices.Contains(cl.Nodes, p) })
-}
-
-// SubmitResult sends a sealed result to every node of the claim and
-// reports how many stored it.
-func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) (int, error) {
-	req := &wire.ResultSubmit{Envelope: envelope, At: c.now().UnixMilli()}
-	var errs []error
-	stored := 0
-	for _, err := range c.fanOut(ctx, ids(cl.Nodes), wire.ProtoResult, req) {
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		stored++
-	}
-	if stored == 0 { // the claim's nodes moved on: the job's current ones
-		for _, err := range c.fanOut(ctx, ids(c.current(ctx, cl)), wire.ProtoResult, req) {
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			stored++
-		}
-	}
-	if stored == 0 {
-		return 0, fmt.Errorf("result of %x stored nowhere: %w", cl.Job, errors.Join(errs...))
-	}
-	c.drop(cl.Job)
-	return stored, nil
 }

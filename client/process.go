@@ -207,7 +207,8 @@ func (c *Client) duePending(project string) []pendingHit {
 }
 
 // process runs a claimed job to its submitted result, releasing the claim
-// if it cannot.
+// if it cannot, unless a replica stored the result (the submit fell short
+// of a majority: that replica hands the finished state on).
 func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim, v *vetted) (err error) {
 	cid := jobName(cl.Job)
 	c.track(cid, project, "claimed")
@@ -263,7 +264,15 @@ func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim
 	if err != nil {
 		return fmt.Errorf("job %s: %w", cid, err)
 	}
-	if _, err := c.claimer.SubmitResult(ctx, cl, env.Encode()); err != nil {
+	if stored, err := c.claimer.SubmitResult(ctx, cl, env.Encode()); err != nil {
+		// Short of a majority: a replica that stored it hands the finished
+		// state on, so the claim is not released (not counted done either).
+		if stored > 0 {
+			submitted = true
+			c.mu.Lock()
+			c.failed++
+			c.mu.Unlock()
+		}
 		return fmt.Errorf("job %s: %w", cid, err)
 	}
 	submitted = true

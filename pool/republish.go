@@ -69,7 +69,9 @@ func (p *Pool) expiryLoop() {
 // and once more before it is deleted: its state here may be newer than
 // theirs (a result, release or collected notice sent to the claim's
 // nodes after the job's closest nodes changed), and must not leave with
-// this node's copy.
+// this node's copy. The copy is deleted only after that sync succeeded
+// and the closest serves the result held here (handedOn); otherwise it
+// stays, and the next round tries again.
 func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	start := time.Now()
 	now := p.nowMS()
@@ -124,7 +126,9 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 		}
 	}
 	// A target that fails is marked dead and its items re-planned onto the
-	// new views, a few times at most.
+	// new views, a few times at most. Jobs handed on go to their new
+	// closest, and are dropped only once synced (see handedOn).
+	synced := map[string]peer.ID{}
 	for attempt := 0; attempt < 4 && len(plan) > 0; attempt++ {
 		next := map[peer.ID][]wire.SyncItem{}
 		for t, items := range plan {
@@ -134,6 +138,9 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 				for _, it := range items {
 					view := probe.NearestLive(ctx, keyPos(it.Key), p.r)
 					if !slices.Contains(view, self) {
+						if st.handed[string(it.Key)] && len(view) > 0 && view[0] != t {
+							next[view[0]] = append(next[view[0]], it)
+						}
 						continue
 					}
 					if view[0] == self {
@@ -144,7 +151,9 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 						next[view[0]] = append(next[view[0]], it)
 					}
 				}
+				continue
 			}
+			markSynced(synced, st.handed, t, items)
 		}
 		plan = next
 	}
@@ -173,7 +182,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 		}
 		st.changed = nil
 	}
-	for _, key := range drop {
+	for _, key := range p.handedOn(ctx, drop, synced) {
 		if err := p.Forget(key); err == nil {
 			st.Dropped++
 			p.mDropped.Inc()

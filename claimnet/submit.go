@@ -1,0 +1,116 @@
+package claimnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/wire"
+)
+
+// submitRetry is how a result's delivery is retried: tries attempts in
+// all, waiting first after the first and doubling up to 16×first.
+type submitRetry struct {
+	tries int
+	first time.Duration
+}
+
+// Default delivery retries: 6 attempts over about 30 s, long enough for
+// the replicas that stored the result to hand it to the others.
+const (
+	submitTries = 6
+	submitFirst = time.Second
+)
+
+// SetSubmitBackoff sets how SubmitResult retries the replicas that did not
+// store a result: tries attempts in all (at least 1), waiting first after
+// the first attempt and doubling up to 16×first. Set it before the first
+// submit; the default is 6 attempts from 1 s.
+func (c *Claimer) SetSubmitBackoff(first time.Duration, tries int) {
+	c.retry = submitRetry{tries: max(tries, 1), first: first}
+}
+
+// majority is how many of a job's r replicas must store a result before
+// it counts as delivered: ⌊r/2⌋+1.
+func majority(r int) int { return r/2 + 1 }
+
+// SubmitResult delivers a sealed result to the job's replicas and reports
+// how many stored it. It is delivered once a majority of the r replicas
+// stored it (each acknowledged its store): one copy can be lost with its
+// node, and the job would then be finished everywhere with its result
+// nowhere. It sends the result to every node of the claim, then retries,
+// with backoff, the claim's nodes that did not store it and the job's
+// current closest nodes (a lookup: the claim's nodes may have moved on or
+// died); meanwhile a replica that stored it hands it on to the others,
+// which then acknowledge it too. When a majority cannot be reached, the
+// error says how many stored it; a caller should not release a claim
+// whose result some replica stored.
+func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) (int, error) {
+	r := c.d.Replication()
+	need := majority(r)
+	retry := c.retry
+	if retry.tries == 0 {
+		retry = submitRetry{tries: submitTries, first: submitFirst}
+	}
+	req := &wire.ResultSubmit{Envelope: envelope, At: c.now().UnixMilli()}
+	stored := map[string]bool{}
+	last := map[string]error{} // each node's latest refusal or failure
+	targets := ids(cl.Nodes)
+	wait := retry.first
+	for attempt := 1; ; attempt++ {
+		for n, err := range c.fanOut(ctx, targets, wire.ProtoResult, req) {
+			if err != nil {
+				last[n] = err
+				continue
+			}
+			stored[n] = true
+			delete(last, n)
+		}
+		if len(stored) >= need {
+			c.drop(cl.Job)
+			return len(stored), nil
+		}
+		if attempt >= retry.tries || !sleep(ctx, wait) {
+			break
+		}
+		wait = min(2*wait, 16*retry.first)
+		targets = c.unstored(ctx, cl, stored)
+	}
+	errs := make([]error, 0, len(last))
+	for n, err := range last {
+		errs = append(errs, fmt.Errorf("node %s: %w", peer.ID(n), err))
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return len(stored), fmt.Errorf("result of job %x not delivered: %d of its %d replicas stored it, a majority is %d: %w",
+		cl.Job, len(stored), r, need, errors.Join(errs...))
+}
+
+// unstored lists the nodes a result is sent to again: the claim's nodes
+// and the job's current closest that have not stored it.
+func (c *Claimer) unstored(ctx context.Context, cl *Claim, stored map[string]bool) []string {
+	out := slices.DeleteFunc(ids(cl.Nodes), func(n string) bool { return stored[n] })
+	for _, n := range ids(c.current(ctx, cl)) {
+		if !stored[n] && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
