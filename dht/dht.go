@@ -29,6 +29,7 @@ type DHT struct {
 	cache *lookupCache
 	self  keyspace.Pos
 	live  liveness
+	added addedHooks
 
 	lookups      atomic.Int64 // lookups that went to the network
 	cachedHits   atomic.Int64 // lookups answered from the cache
@@ -102,6 +103,7 @@ func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
 		return nil, fmt.Errorf("start kad-dht: %w", err)
 	}
 	d.kad = kad
+	d.hookPeerAdded()
 	// Admission decides routing-table membership: a node enters as soon as
 	// it has proven itself, and leaves when it loses admission.
 	ep.OnAdmit(func(a *overlay.Admitted) {

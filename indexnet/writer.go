@@ -267,7 +267,9 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 	}
 	for _, h := range helds {
 		k := string(h.Key)
-		closest := isClosest(h.Pos)
+		// A node that joined nearer the job takes its listing over once it
+		// holds the job: until then this node keeps the entries it wrote.
+		closest := isClosest(h.Pos) || w.pool.ListingHeld(h.Key) && w.listed(k)
 		var listing []byte
 		var keywords []string
 		var certRef []byte
@@ -400,6 +402,14 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 		writes = retry
 	}
 	return stats
+}
+
+// listed reports whether this writer has entries of job k written.
+func (w *Writer) listed(k string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.state[k]
+	return st != nil && len(st.where) > 0
 }
 
 // dropDeadTargets forgets the entries written to index nodes that no
