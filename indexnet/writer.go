@@ -42,7 +42,8 @@ type WriterConfig struct {
 // Writer keeps the index entries of the jobs a node is the closest to:
 // written when the job arrives or becomes ready, rewritten every
 // T_rewrite to the same index node, withdrawn when it is claimed or when
-// another node becomes its closest; a finished job is listed under its
+// another node becomes its closest (once that node was handed the job,
+// pool.ListingHeld); a finished job is listed under its
 // project's finished keyword until collected. It remembers where it wrote
 // (thesis 3.3.3), so withdrawing costs no lookup.
 type Writer struct {
