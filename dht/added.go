@@ -13,7 +13,8 @@ type addedHooks struct {
 }
 
 // OnPeerAdded registers f to be called whenever a node enters this
-// party's routing table (only admitted nodes do, see New). f runs with
+// party's routing table (only admitted nodes do, see New), or one still in
+// it that was marked dead is admitted again (it came back). f runs with
 // the routing table locked, on the goroutine adding the peer: it must
 // return at once and must not call into the DHT; record the peer and do
 // the work elsewhere.
@@ -45,4 +46,13 @@ func (d *DHT) hookPeerAdded() {
 		}
 		d.peerAdded(p)
 	}
+}
+
+// wasMarkedDead reports whether p has a dead mark, whether or not its
+// backoff passed.
+func (d *DHT) wasMarkedDead(p peer.ID) bool {
+	d.live.mu.Lock()
+	defer d.live.mu.Unlock()
+	_, ok := d.live.dead[p]
+	return ok
 }

@@ -108,8 +108,12 @@ func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
 	// it has proven itself, and leaves when it loses admission.
 	ep.OnAdmit(func(a *overlay.Admitted) {
 		if a.Role() == certs.RoleNode {
+			revived := d.wasMarkedDead(a.Peer)
 			d.markAlive(a.Peer)
-			_, _ = kad.RoutingTable().TryAddPeer(a.Peer, true, false)
+			added, _ := kad.RoutingTable().TryAddPeer(a.Peer, true, false)
+			if !added && revived && kad.RoutingTable().Find(a.Peer) != "" {
+				d.peerAdded(a.Peer) // back in every view, as if it joined
+			}
 			// The peer may have been dropped (say, revoked) between its
 			// admission and this hook, after the drop's RemovePeer ran.
 			if !adm.IsAdmitted(a.Peer, certs.RoleNode) {

@@ -50,7 +50,16 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 // every job whose r closest it entered and lists those it is the closest
 // to; the jobs stay findable by a client throughout (the previous
 // closest keeps listing until then); only those jobs are sent, once each.
-func TestJoinHandsJobsOnAtOnce(t *testing.T) {
+func TestJoinHandsJobsOnAtOnce(t *testing.T) { testJoin(t, true) }
+
+// TestRejoinHandsJobsOnAtOnce: the same for a node that comes back while
+// still in the others' routing tables (marked dead by those that placed
+// jobs meanwhile): it is handed its jobs as if it joined.
+func TestRejoinHandsJobsOnAtOnce(t *testing.T) { testJoin(t, false) }
+
+// testJoin runs the join scenario; fresh takes the newcomer out of every
+// routing table before the jobs are submitted.
+func testJoin(t *testing.T, fresh bool) {
 	const nodes, jobs, newcomer = 32, 256, 7
 	in := startIdxNet(t, nodes, 61, testnet.Options{PoolLoops: true,
 		Pool: pool.Config{RepublishInterval: time.Hour, RepublishJitter: time.Minute}})
@@ -60,8 +69,10 @@ func TestJoinHandsJobsOnAtOnce(t *testing.T) {
 	if err := in.net.Kill(newcomer); err != nil {
 		t.Fatal(err)
 	}
-	for _, nd := range in.net.Live() {
-		nd.DHT().Kad().RoutingTable().RemovePeer(x)
+	if fresh {
+		for _, nd := range in.net.Live() {
+			nd.DHT().Kad().RoutingTable().RemovePeer(x)
+		}
 	}
 	proj, rng := in.project(t, "lhc"), rand.New(rand.NewPCG(61, 61))
 	cl := in.client(t, "worker")
