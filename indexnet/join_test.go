@@ -12,7 +12,9 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/pool"
+	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
@@ -57,6 +59,73 @@ func TestJoinHandsJobsOnAtOnce(t *testing.T) { testJoin(t, true) }
 // jobs meanwhile): it is handed its jobs as if it joined.
 func TestRejoinHandsJobsOnAtOnce(t *testing.T) { testJoin(t, false) }
 
+// submitAround submits jobs (at least n, more until x is the closest of
+// one) and returns, once x is in, the jobs whose r closest it enters, those
+// it becomes the closest of, each of those's closest before x, and how
+// many were submitted. (Job keys depend on the clock.)
+func (in *idxNet) submitAround(t *testing.T, proj *project.Project, rng *rand.Rand, n, r int, x peer.ID) (entered, nearest [][]byte, prev map[string]int, submitted int) {
+	var ids []peer.ID
+	for _, nd := range in.net.Live() {
+		ids = append(ids, nd.ID())
+	}
+	ids = append(ids, x)
+	prev = map[string]int{}
+	for ; submitted < n || len(nearest) == 0 && submitted < 4*n; submitted += n / 4 {
+		for _, k := range in.submit(t, proj, n/4, rng) {
+			view := slices.Clone(ids)
+			dht.SortPeers(keyspace.KeyPos(k), view)
+			if i := slices.Index(view[:r], x); i >= 0 {
+				entered = append(entered, k)
+				if i == 0 {
+					nearest = append(nearest, k)
+					prev[string(k)] = in.net.Index(view[1])
+				}
+			}
+		}
+	}
+	if len(nearest) == 0 {
+		t.Fatal("the newcomer is the closest of no job")
+	}
+	return entered, nearest, prev, submitted
+}
+
+// handOnSince sums the hand-on totals of the live nodes but x since before.
+func (in *idxNet) handOnSince(before map[peer.ID]pool.HandOnStats, x peer.ID) pool.HandOnStats {
+	var tot pool.HandOnStats
+	for _, nd := range in.net.Live() {
+		if nd.ID() == x {
+			continue
+		}
+		s, b := nd.Pool().HandOnTotals(), before[nd.ID()]
+		tot.Newcomers += s.Newcomers - b.Newcomers
+		tot.Jobs += s.Jobs - b.Jobs
+		tot.Stored += s.Stored - b.Stored
+		tot.RPCs += s.RPCs - b.RPCs
+		tot.Bytes += s.Bytes - b.Bytes
+		tot.Failed += s.Failed - b.Failed
+	}
+	return tot
+}
+
+// waitHeld waits up to 5 s until node nd holds every job of keys and has
+// listed job.
+func waitHeld(t *testing.T, nd *node.Node, keys [][]byte, job []byte) {
+	t.Helper()
+	missing := func() int {
+		n := 0
+		for _, k := range keys {
+			if _, ok := nd.Pool().Lookup(k); !ok {
+				n++
+			}
+		}
+		return n
+	}
+	if !waitUntil(5*time.Second, func() bool { return missing() == 0 && len(nd.Writer().Placed(job)) > 0 }) {
+		t.Fatalf("5 s after the join the newcomer lacks %d of the %d jobs whose r closest it entered (listed: %v)",
+			missing(), len(keys), nd.Writer().Placed(job))
+	}
+}
+
 // testJoin runs the join scenario; fresh takes the newcomer out of every
 // routing table before the jobs are submitted.
 func testJoin(t *testing.T, fresh bool) {
@@ -78,33 +147,7 @@ func testJoin(t *testing.T, fresh bool) {
 	cl := in.client(t, "worker")
 	r := in.net.Node(0).DHT().Replication()
 
-	// Ground truth once the newcomer is in: the jobs whose r closest it
-	// enters, and those it becomes the closest of. (Job keys depend on the
-	// clock: submit more until the newcomer is the closest of one.)
-	var ids []peer.ID
-	for _, nd := range in.net.Live() {
-		ids = append(ids, nd.ID())
-	}
-	ids = append(ids, x)
-	var entered, nearest [][]byte
-	prev := map[string]int{} // job → its closest before the join
-	submitted := 0
-	for ; submitted < jobs || len(nearest) == 0 && submitted < 4*jobs; submitted += jobs / 4 {
-		for _, k := range in.submit(t, proj, jobs/4, rng) {
-			view := slices.Clone(ids)
-			dht.SortPeers(keyspace.KeyPos(k), view)
-			if i := slices.Index(view[:r], x); i >= 0 {
-				entered = append(entered, k)
-				if i == 0 {
-					nearest = append(nearest, k)
-					prev[string(k)] = in.net.Index(view[1])
-				}
-			}
-		}
-	}
-	if len(nearest) == 0 {
-		t.Fatal("the newcomer is the closest of no job")
-	}
+	entered, nearest, prev, submitted := in.submitAround(t, proj, rng, jobs, r, x)
 	job := nearest[0]
 	old := in.net.Node(prev[string(job)])
 	if !findable(t, cl, "lhc", job) {
@@ -132,24 +175,7 @@ func testJoin(t *testing.T, fresh bool) {
 		t.Fatal("job unfindable after the join: its previous closest stopped listing it")
 	}
 	start := time.Now()
-	holdsAll := func() bool {
-		for _, k := range entered {
-			if _, ok := nx.Pool().Lookup(k); !ok {
-				return false
-			}
-		}
-		return len(nx.Writer().Placed(job)) > 0
-	}
-	if !waitUntil(5*time.Second, holdsAll) {
-		missing := 0
-		for _, k := range entered {
-			if _, ok := nx.Pool().Lookup(k); !ok {
-				missing++
-			}
-		}
-		t.Fatalf("5 s after the join the newcomer lacks %d of the %d jobs whose r closest it entered (listed: %v)",
-			missing, len(entered), nx.Writer().Placed(job))
-	}
+	waitHeld(t, nx, entered, job)
 	took := time.Since(start)
 	if !findable(t, cl, "lhc", job) {
 		t.Fatal("job unfindable once the newcomer holds it")
@@ -170,19 +196,7 @@ func testJoin(t *testing.T, fresh bool) {
 	// entered. Nodes that saw other peers enter their routing tables
 	// during the join (kad-dht adds those the join's lookups reach and
 	// that did not fit before) hand on to them by the same rule.
-	var tot pool.HandOnStats
-	for _, nd := range in.net.Live() {
-		if nd.ID() == x {
-			continue
-		}
-		s, b := nd.Pool().HandOnTotals(), before[nd.ID()]
-		tot.Newcomers += s.Newcomers - b.Newcomers
-		tot.Jobs += s.Jobs - b.Jobs
-		tot.Stored += s.Stored - b.Stored
-		tot.RPCs += s.RPCs - b.RPCs
-		tot.Bytes += s.Bytes - b.Bytes
-		tot.Failed += s.Failed - b.Failed
-	}
+	tot := in.handOnSince(before, x)
 	t.Logf("%d nodes, %d jobs (r = %d): the newcomer entered the r closest of %d, is the closest of %d; held and listed within %v",
 		nodes, submitted, r, len(entered), len(nearest), took.Round(time.Millisecond))
 	t.Logf("hand-on for the join, all nodes: %d routing-table additions, %d job states, %d whole jobs, %d RPCs, %d bytes, %d failed",
