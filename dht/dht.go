@@ -29,6 +29,7 @@ type DHT struct {
 	cache *lookupCache
 	self  keyspace.Pos
 	live  liveness
+	added addedHooks
 
 	lookups      atomic.Int64 // lookups that went to the network
 	cachedHits   atomic.Int64 // lookups answered from the cache
@@ -102,12 +103,17 @@ func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
 		return nil, fmt.Errorf("start kad-dht: %w", err)
 	}
 	d.kad = kad
+	d.hookPeerAdded()
 	// Admission decides routing-table membership: a node enters as soon as
 	// it has proven itself, and leaves when it loses admission.
 	ep.OnAdmit(func(a *overlay.Admitted) {
 		if a.Role() == certs.RoleNode {
+			revived := d.wasMarkedDead(a.Peer)
 			d.markAlive(a.Peer)
-			_, _ = kad.RoutingTable().TryAddPeer(a.Peer, true, false)
+			added, _ := kad.RoutingTable().TryAddPeer(a.Peer, true, false)
+			if !added && revived && kad.RoutingTable().Find(a.Peer) != "" {
+				d.peerAdded(a.Peer) // back in every view, as if it joined
+			}
 			// The peer may have been dropped (say, revoked) between its
 			// admission and this hook, after the drop's RemovePeer ran.
 			if !adm.IsAdmitted(a.Peer, certs.RoleNode) {

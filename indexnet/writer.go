@@ -42,7 +42,8 @@ type WriterConfig struct {
 // Writer keeps the index entries of the jobs a node is the closest to:
 // written when the job arrives or becomes ready, rewritten every
 // T_rewrite to the same index node, withdrawn when it is claimed or when
-// another node becomes its closest; a finished job is listed under its
+// another node becomes its closest (once that node was handed the job,
+// pool.ListingHeld); a finished job is listed under its
 // project's finished keyword until collected. It remembers where it wrote
 // (thesis 3.3.3), so withdrawing costs no lookup.
 type Writer struct {
@@ -267,7 +268,9 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 	}
 	for _, h := range helds {
 		k := string(h.Key)
-		closest := isClosest(h.Pos)
+		// A node that joined nearer the job takes its listing over once it
+		// holds the job: until then this node keeps the entries it wrote.
+		closest := isClosest(h.Pos) || w.pool.ListingHeld(h.Key) && w.listed(k)
 		var listing []byte
 		var keywords []string
 		var certRef []byte
@@ -400,6 +403,14 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 		writes = retry
 	}
 	return stats
+}
+
+// listed reports whether this writer has entries of job k written.
+func (w *Writer) listed(k string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.state[k]
+	return st != nil && len(st.where) > 0
 }
 
 // dropDeadTargets forgets the entries written to index nodes that no

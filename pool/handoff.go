@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -59,4 +61,180 @@ func (p *Pool) ClosestPositions() []keyspace.Pos {
 		return true
 	})
 	return out
+}
+
+// handOnGather is how long the hand-on waits after a node enters the
+// routing table for others to follow (a burst of joins goes out in one
+// batch per newcomer); handOnGrace is how long the previous closest keeps
+// listing a job it handed on, so the newcomer's listing is up first.
+const (
+	handOnGather = 100 * time.Millisecond
+	handOnGrace  = time.Minute
+)
+
+// handOns is the hand-on on join: the nodes that entered the routing
+// table and are yet to be given the jobs whose r closest they entered,
+// and the jobs handed on to a newer closest lately.
+type handOns struct {
+	mu      sync.Mutex
+	pending map[peer.ID]keyspace.Pos
+	handed  map[string]int64 // job key → when (ms) it was handed on
+	kick    chan struct{}
+	stats   HandOnStats
+}
+
+// HandOnStats counts what the hand-on on join did since the pool opened.
+type HandOnStats struct {
+	Newcomers int // nodes that entered the routing table
+	Jobs      int // job states sent to newcomers (one per job and newcomer)
+	Stored    int // whole jobs sent to newcomers that lacked them
+	RPCs      int // sync and store calls that completed
+	Bytes     int // request and reply bytes of those calls
+	Failed    int // newcomers that did not answer
+}
+
+// startHandOn has every node that enters the routing table given, at
+// once, the held jobs whose r closest it entered and that this node was
+// the closest of (HandOnTo): a node that joins nearer a job holds it, and
+// lists it, without waiting a republish period.
+func (p *Pool) startHandOn() {
+	p.handOns.pending = map[peer.ID]keyspace.Pos{}
+	p.handOns.handed = map[string]int64{}
+	p.handOns.kick = make(chan struct{}, 1)
+	p.dht.OnPeerAdded(p.peerAdded)
+	p.goLoop(p.handOnLoop)
+}
+
+// peerAdded records a node that entered the routing table. It runs with
+// the routing table locked: it only records.
+func (p *Pool) peerAdded(q peer.ID) {
+	h := &p.handOns
+	h.mu.Lock()
+	h.pending[q] = keyspace.PeerPos([]byte(q))
+	h.stats.Newcomers++
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Pool) handOnLoop() {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.handOns.kick:
+		}
+		t := time.NewTimer(handOnGather)
+		select {
+		case <-p.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		p.HandOnNow(p.ctx)
+	}
+}
+
+// HandOnNow gives the nodes that entered the routing table since the last
+// call the held jobs they are to get from this node (HandOnTo): a sync of
+// the jobs' states to each, batched, and the whole job where it is
+// missing. The newcomers stay pending — and this node keeps listing the
+// jobs they are nearer to (ListingHeld) — until they were sent their jobs.
+func (p *Pool) HandOnNow(ctx context.Context) HandOnStats {
+	h := &p.handOns
+	h.mu.Lock()
+	newcomers := make([]peer.ID, 0, len(h.pending))
+	for q := range h.pending {
+		newcomers = append(newcomers, q)
+	}
+	h.mu.Unlock()
+	if len(newcomers) == 0 {
+		return HandOnStats{}
+	}
+	self := p.self()
+	known := p.dht.RoutingTableSize() - len(newcomers)
+	plan := map[peer.ID][]wire.SyncItem{}
+	p.Each(func(j Held) bool {
+		view := p.liveLocal(j.Pos, p.r+len(newcomers))
+		for _, q := range HandOnTo(self, newcomers, view, known, p.r) {
+			plan[q] = append(plan[q], wire.SyncItem{Key: j.Key, State: j.State})
+		}
+		return true
+	})
+	var out HandOnStats
+	handed := map[string]bool{}
+	for q, items := range plan {
+		var st RoundStats
+		err := p.syncWith(ctx, q, items, &st)
+		out.RPCs += st.RPCs
+		out.Stored += st.Repaired
+		out.Bytes += st.BytesSent + st.BytesReceived
+		if err != nil {
+			out.Failed++
+			p.dht.MarkDead(q)
+			continue
+		}
+		out.Jobs += len(items)
+		for _, it := range items {
+			handed[string(it.Key)] = true
+		}
+	}
+	now := p.nowMS()
+	h.mu.Lock()
+	for _, q := range newcomers {
+		delete(h.pending, q)
+	}
+	for k, at := range h.handed {
+		if now-at >= handOnGrace.Milliseconds() {
+			delete(h.handed, k)
+		}
+	}
+	for k := range handed {
+		h.handed[k] = now
+	}
+	h.stats.Jobs += out.Jobs
+	h.stats.Stored += out.Stored
+	h.stats.RPCs += out.RPCs
+	h.stats.Bytes += out.Bytes
+	h.stats.Failed += out.Failed
+	h.mu.Unlock()
+	return out
+}
+
+// HandOnTotals returns what the hand-on on join did since the pool opened.
+func (p *Pool) HandOnTotals() HandOnStats {
+	p.handOns.mu.Lock()
+	defer p.handOns.mu.Unlock()
+	return p.handOns.stats
+}
+
+// ListingHeld reports whether this node keeps listing a job although a
+// newer node is its closest: a node that entered the routing table nearer
+// the job than this one has not been sent its jobs yet, or this node
+// handed the job on less than a grace ago. The newcomer lists the job as
+// soon as it holds it; until then the previous closest's listing stands,
+// so the job stays findable throughout.
+func (p *Pool) ListingHeld(key []byte) bool {
+	pos, me := keyPos(key), keyspace.PeerPos([]byte(p.self()))
+	now := p.nowMS()
+	h := &p.handOns
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, q := range h.pending {
+		if keyspace.CloserTo(pos, q, me) {
+			return true
+		}
+	}
+	at, ok := h.handed[string(key)]
+	return ok && now-at < handOnGrace.Milliseconds()
+}
+
+// liveLocal returns the n nodes nearest pos in the routing table (this
+// node included) that are not marked dead. No RPC.
+func (p *Pool) liveLocal(pos keyspace.Pos, n int) []peer.ID {
+	view := p.dht.NearestLocal(pos, n+4)
+	view = slices.DeleteFunc(view, p.dht.IsMarkedDead)
+	return view[:min(n, len(view))]
 }

@@ -82,6 +82,7 @@ type Pool struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	inflight inflight // hand-ons in progress
+	handOns  handOns  // hand-on on join (handoff.go)
 }
 
 // New opens the node's job pool on its store, loads the jobs held, and
@@ -109,6 +110,7 @@ func New(ep *overlay.Endpoint, d *dht.DHT, st *store.Store, cfg Config) (*Pool, 
 	if !cfg.DisableLoops {
 		p.goLoop(p.republishLoop)
 		p.goLoop(p.expiryLoop)
+		p.startHandOn()
 	}
 	return p, nil
 }
