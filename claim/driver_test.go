@@ -117,13 +117,17 @@ func TestDriverDenied(t *testing.T) {
 		asked       []string
 		wantRelease []string
 	}{
-		{"first denies", map[string]answer{"n0": deny}, []string{"n0"}, nil},
-		{"deny after two grants", map[string]answer{"n0": grant, "n1": grant, "n2": deny}, []string{"n0", "n1", "n2"}, []string{"n0", "n1"}},
-		{"deny after grant, don't-care, grant", map[string]answer{"n0": grant, "n1": dontCare, "n2": grant, "n3": deny},
-			[]string{"n0", "n1", "n2", "n3"}, []string{"n0", "n2"}},
-		{"deny after a silent node", map[string]answer{"n0": silent, "n1": grant, "n2": deny}, []string{"n0", "n1", "n2"}, []string{"n1"}},
-		{"last of r denies", map[string]answer{"n0": grant, "n1": grant, "n2": grant, "n3": grant, "n4": deny},
-			nodeList(5), nodeList(4)},
+		// A quorum of 4 of 5 tolerates one deny (f = 1); the second makes
+		// a quorum impossible (all-or-abort gave up on the first).
+		{"first two deny", map[string]answer{"n0": deny, "n1": deny}, []string{"n0", "n1"}, nil},
+		{"two denies after two grants", map[string]answer{"n0": grant, "n1": grant, "n2": deny, "n3": deny},
+			[]string{"n0", "n1", "n2", "n3"}, []string{"n0", "n1"}},
+		{"deny, grant, don't-care, deny", map[string]answer{"n0": deny, "n1": grant, "n2": dontCare, "n3": grant, "n4": deny},
+			nodeList(5), []string{"n1", "n3"}},
+		{"two denies after a silent node", map[string]answer{"n0": silent, "n1": grant, "n2": deny, "n3": deny},
+			[]string{"n0", "n1", "n2", "n3"}, []string{"n1"}},
+		{"last of r denies after a don't-care", map[string]answer{"n0": grant, "n1": grant, "n2": dontCare, "n3": grant, "n4": deny},
+			nodeList(5), []string{"n0", "n1", "n3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,22 +167,25 @@ func TestDriverRunsOut(t *testing.T) {
 		answers     map[string]answer
 		wantConfirm []string
 		wantDone    Outcome
+		wantRelease []string
 	}{
-		{"fewer nodes than r, all grant", 3, map[string]answer{"n0": grant, "n1": grant, "n2": grant}, nodeList(3), Pending},
+		{"fewer nodes than r, all grant", 3, map[string]answer{"n0": grant, "n1": grant, "n2": grant}, nodeList(3), Pending, nil},
+		// One grant is short of a quorum (all-or-abort confirmed it).
 		{"one grant among silent nodes", 7, map[string]answer{
 			"n0": silent, "n1": silent, "n2": grant, "n3": silent, "n4": silent, "n5": silent, "n6": silent,
-		}, []string{"n2"}, Pending},
-		{"one grant, rest don't care", 4, map[string]answer{"n0": dontCare, "n1": dontCare, "n2": grant, "n3": silent}, []string{"n2"}, Pending},
-		{"nobody holds the job", 4, map[string]answer{"n0": dontCare, "n1": silent, "n2": dontCare, "n3": dontCare}, nil, Unknown},
-		{"nobody answered", 4, map[string]answer{"n0": silent, "n1": silent, "n2": silent, "n3": silent}, nil, Failed},
-		{"no nodes", 0, map[string]answer{}, nil, Failed},
+		}, nil, Failed, []string{"n2"}},
+		{"one grant, rest don't care", 4, map[string]answer{"n0": dontCare, "n1": dontCare, "n2": grant, "n3": silent}, nil, Failed, []string{"n2"}},
+		{"three of four grant", 4, map[string]answer{"n0": grant, "n1": silent, "n2": grant, "n3": grant}, []string{"n0", "n2", "n3"}, Pending, nil},
+		{"nobody holds the job", 4, map[string]answer{"n0": dontCare, "n1": silent, "n2": dontCare, "n3": dontCare}, nil, Unknown, nil},
+		{"nobody answered", 4, map[string]answer{"n0": silent, "n1": silent, "n2": silent, "n3": silent}, nil, Failed, nil},
+		{"no nodes", 0, map[string]answer{}, nil, Failed, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := NewDriver(nodeList(tt.nodes), 5)
 			act := script(t, d, nodeList(tt.nodes), tt.answers)
-			if !slices.Equal(act.Confirm, tt.wantConfirm) || act.Done != tt.wantDone || len(act.Release) > 0 {
-				t.Fatalf("action %+v, want Confirm %v, Done %v", act, tt.wantConfirm, tt.wantDone)
+			if !slices.Equal(act.Confirm, tt.wantConfirm) || act.Done != tt.wantDone || !slices.Equal(act.Release, tt.wantRelease) {
+				t.Fatalf("action %+v, want Confirm %v, Done %v, Release %v", act, tt.wantConfirm, tt.wantDone, tt.wantRelease)
 			}
 			if tt.wantDone != Pending {
 				if a := d.Next(); a.Done != tt.wantDone || a.Ask != "" {
@@ -199,16 +206,18 @@ func TestDriverAllDontCareStopsAtR(t *testing.T) {
 	}
 }
 
+// TestDriverRefusedConfirm: at r = 4 (q = 3) one refused confirm is
+// tolerated; two fail the attempt (all-or-abort failed on one).
 func TestDriverRefusedConfirm(t *testing.T) {
 	for refuser := range 4 {
-		t.Run(fmt.Sprint("refused by ", refuser), func(t *testing.T) {
+		t.Run(fmt.Sprint("refused by ", refuser, " and the next"), func(t *testing.T) {
 			d := NewDriver(nodeList(6), 4)
 			act := script(t, d, nodeList(4), map[string]answer{"n0": grant, "n1": grant, "n2": grant, "n3": grant})
 			if len(act.Confirm) != 4 {
 				t.Fatalf("action %+v", act)
 			}
 			for i, n := range act.Confirm {
-				a := d.Confirmed(n, i != refuser)
+				a := d.Confirmed(n, i != refuser && i != (refuser+1)%4)
 				if i < 3 {
 					if a.Done != Pending || len(a.Release) > 0 {
 						t.Fatalf("before all answered: %+v", a)

@@ -94,9 +94,10 @@ var (
 // and be for this job and client. Rules: this node's own temporary claim is
 // the client's and has not lapsed on this node's clock (or the job is
 // already this client's); the job is still ready; the replies come from
-// distinct nodes, none denied, at least `need` of them (the r closest the
-// client asked, or all that exist), all from nodes that `near` accepts as
-// among the job's closest. No other node's reply time is compared with
+// distinct nodes, all that `near` accepts as among the job's closest, and
+// at least `need` of them granted (the quorum, Quorum of the r closest or
+// of all that exist); others may have denied or not cared — up to f
+// faulty replicas must not block a claim. No other node's reply time is compared with
 // this clock: each node judges only its own temporary claim, so a grant
 // counts here only while this node's temporary claim stands, whatever the
 // clocks of the others say. start is the claim's start, chosen by the
@@ -136,8 +137,6 @@ func CheckConfirm(st job.State, temp *Temp, client []byte, replies []Reply, need
 		switch {
 		case seen[r.Node]:
 			return job.State{}, fmt.Errorf("%w: two replies from node %x", ErrBadConfirm, r.Node)
-		case r.Kind == Denied:
-			return job.State{}, fmt.Errorf("%w: a node denied", ErrBadConfirm)
 		case !near(r.Node):
 			return job.State{}, fmt.Errorf("%w: a reply comes from a node not among the job's closest", ErrBadConfirm)
 		}
@@ -146,8 +145,8 @@ func CheckConfirm(st job.State, temp *Temp, client []byte, replies []Reply, need
 			grants++
 		}
 	}
-	if len(seen) < need || grants == 0 {
-		return job.State{}, fmt.Errorf("%w: %d replies (%d granted), need %d", ErrBadConfirm, len(seen), grants, need)
+	if grants < need || grants == 0 {
+		return job.State{}, fmt.Errorf("%w: %d of %d replies granted, need %d", ErrBadConfirm, grants, len(seen), need)
 	}
 	return claimed, nil
 }

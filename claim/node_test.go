@@ -93,7 +93,7 @@ func base() confirmIn {
 			{Node: "n1", Kind: Granted, At: tNow - 50},
 			{Node: "n2", Kind: DontCare, At: tNow - 20},
 		},
-		need:  3,
+		need:  2, // grants
 		near:  func(n string) bool { return n == "n0" || n == "n1" || n == "n2" || n == "n3" },
 		start: tNow,
 	}
@@ -133,10 +133,11 @@ func TestCheckConfirm(t *testing.T) {
 		{"duplicate node, both granted", func(c *confirmIn) {
 			c.replies = append(c.replies, c.replies[1])
 		}, ErrBadConfirm},
-		// none denied
-		{"don't-cares allowed", func(c *confirmIn) { c.replies[1].Kind = DontCare }, nil},
-		{"a denied reply", func(c *confirmIn) { c.replies[2].Kind = Denied }, ErrBadConfirm},
-		{"a denied reply first", func(c *confirmIn) { c.replies[0].Kind = Denied }, ErrBadConfirm},
+		// a quorum of grants, whatever the others said: a deny among
+		// them no longer refuses (all-or-abort refused any deny)
+		{"a denied reply besides the quorum", func(c *confirmIn) { c.replies[2].Kind = Denied }, nil},
+		{"a deny in place of a grant", func(c *confirmIn) { c.replies[0].Kind = Denied }, ErrBadConfirm},
+		{"a don't-care in place of a grant", func(c *confirmIn) { c.replies[1].Kind = DontCare }, ErrBadConfirm},
 		// other nodes' reply times are never compared with this clock
 		// (no rule needs two clocks to agree): only this node's own
 		// temporary claim, on its own clock, says the grant still stands
@@ -146,14 +147,15 @@ func TestCheckConfirm(t *testing.T) {
 		// from nodes near the job
 		{"node not near", func(c *confirmIn) { c.replies[2].Node = "far" }, ErrBadConfirm},
 		{"no node near", func(c *confirmIn) { c.near = func(string) bool { return false } }, ErrBadConfirm},
-		// at least need replies
+		// at least need grants
 		{"need fewer", func(c *confirmIn) { c.need = 1 }, nil},
-		{"too few replies", func(c *confirmIn) { c.need = 4 }, ErrBadConfirm},
-		{"too few after dropping one", func(c *confirmIn) { c.replies = c.replies[:2] }, ErrBadConfirm},
+		{"too few grants", func(c *confirmIn) { c.need = 3 }, ErrBadConfirm},
+		{"the don't-care dropped", func(c *confirmIn) { c.replies = c.replies[:2] }, nil},
+		{"too few after dropping a grant", func(c *confirmIn) { c.replies = c.replies[:1] }, ErrBadConfirm},
 		{"no replies", func(c *confirmIn) { c.replies = nil }, ErrBadConfirm},
 		{"no replies, need 0", func(c *confirmIn) { c.replies, c.need = nil, 0 }, ErrBadConfirm},
 		// at least one grant
-		{"one grant", func(c *confirmIn) { c.replies[0].Kind = DontCare }, nil},
+		{"one grant, need one", func(c *confirmIn) { c.replies[0].Kind, c.need = DontCare, 1 }, nil},
 		{"zero grants", func(c *confirmIn) { c.replies[0].Kind, c.replies[1].Kind = DontCare, DontCare }, ErrBadConfirm},
 		// start within T_skew of this node's clock (it orders the claim
 		// in the replicated state; clocks may disagree by up to T_skew)

@@ -25,6 +25,7 @@ type Claimer struct {
 	d     *dht.DHT
 	now   func() time.Time
 	extra int
+	ask   time.Duration                        // how long one node has to answer a claim request or confirm
 	pace  func(context.Context, peer.ID) error // before each claim request; nil: none
 	retry submitRetry                          // how a result's delivery is retried
 
@@ -100,7 +101,7 @@ func (c *Claimer) drop(jobKey []byte) {
 // was hinted.
 type Stats struct {
 	Won     int `json:"won"`
-	Lost    int `json:"lost"`    // another client held the job: aborted on a deny
+	Lost    int `json:"lost"`    // another client held the job: too many nodes denied for a quorum
 	Unknown int `json:"unknown"` // no node held the job
 	Failed  int `json:"failed"`  // too few answers, a refused confirm, or an error
 	Lookups int `json:"lookups"` // DHT lookups of a job's nodes
@@ -128,6 +129,14 @@ func (c *Claimer) count(err error) {
 	}
 }
 
+// DefaultAskTimeout is how long one node has to answer a claim request or
+// a confirm before the claimer goes on without it: sized for wide-area
+// links — a new connection (TCP, Noise, the hello) takes about four round
+// trips, 1.2 s at an intercontinental 300 ms, and the answer one more plus
+// two signatures — with room for a loaded node, yet far below T_claim
+// (15 s), so a silent replica costs an attempt seconds, not its grants.
+const DefaultAskTimeout = 3 * time.Second
+
 // NewClaimer returns a claimer for a client's endpoint and DHT. extra is
 // how many nodes beyond r it keeps in reserve for nodes that do not
 // answer (default 3).
@@ -138,7 +147,16 @@ func NewClaimer(ep *overlay.Endpoint, d *dht.DHT, now func() time.Time, extra in
 	if extra <= 0 {
 		extra = 3
 	}
-	return &Claimer{ep: ep, d: d, now: now, extra: extra}
+	return &Claimer{ep: ep, d: d, now: now, extra: extra, ask: DefaultAskTimeout}
+}
+
+// SetAskTimeout sets how long one node has to answer before the claimer
+// goes on without it (default DefaultAskTimeout). Set it before the first
+// claim.
+func (c *Claimer) SetAskTimeout(d time.Duration) {
+	if d > 0 {
+		c.ask = d
+	}
 }
 
 // SetPace makes the claimer call wait before each claim request to a node
@@ -160,10 +178,12 @@ var ErrLost = errors.New("job claimed by another client")
 // ErrUnknown reports a job no node holds (any more).
 var ErrUnknown = errors.New("job unknown to its nodes")
 
-// Claim runs the ordered claim protocol for a job: ask its closest nodes
-// one at a time, nearest first; abort and release on the first deny;
-// confirm with every reply when all granted (or did not care). The nodes
-// come from a lookup of the job's key.
+// Claim runs the ordered quorum claim protocol for a job (claim.Driver):
+// ask its closest nodes one at a time, nearest first, each given the ask
+// timeout (a silent node is marked dead and the next nearest asked); give
+// up and release when more nodes denied than a quorum can spare; confirm
+// with every reply at the granting nodes when a quorum granted, and win
+// when a quorum accepted. The nodes come from a lookup of the job's key.
 func (c *Claimer) Claim(ctx context.Context, jobKey []byte) (*Claim, error) {
 	return c.ClaimAt(ctx, jobKey, nil)
 }
@@ -219,26 +239,11 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 		switch {
 		case act.Ask != "":
 			n := peer.ID(act.Ask)
-			if c.pace != nil {
-				if err := c.pace(ctx, n); err != nil {
-					return nil, fmt.Errorf("claim %x: %w", jobKey, err)
-				}
-			}
-			var resp wire.ClaimResponse
-			err := c.ep.Call(ctx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey}, wire.MaxReplyBytes+64, &resp)
+			st, reply, took, err := c.ask1(ctx, jobKey, n)
 			if err != nil {
-				var we *wire.Error
-				if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
-					return nil, fmt.Errorf("claim %x: %w", jobKey, err)
-				}
-				if !errors.As(err, &we) {
-					c.d.MarkDead(n) // no answer at all, not a refusal
-				}
-				act = drv.Answer(act.Ask, false, 0, nil)
-				continue
+				return nil, fmt.Errorf("claim %x: %w", jobKey, err)
 			}
-			_, st, err := claim.Decode(resp.Reply)
-			if err != nil || string(st.Job) != string(jobKey) || peer.ID(st.Node) != n {
+			if st == nil {
 				act = drv.Answer(act.Ask, false, 0, nil)
 				continue
 			}
@@ -246,7 +251,20 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 			if st.Kind == claim.Granted {
 				out.Granted = append(out.Granted, n)
 			}
-			act = drv.Answer(act.Ask, true, st.Kind, resp.Reply)
+			act = drv.Answer(act.Ask, true, st.Kind, reply)
+			if st.Kind == claim.Denied && act.Ask != "" {
+				// Going on past a deny: wait as long as the request took
+				// (at most a second). A client denied by an honest replica
+				// (another client holds it) then lets that client, already
+				// on its way to the next node, get there first instead of
+				// racing it for the rest of the quorum, where both would
+				// lose.
+				select {
+				case <-time.After(min(max(took, 20*time.Millisecond), time.Second)):
+				case <-ctx.Done():
+					return nil, fmt.Errorf("claim %x: %w", jobKey, ctx.Err())
+				}
+			}
 		case len(act.Confirm) > 0:
 			out.Start = c.nextStart(jobKey)
 			req := &wire.ConfirmRequest{Job: jobKey, Start: out.Start}
@@ -273,11 +291,47 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 			case claim.Unknown:
 				return nil, fmt.Errorf("claim %x: %w", jobKey, ErrUnknown)
 			case claim.Failed:
-				return nil, fmt.Errorf("claim %x: too few nodes answered or a confirm was refused", jobKey)
+				return nil, fmt.Errorf("claim %x: too few nodes granted it or accepted the confirm for a quorum of %d", jobKey, claim.Quorum(min(r, len(nodes))))
 			}
 			return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
 		}
 	}
+}
+
+// ask1 asks node n for the job, giving it the ask timeout, and returns
+// its reply and how long it took; a nil statement when it did not answer
+// usably (a silent node is marked dead, so lookups route around it); an
+// error ends the attempt (ctx ended, or the node rate-limits this client).
+func (c *Claimer) ask1(ctx context.Context, jobKey []byte, n peer.ID) (*claim.Statement, []byte, time.Duration, error) {
+	if c.pace != nil {
+		if err := c.pace(ctx, n); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	var resp wire.ClaimResponse
+	t0 := time.Now()
+	actx, cancel := context.WithTimeout(ctx, c.ask)
+	err := c.ep.Call(actx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey}, wire.MaxReplyBytes+64, &resp)
+	cancel()
+	took := time.Since(t0)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil, took, ctx.Err()
+	}
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
+			return nil, nil, took, err
+		}
+		if !errors.As(err, &we) {
+			c.d.MarkDead(n) // no answer at all, not a refusal
+		}
+		return nil, nil, took, nil
+	}
+	_, st, err := claim.Decode(resp.Reply)
+	if err != nil || string(st.Job) != string(jobKey) || peer.ID(st.Node) != n {
+		return nil, nil, took, nil
+	}
+	return st, resp.Reply, took, nil
 }
 
 // nextStart is the start of a new claim of the job: now, but always after
@@ -302,8 +356,14 @@ func (c *Claimer) nextStart(jobKey []byte) int64 {
 	return start
 }
 
-// fanOut sends req to every node in parallel and returns each one's error.
+// fanOut sends req to every node in parallel, each given the ask timeout,
+// and returns each one's error.
 func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req any) map[string]error {
+	if c.ask > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.ask)
+		defer cancel()
+	}
 	out := make(map[string]error, len(nodes))
 	var mu sync.Mutex
 	var wg sync.WaitGroup

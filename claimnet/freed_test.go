@@ -16,8 +16,9 @@ import (
 )
 
 // TestFailedClaimServesJobAgain: a client served the only job loses its
-// claim (a replica other than the nearest denies: another client holds a
-// temporary claim there) and releases the grant of the nearest. The job
+// claim (two replicas other than the nearest deny, more than a quorum of
+// four of five can spare: another client holds temporary claims there)
+// and releases the grant of the nearest. The job
 // stays ready, and another client is served it and claims it seconds
 // later, not after the 2-min quarantine its index entry got when it was
 // served to the first.
@@ -28,12 +29,14 @@ func TestFailedClaimServesJobAgain(t *testing.T) {
 	cn.net.FlushAll(ctx)
 	nodes := cn.net.TrueClosest(key, 5)
 
-	// Another client holds a temporary claim at the second nearest node
-	// only (as if its own attempt stalled there).
+	// Another client holds a temporary claim at the second and third
+	// nearest nodes only (as if its own attempt stalled there).
 	other, _ := cn.client(t, "other")
-	var resp wire.ClaimResponse
-	if err := other.Endpoint().Call(ctx, nodes[1], wire.ProtoClaim, &wire.ClaimRequest{Job: key}, wire.MaxReplyBytes+64, &resp); err != nil {
-		t.Fatal(err)
+	for _, n := range nodes[1:3] {
+		var resp wire.ClaimResponse
+		if err := other.Endpoint().Call(ctx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: key}, wire.MaxReplyBytes+64, &resp); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	first, cl1 := cn.client(t, "first")

@@ -289,7 +289,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		}
 		return false
 	}
-	need := min(r, len(view))
+	need := claim.Quorum(min(r, len(view))) // grants; up to f of the r may deny or be silent
 	s.mu.Lock()
 	temp := s.temps[string(req.Job)]
 	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TSkew.Milliseconds())

@@ -207,7 +207,7 @@ func (s *Sim) confirm(ev event) {
 	if rep != nil {
 		side := s.nodes[ev.node].side
 		near := func(nd string) bool { return s.amongClosest(nd, att.job, side) }
-		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, len(att.replies), near,
+		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, claim.Quorum(s.c.R), near,
 			att.start, s.jobs[att.job].tFinish, s.e.now, claim.DefaultTSkew)
 		if ok = err == nil; ok {
 			rep.temp = claim.Temp{}

@@ -1,0 +1,25 @@
+package claim
+
+// Faults is f, how many of a job's r replicas may be faulty — crashed,
+// slow, denying every claim, granting everyone, forging — while claims
+// keep exactly one winner and every job stays claimable: the largest f
+// with r ≥ 3f + 1 (f = 1 at r = 5, f = 2 at r = 7, none below r = 4).
+func Faults(r int) int {
+	if r < 1 {
+		return 0
+	}
+	return (r - 1) / 3
+}
+
+// Quorum is q, how many of a job's r replicas must grant a claim and
+// accept its confirm for the claim to be won: ⌊(r+f)/2⌋ + 1. Two quorums
+// then share 2q − r > f replicas, so at least one honest one, which
+// accepts one client's confirm at a time; and q ≤ r − f, so f faulty
+// replicas cannot block a claim. Small networks (r of 1 to 3) need a
+// majority and tolerate no fault.
+func Quorum(r int) int {
+	if r < 1 {
+		return 1
+	}
+	return (r+Faults(r))/2 + 1
+}
