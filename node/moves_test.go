@@ -198,6 +198,11 @@ func TestMovesDuringWork(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("all finished after %v", time.Since(start))
+	// A job is finished on its nodes once one replica stores the result;
+	// its client logs it done once a majority did: let the last ones land.
+	for deadline := time.Now().Add(30 * time.Second); ran.total() < jobs && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	stop()
 	wg.Wait()
 	bal.Wait()
@@ -299,6 +304,17 @@ func newCompletions() *completions {
 // as is the log handler of the client called name.
 func (c *completions) as(name string) *completions {
 	return &completions{mu: c.mu, jobs: c.jobs, name: name}
+}
+
+// total counts the completions logged so far.
+func (c *completions) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, who := range c.jobs {
+		n += len(who)
+	}
+	return n
 }
 
 func (c *completions) snapshot() map[string][]string {
