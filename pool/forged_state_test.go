@@ -68,6 +68,12 @@ func TestForgedStatesChangeNoReplica(t *testing.T) {
 			pn.quiesce()
 			pn.net.RepublishAll(context.Background())
 			pn.quiesce()
+			ev := pn.net.Node(target).Pool().Evidence()
+			if len(ev) == 0 || ev[len(ev)-1].Peer != pn.net.Node(forger).ID().String() || ev[len(ev)-1].Phase != f.st.Phase.String() {
+				t.Errorf("forged %s (store %v): evidence at node %d: %+v", f.name, viaStore, target, ev)
+			} else {
+				t.Logf("evidence: %s sent %s: %s", ev[len(ev)-1].Sender, ev[len(ev)-1].Phase, ev[len(ev)-1].Reason)
+			}
 			for _, h := range holders {
 				st, ok := pn.net.Node(h).Pool().State(key)
 				if !ok || st.Phase != job.Ready {

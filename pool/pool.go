@@ -49,7 +49,7 @@ type entry struct {
 	tFinish     int64
 	expires     int64 // the spec's expiry, on its project's clock (job.Spec.Expires)
 	keywords    []string
-	proof []byte // the evidence of state (job.Proof, encoded), nil when none
+	proof       []byte // the evidence of state (job.Proof, encoded), nil when none
 	// lapsed says the claim state holds has lapsed on this node's clock,
 	// as last told to the OnChange hooks (ExpireNow reports changes).
 	lapsed bool
@@ -98,10 +98,10 @@ func New(ep *overlay.Endpoint, d *dht.DHT, st *store.Store, cfg Config) (*Pool, 
 	}
 	p := &Pool{
 		cfg: cfg, ep: ep, dht: d, st: st, log: cfg.Logger, r: d.Replication(),
-		jobs:  make(map[string]*entry),
-		certs: make(map[string][]byte),
+		jobs:   make(map[string]*entry),
+		certs:  make(map[string][]byte),
 		proven: make(map[[32]byte]struct{}),
-		rng:   rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.load(); err != nil {

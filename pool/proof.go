@@ -174,3 +174,12 @@ func (p *Pool) storedProof(key []byte) []byte {
 	}
 	return b
 }
+
+// Merge merges a state with its proof (and, for a finished state, its
+// result envelope) as if another node had sent it: checked first, and
+// refused without valid proof. Tests and tools use it; nodes merge what
+// they receive by the same path (applyFrom).
+func (p *Pool) Merge(key []byte, st job.State, proof, envelope []byte) (job.State, error) {
+	_, v, err := p.applyFrom(key, st, proof, envelope, nil)
+	return v, err
+}

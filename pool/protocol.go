@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -236,9 +237,10 @@ func (p *Pool) handleGet(_ context.Context, _ *overlay.Admitted, body []byte) (a
 // handleSync serves /up/job/sync/1.0.0: merge the closest node's states
 // whose proofs hold, answer what is missing here and where the merged
 // state differs. A finished state whose result envelope this node lacks
-// is merged only once the envelope, fetched from the sender in the
-// background, proves it.
-func (p *Pool) handleSync(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+// is merged only once the envelope, fetched from the sender before the
+// answer (so the sender finds the result served here when the sync
+// returns), proves it.
+func (p *Pool) handleSync(ctx context.Context, from *overlay.Admitted, body []byte) (any, error) {
 	var req wire.SyncRequest
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
@@ -276,10 +278,18 @@ func (p *Pool) handleSync(_ context.Context, from *overlay.Admitted, body []byte
 			finished = append(finished, it.Key)
 		}
 	}
-	// Results this replica lacks come from the sender, in the background.
-	fetch := append(unproven, p.missingResults(finished)...)
-	if len(fetch) > 0 {
-		p.inflight.Go(func() { p.fetchResults(p.ctx, src, fetch, nil) })
+	// Results that would prove a state come from the sender now; those
+	// this replica merely lost, in the background.
+	if len(unproven) > 0 {
+		p.fetchResults(ctx, src, unproven, nil)
+		for _, it := range unproven {
+			if cur, ok := p.storedItem(it.Key); ok && job.Equal(cur.State, it.State) {
+				resp.Newer = slices.DeleteFunc(resp.Newer, func(n wire.SyncItem) bool { return bytes.Equal(n.Key, it.Key) })
+			}
+		}
+	}
+	if missing := p.missingResults(finished); len(missing) > 0 {
+		p.inflight.Go(func() { p.fetchResults(p.ctx, src, missing, nil) })
 	}
 	return resp, nil
 }
