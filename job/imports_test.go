@@ -13,6 +13,7 @@ var allowedImports = map[string]bool{
 	"cmp":                                  true,
 	"crypto/ed25519":                       true,
 	"crypto/sha256":                        true,
+	"encoding/binary":                      true,
 	"errors":                               true,
 	"fmt":                                  true,
 	"slices":                               true,

@@ -95,6 +95,12 @@ func (n *Node) serveHTTP() error {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(n.Status())
 	})
+	mux.HandleFunc("GET /evidence", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(n.Evidence())
+	})
 	build := prometheus.NewRegistry()
 	build.MustRegister(overlay.BuildInfo(n.cfg.Version))
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {

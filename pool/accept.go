@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,9 +56,11 @@ func (a *accepted) refuse(status wire.Status, format string, args ...any) {
 // accept verifies and stores offered jobs in one synced batch. A job
 // already held is not verified again: its key is the hash of its signed
 // bytes. from is the sending project (nil when a node sends); a project
-// may only store its own jobs, as ready. Refused jobs leave the store
-// unchanged.
-func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.Admitted) []accepted {
+// may only store its own jobs, as ready. A node's job arrives with its
+// state's proof: the job is stored as never claimed, and its state merged
+// like a sync's once the proof holds (applyFrom). src is the sender.
+// Refused jobs leave the store unchanged.
+func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.Admitted, src *source) []accepted {
 	now := p.cfg.Now()
 	nowMS := now.UnixMilli()
 	offered := make(map[string][]byte, len(msgCerts))
@@ -103,7 +106,7 @@ func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.
 			merges = append(merges, i)
 			continue
 		}
-		if _, gone := p.gone(a.key, nowMS); gone {
+		if _, _, gone := p.gone(a.key, nowMS); gone {
 			a.refuse(wire.StatusGone, "job %s was collected and deleted here", signed.CID())
 			continue
 		}
@@ -136,6 +139,11 @@ func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.
 		if !listing.Matches(signed, spec) {
 			a.refuse(wire.StatusBadRequest, "job %s: listing does not match the job", signed.CID())
 			continue
+		}
+		if job.NeedsProof(st) {
+			// The signed spec proves the job; its state must prove itself.
+			merges = append(merges, i)
+			st = job.State{}
 		}
 		rec := record{Signed: env.Signed, State: st, Responsible: nowMS, Listing: env.Listing}
 		b, err := codec.Marshal(&rec)
@@ -177,10 +185,24 @@ func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.
 		}
 	}
 	p.mu.Unlock()
+	var unproven []wire.SyncItem
 	for _, i := range merges {
-		if _, err := p.Apply(out[i].key, envs[i].State); err != nil {
-			out[i].refuse(wire.StatusBadRequest, "job %x: %v", out[i].key, err)
+		if out[i].status != wire.StatusOK {
+			continue
 		}
+		_, _, err := p.applyFrom(out[i].key, envs[i].State, envs[i].Proof, nil, src)
+		switch {
+		case errors.Is(err, errNoEnvelope):
+			// Stored; the state waits for its envelope from the sender.
+			unproven = append(unproven, wire.SyncItem{Key: out[i].key, State: envs[i].State, Proof: envs[i].Proof})
+		case err != nil && out[i].isNew:
+			p.log.Debug("job stored without its state", "key", out[i].key, "err", err)
+		case err != nil:
+			out[i].refuse(wire.StatusBadRequest, "%v", err)
+		}
+	}
+	if len(unproven) > 0 {
+		p.inflight.Go(func() { p.fetchResults(p.ctx, src, unproven, nil) })
 	}
 	refused := 0
 	for i := range out {

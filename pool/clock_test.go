@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/testnet"
@@ -44,18 +45,15 @@ func startSkewedPoolNet(t *testing.T, nodes, jobs int, seed uint64) (*poolNet, [
 
 // claimOn makes a fresh client's claim of key, starting now with the
 // spec's T_finish, on the given nodes.
-func (pn *poolNet) claimOn(t *testing.T, key []byte, nodes []int) (job.State, ed25519.PrivateKey) {
+func (pn *poolNet) claimOn(t *testing.T, key []byte, nodes []int) (job.State, *keystore.Identity) {
 	t.Helper()
-	_, client, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := pn.newClient(t)
 	h, ok := pn.net.Node(nodes[0]).Pool().Lookup(key)
 	if !ok {
 		t.Fatalf("node %d does not hold the job", nodes[0])
 	}
 	now := pn.clock.Now().UnixMilli()
-	claim := job.State{Phase: job.Claimed, Client: client.Public().(ed25519.PublicKey), Start: now, Deadline: now + h.TFinish}
+	claim := job.State{Phase: job.Claimed, Client: client.Key.Public().(ed25519.PublicKey), Start: now, Deadline: now + h.TFinish}
 	for _, i := range nodes {
 		if _, err := pn.net.Node(i).Pool().Apply(key, claim); err != nil {
 			t.Fatal(err)
@@ -109,13 +107,13 @@ func TestClockJumpKeepsLiveClaim(t *testing.T) {
 	if _, err := rand.Read(projectKey); err != nil {
 		t.Fatal(err)
 	}
-	env, err := result.Seal(result.Inner{Job: key, Output: []byte("42"), At: pn.clock.Now().UnixMilli()}, client, projectKey, nil)
+	env, err := result.Seal(result.Inner{Job: key, Output: []byte("42"), At: pn.clock.Now().UnixMilli()}, client.Key, projectKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := pn.clock.Now().UnixMilli()
 	for _, i := range holders {
-		if err := pn.net.Node(i).Pool().SubmitResult(claim.Client, env.Encode(), at); err != nil {
+		if err := pn.net.Node(i).Pool().SubmitResult(client.Cert.Raw, env.Encode(), at); err != nil {
 			t.Errorf("the winner's result at node %d: %v", i, err)
 		}
 	}

@@ -34,6 +34,9 @@ type Config struct {
 	// ExpiryInterval is how often claims lapse and collected jobs are
 	// deleted. Default 10 s.
 	ExpiryInterval time.Duration
+	// ClaimCheck checks the proof of a claimed state or ready tombstone
+	// another node sends (proof.go); nil accepts any well-formed one.
+	ClaimCheck ClaimCheck
 	// RPCTimeout bounds one job RPC. Default 30 s.
 	RPCTimeout time.Duration
 	// DisableLoops turns off the background rounds; tests drive them with

@@ -24,7 +24,7 @@ func TestExpiry(t *testing.T) {
 	if _, err := nd.Pool().Apply(claimed, job.State{Phase: job.Claimed, Client: []byte("c"), Start: now, Deadline: now + h.TFinish}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nd.Pool().Apply(collected, job.State{Phase: job.Collected, At: now}); err != nil {
+	if _, err := nd.Pool().Merge(collected, job.State{Phase: job.Collected, At: now}, pn.collectedProof(collected, now), nil); err != nil {
 		t.Fatal(err)
 	}
 	// The collected state reaches every replica within two periods (to the
@@ -111,7 +111,7 @@ func TestStaleReplicaAfterCollection(t *testing.T) {
 		if i == stale {
 			continue
 		}
-		if _, err := pn.net.Node(i).Pool().Apply(key, job.State{Phase: job.Collected, At: now}); err != nil {
+		if _, err := pn.net.Node(i).Pool().Merge(key, job.State{Phase: job.Collected, At: now}, pn.collectedProof(key, now), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/result"
 )
 
@@ -54,7 +55,7 @@ func (pn *poolNet) rejoin(t *testing.T, idx []int) {
 // the claim, so three of the claim's nodes are no longer among the job's
 // r closest. It returns the job, the claim's nodes and the job's r closest
 // now (closest first), and the claiming client's key.
-func movedClaim(t *testing.T, pn *poolNet) (key []byte, claimNodes, closest []int, client ed25519.PrivateKey) {
+func movedClaim(t *testing.T, pn *poolNet) (key []byte, claimNodes, closest []int, client *keystore.Identity) {
 	t.Helper()
 	ctx := context.Background()
 	const r = 5
@@ -73,12 +74,9 @@ func movedClaim(t *testing.T, pn *poolNet) (key []byte, claimNodes, closest []in
 			t.Fatalf("claim node %d does not hold the job after the repair", i)
 		}
 	}
-	_, client, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client = pn.newClient(t)
 	now := pn.clock.Now().UnixMilli()
-	claim := job.State{Phase: job.Claimed, Client: client.Public().(ed25519.PublicKey), Start: now, Deadline: now + 24*3600_000}
+	claim := job.State{Phase: job.Claimed, Client: client.Key.Public().(ed25519.PublicKey), Start: now, Deadline: now + 24*3600_000}
 	for _, i := range claimNodes {
 		if _, err := pn.net.Node(i).Pool().Apply(key, claim); err != nil {
 			t.Fatal(err)
@@ -117,15 +115,14 @@ func TestResultFollowsMovedJob(t *testing.T) {
 	if _, err := rand.Read(projectKey); err != nil {
 		t.Fatal(err)
 	}
-	env, err := result.Seal(result.Inner{Job: key, Output: []byte("42"), At: pn.clock.Now().UnixMilli()}, client, projectKey, nil)
+	env, err := result.Seal(result.Inner{Job: key, Output: []byte("42"), At: pn.clock.Now().UnixMilli()}, client.Key, projectKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	envBytes := env.Encode()
-	pub := client.Public().(ed25519.PublicKey)
 	at := pn.clock.Now().UnixMilli()
 	for _, i := range claimNodes {
-		if err := pn.net.Node(i).Pool().SubmitResult(pub, envBytes, at); err != nil {
+		if err := pn.net.Node(i).Pool().SubmitResult(client.Cert.Raw, envBytes, at); err != nil {
 			t.Fatalf("result at claim node %d: %v", i, err)
 		}
 	}
@@ -206,8 +203,8 @@ func TestLingeringHolderHandsOnNewerState(t *testing.T) {
 	// Past the replica expiry: the next round drops the copy, after
 	// handing on the state it has by then.
 	pn.clock.Advance(61 * time.Minute)
-	fin := job.State{Phase: job.Finished, Client: []byte("c1"), At: pn.clock.Now().UnixMilli(), Result: []byte("digest")}
-	if _, err := lingering.Apply(key, fin); err != nil {
+	fin, finProof, finEnv := pn.finished(t, key, pn.newClient(t), pn.clock.Now().UnixMilli())
+	if _, err := lingering.Merge(key, fin, finProof, finEnv); err != nil {
 		t.Fatal(err)
 	}
 	st := lingering.RepublishRound(ctx)

@@ -30,28 +30,36 @@ const (
 	goneQNS = "goneq"
 )
 
-// markGone adds to b the deletion of a collected job and its gone record.
-func markGone(b *store.Batch, key []byte, collectedAt, lapse int64) {
+// markGone adds to b the deletion of a collected job and its gone record,
+// which keeps the collected state's proof (the project's signature).
+func markGone(b *store.Batch, key []byte, collectedAt, lapse int64, proof []byte) {
 	b.Delete(store.Key(jobNS, key))
 	b.Delete(store.Key(resultNS, key))
+	b.Delete(store.Key(proofNS, key))
 	v := binary.BigEndian.AppendUint64(nil, uint64(collectedAt))
 	v = binary.BigEndian.AppendUint64(v, uint64(lapse))
+	v = append(v, proof...)
 	b.Put(store.Key(goneNS, key), v)
 	b.Put(store.Key(goneQNS, binary.BigEndian.AppendUint64(nil, uint64(lapse)), key), nil)
 }
 
 // gone reports whether key is a collected job this node deleted and still
-// remembers, and the state to answer for it: collected at the time it was.
-func (p *Pool) gone(key []byte, now int64) (job.State, bool) {
+// remembers, and the state to answer for it: collected at the time it was,
+// with its proof.
+func (p *Pool) gone(key []byte, now int64) (job.State, []byte, bool) {
 	v, err := p.st.Get(store.Key(goneNS, key))
-	if err != nil || len(v) != 16 {
-		return job.State{}, false
+	if err != nil || len(v) < 16 {
+		return job.State{}, nil, false
 	}
 	at, lapse := int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
 	if now >= lapse || at <= 0 {
-		return job.State{}, false
+		return job.State{}, nil, false
 	}
-	return job.State{Phase: job.Collected, At: at}, true
+	var proof []byte
+	if len(v) > 16 {
+		proof = v[16:]
+	}
+	return job.State{Phase: job.Collected, At: at}, proof, true
 }
 
 // goneLapse is when the gone record of a job expiring at expires, deleted

@@ -38,7 +38,7 @@ func TestGoneBounded(t *testing.T) {
 	p := &Pool{cfg: Config{MaxGone: 3}, st: st}
 	b := st.NewBatch()
 	for i := range 5 {
-		markGone(b, []byte(fmt.Sprintf("job%d", i)), 1, int64(1000+i))
+		markGone(b, []byte(fmt.Sprintf("job%d", i)), 1, int64(1000+i), nil)
 	}
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestGoneBounded(t *testing.T) {
 		t.Fatalf("trimmed %d (%v), want 2", n, err)
 	}
 	for i := range 5 {
-		_, kept := p.gone([]byte(fmt.Sprintf("job%d", i)), 0)
+		_, _, kept := p.gone([]byte(fmt.Sprintf("job%d", i)), 0)
 		if kept != (i >= 2) {
 			t.Errorf("job%d kept %v, want the 3 that lapse last", i, kept)
 		}

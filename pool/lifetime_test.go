@@ -30,7 +30,7 @@ func TestNoResurrectionAfterLongDowntime(t *testing.T) {
 	}
 	now := pn.clock.Now().UnixMilli()
 	for _, i := range holders[:len(holders)-1] {
-		if _, err := pn.net.Node(i).Pool().Apply(key, job.State{Phase: job.Collected, At: now}); err != nil {
+		if _, err := pn.net.Node(i).Pool().Merge(key, job.State{Phase: job.Collected, At: now}, pn.collectedProof(key, now), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

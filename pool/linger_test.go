@@ -67,7 +67,7 @@ func TestLingeringCopyKeptUntilHandedOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lingering.SubmitResult(pub, env.Encode(), now); err != nil {
+	if err := lingering.SubmitResult(cli.Identity().Cert.Raw, env.Encode(), now); err != nil {
 		t.Fatal(err)
 	}
 	pn.quiesce()

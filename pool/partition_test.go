@@ -45,8 +45,8 @@ func TestPartitionConverges(t *testing.T) {
 	t0 := pn.clock.Now().UnixMilli()
 	claimA := job.State{Phase: job.Claimed, Client: []byte("client-a"), Start: t0, Deadline: t0 + 3*3600_000}
 	claimB := job.State{Phase: job.Claimed, Client: []byte("client-b"), Start: t0 + 5, Deadline: t0 + 3*3600_000}
-	finishB := job.State{Phase: job.Finished, Client: []byte("client-b"), At: t0 + 10, Result: []byte("digest-b")}
-	collectA := job.State{Phase: job.Collected, At: t0 + 20}
+	finishB, finishProof, finishEnv := pn.finished(t, j1, pn.newClient(t), t0+10)
+	collectA, collectProof := pn.collected(j2, t0+20)
 	releaseB := claimB
 	releaseB.Deadline = t0 + 6 // released in its first millisecond (claim.Release)
 	tombB := job.State{Phase: job.Ready, Client: claimB.Client, Start: claimB.Start}
@@ -65,8 +65,17 @@ func TestPartitionConverges(t *testing.T) {
 	}
 	inB := func(i int) bool { return !inA(i) }
 	apply(j1, inA, claimA)
-	apply(j1, inB, finishB)
-	apply(j2, inA, collectA)
+	merge := func(k []byte, side func(int) bool, st job.State, proof, env []byte) {
+		for _, i := range pn.net.Holders(k) {
+			if side(i) {
+				pn.merge(t, i, k, st, proof, env)
+				return
+			}
+		}
+		t.Fatalf("no holder of %x on that side", k)
+	}
+	merge(j1, inB, finishB, finishProof, finishEnv)
+	merge(j2, inA, collectA, collectProof, nil)
 	apply(j3, inA, claimA)
 	apply(j3, inB, claimB)
 	apply(j4, inA, claimA)

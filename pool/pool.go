@@ -49,6 +49,7 @@ type entry struct {
 	tFinish     int64
 	expires     int64 // the spec's expiry, on its project's clock (job.Spec.Expires)
 	keywords    []string
+	proof       []byte // the evidence of state (job.Proof, encoded), nil when none
 	// lapsed says the claim state holds has lapsed on this node's clock,
 	// as last told to the OnChange hooks (ExpireNow reports changes).
 	lapsed bool
@@ -69,6 +70,9 @@ type Pool struct {
 	rng   *rand.Rand
 	goneN int // gone records on disk (gone.go)
 
+	proven   map[[32]byte]struct{} // proofs checked here (proof.go)
+	evidence evidenceLog           // refused forgeries (evidence.go)
+
 	hooks []func(key []byte, st job.State, deleted bool)
 
 	mJobs     prometheus.GaugeFunc
@@ -77,6 +81,7 @@ type Pool struct {
 	mSynced   prometheus.Counter
 	mRepaired prometheus.Counter
 	mDropped  prometheus.Counter
+	mForged   *prometheus.CounterVec
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -94,9 +99,10 @@ func New(ep *overlay.Endpoint, d *dht.DHT, st *store.Store, cfg Config) (*Pool, 
 	}
 	p := &Pool{
 		cfg: cfg, ep: ep, dht: d, st: st, log: cfg.Logger, r: d.Replication(),
-		jobs:  make(map[string]*entry),
-		certs: make(map[string][]byte),
-		rng:   rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
+		jobs:   make(map[string]*entry),
+		certs:  make(map[string][]byte),
+		proven: make(map[[32]byte]struct{}),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.load(); err != nil {
@@ -134,7 +140,10 @@ func (p *Pool) registerMetrics(reg *prometheus.Registry) {
 	p.mDropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "up_jobs_dropped_total", Help: "Jobs deleted: collected and kept T_collect, or no longer among the r closest.",
 	})
-	reg.MustRegister(p.mJobs, p.mStored, p.mRefused, p.mSynced, p.mRepaired, p.mDropped)
+	p.mForged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_forged_states_refused_total", Help: "Replicated states refused for a missing or forged proof, by the sender's certificate name.",
+	}, []string{"sender"})
+	reg.MustRegister(p.mJobs, p.mStored, p.mRefused, p.mSynced, p.mRepaired, p.mDropped, p.mForged)
 }
 
 func (p *Pool) goLoop(f func()) {
@@ -192,7 +201,19 @@ func (p *Pool) load() error {
 	if err != nil {
 		return err
 	}
+	err = p.st.Scan(store.Key(proofNS), func(k, v []byte) bool {
+		if e, ok := p.jobs[string(k[len(proofNS)+1:])]; ok {
+			e.proof = append([]byte(nil), v...)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
 	if p.goneN, err = p.countGone(); err != nil {
+		return err
+	}
+	if err := p.loadEvidence(); err != nil {
 		return err
 	}
 	for _, e := range errs {
@@ -252,6 +273,18 @@ func (p *Pool) stored(key []byte) (job.State, bool) {
 	return e.state, true
 }
 
+// storedItem returns a held job's state unexpired with its proof, as a
+// sync sends it.
+func (p *Pool) storedItem(key []byte) (wire.SyncItem, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		return wire.SyncItem{}, false
+	}
+	return wire.SyncItem{Key: key, State: e.state, Proof: e.proof}, true
+}
+
 // Get returns a held job's encoded signed spec and state (as State).
 func (p *Pool) Get(key []byte) ([]byte, job.State, error) {
 	env, err := p.Envelope(key)
@@ -265,7 +298,7 @@ func (p *Pool) Get(key []byte) ([]byte, job.State, error) {
 // Envelope returns a held job as it travels: signed spec, listing and
 // state, unexpired (each receiver judges a claim's lapse on its own clock).
 func (p *Pool) Envelope(key []byte) (wire.JobEnvelope, error) {
-	st, ok := p.stored(key)
+	it, ok := p.storedItem(key)
 	if !ok {
 		return wire.JobEnvelope{}, store.ErrNotFound
 	}
@@ -277,7 +310,7 @@ func (p *Pool) Envelope(key []byte) (wire.JobEnvelope, error) {
 	if err := codec.Unmarshal(v, &rec); err != nil {
 		return wire.JobEnvelope{}, fmt.Errorf("stored job: %w", err)
 	}
-	return wire.JobEnvelope{Signed: rec.Signed, State: st, Listing: rec.Listing}, nil
+	return wire.JobEnvelope{Signed: rec.Signed, State: it.State, Listing: rec.Listing, Proof: it.Proof}, nil
 }
 
 // OnChange registers f to be called, outside the pool's lock, whenever a
@@ -356,8 +389,10 @@ func (p *Pool) Cert(ref []byte) ([]byte, bool) {
 // ErrUnknownJob reports a state change for a job the node does not hold.
 var ErrUnknownJob = errors.New("job not held")
 
-// Apply merges a state into a held job's replica state, persists the
-// result and returns it as this node judges it (State). States are kept
+// Apply merges a state this node established itself (a claim it granted,
+// a release its client signed) into a held job's replica state, persists
+// the result and returns it as this node judges it (State). It checks no
+// proof: states from other nodes go through applyFrom. States are kept
 // and merged unexpired (job.Receive: the join, except that a tombstone of
 // the claim held here stays out while the claim is live on this node's
 // clock); job.Lapse, which commutes with the join, ends claims only in
@@ -365,12 +400,52 @@ var ErrUnknownJob = errors.New("job not held")
 // ends a claim here, and a jump of this node's own clock ends none for
 // good.
 func (p *Pool) Apply(key []byte, st job.State) (job.State, error) {
-	_, v, err := p.apply(key, st)
+	_, v, err := p.apply(key, st, nil)
 	return v, err
 }
 
-// apply is Apply, returning the merged state unexpired as well.
-func (p *Pool) apply(key []byte, st job.State) (merged, view job.State, err error) {
+// applyFrom merges a state another party sent (src) with its proof, once
+// the proof makes it true (checkProof): a state that would change the
+// replica without valid proof is refused, and, when the proof is missing
+// or forged, counted against its sender and kept as evidence. envBytes is
+// the result envelope of a finished state when the sender gave it. A
+// refused state returns the held one (unexpired, and as judged here).
+func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *source) (merged, view job.State, err error) {
+	if err := st.Validate(); err != nil {
+		return job.State{}, job.State{}, err
+	}
+	now := p.nowMS()
+	p.mu.Lock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		p.mu.Unlock()
+		return job.State{}, job.State{}, ErrUnknownJob
+	}
+	held := e.state
+	changes := !job.Equal(job.Receive(held, st, now, e.tFinish, p.cfg.TSkew.Milliseconds()), held)
+	info := jobInfo{certRef: e.certRef, project: e.project}
+	heldView := p.view(e, now)
+	p.mu.Unlock()
+	if !changes {
+		return held, heldView, nil
+	}
+	if err := p.checkProof(key, info, st, proof, envBytes); err != nil {
+		if r := (*refusal)(nil); errors.As(err, &r) {
+			p.refuseForgery(src, key, st, proof, r)
+		}
+		return held, heldView, fmt.Errorf("job %x: %s state from %s: %w", key, st.Phase, src, err)
+	}
+	if st.Phase == job.Finished && len(envBytes) > 0 && p.heldEnvelope(key, st.Result) == nil {
+		if err := p.st.Put(store.Key(resultNS, key), envBytes); err != nil {
+			return held, heldView, fmt.Errorf("job %x: store result: %w", key, err)
+		}
+	}
+	return p.apply(key, st, proof)
+}
+
+// apply merges st (with its proof, kept if st wins) and returns the
+// merged state unexpired as well.
+func (p *Pool) apply(key []byte, st job.State, proof []byte) (merged, view job.State, err error) {
 	if err := st.Validate(); err != nil {
 		return job.State{}, job.State{}, err
 	}
@@ -387,7 +462,7 @@ func (p *Pool) apply(key []byte, st job.State) (merged, view job.State, err erro
 		p.mu.Unlock()
 		return merged, view, nil
 	}
-	err = p.persistLocked(key, e, merged)
+	err = p.persistLocked(key, e, merged, proof)
 	view = p.view(e, now)
 	e.lapsed = e.state.Phase == job.Claimed && view.Phase != job.Claimed
 	p.mu.Unlock()
@@ -398,8 +473,8 @@ func (p *Pool) apply(key []byte, st job.State) (merged, view job.State, err erro
 	return merged, view, nil
 }
 
-// persistLocked writes a held job's new state. p.mu is held.
-func (p *Pool) persistLocked(key []byte, e *entry, st job.State) error {
+// persistLocked writes a held job's new state and its proof. p.mu is held.
+func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte) error {
 	k := store.Key(jobNS, key)
 	v, err := p.st.Get(k)
 	if err != nil {
@@ -414,10 +489,24 @@ func (p *Pool) persistLocked(key []byte, e *entry, st job.State) error {
 	if err != nil {
 		return err
 	}
-	if err := p.st.Put(k, b); err != nil {
-		return err
+	if len(proof) == 0 && len(e.proof) == 0 {
+		if err := p.st.Put(k, b); err != nil {
+			return err
+		}
+		e.state = st
+		return nil
 	}
-	e.state = st
+	batch := p.st.NewBatch()
+	batch.Put(k, b)
+	if len(proof) > 0 {
+		batch.Put(store.Key(proofNS, key), proof)
+	} else if len(e.proof) > 0 {
+		batch.Delete(store.Key(proofNS, key))
+	}
+	if err := batch.Commit(true); err != nil {
+		return fmt.Errorf("job %x: %w", key, err)
+	}
+	e.state, e.proof = st, proof
 	return nil
 }
 
@@ -428,6 +517,7 @@ func (p *Pool) Forget(key []byte) error {
 	delete(p.jobs, string(key))
 	err := p.st.Delete(store.Key(jobNS, key))
 	_ = p.st.Delete(store.Key(resultNS, key))
+	_ = p.st.Delete(store.Key(proofNS, key))
 	p.mu.Unlock()
 	if held {
 		p.notify(change{key: key, deleted: true})

@@ -1,7 +1,9 @@
 package pool
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -33,7 +35,7 @@ func (p *Pool) handleStore(ctx context.Context, from *overlay.Admitted, body []b
 			return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("only a project's store asks for replication"))
 		}
 	}
-	acc := p.accept(req.Jobs, req.Certs, project)
+	acc := p.accept(req.Jobs, req.Certs, project, &source{name: from.Identity.Name, peer: from.Peer, proto: wire.ProtoJobStore})
 	resp := &wire.StoreResponse{Results: make([]wire.StoreResult, len(acc))}
 	for i, a := range acc {
 		resp.Results[i] = wire.StoreResult{Status: a.status, Msg: a.msg}
@@ -232,16 +234,22 @@ func (p *Pool) handleGet(_ context.Context, _ *overlay.Admitted, body []byte) (a
 	return resp, nil
 }
 
-// handleSync serves /up/job/sync/1.0.0: merge the closest node's states,
-// answer what is missing here and where the merged state differs.
-func (p *Pool) handleSync(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+// handleSync serves /up/job/sync/1.0.0: merge the closest node's states
+// whose proofs hold, answer what is missing here and where the merged
+// state differs. A finished state whose result envelope this node lacks
+// is merged only once the envelope, fetched from the sender before the
+// answer (so the sender finds the result served here when the sync
+// returns), proves it.
+func (p *Pool) handleSync(ctx context.Context, from *overlay.Admitted, body []byte) (any, error) {
 	var req wire.SyncRequest
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
 	now := p.nowMS()
+	src := &source{name: from.Identity.Name, peer: from.Peer, proto: wire.ProtoJobSync}
 	resp := &wire.SyncResponse{}
 	var finished [][]byte
+	var unproven []wire.SyncItem
 	for _, it := range req.Items {
 		p.mu.Lock()
 		e, held := p.jobs[string(it.Key)]
@@ -250,27 +258,38 @@ func (p *Pool) handleSync(_ context.Context, from *overlay.Admitted, body []byte
 		}
 		p.mu.Unlock()
 		if !held {
-			if st, gone := p.gone(it.Key, now); gone {
-				resp.Newer = append(resp.Newer, wire.SyncItem{Key: it.Key, State: st})
+			if st, proof, gone := p.gone(it.Key, now); gone {
+				resp.Newer = append(resp.Newer, wire.SyncItem{Key: it.Key, State: st, Proof: proof})
 			} else {
 				resp.Need = append(resp.Need, it.Key)
 			}
 			continue
 		}
-		merged, _, err := p.apply(it.Key, it.State)
-		if err != nil {
-			continue
+		merged, _, err := p.applyFrom(it.Key, it.State, it.Proof, nil, src)
+		if errors.Is(err, errNoEnvelope) {
+			unproven = append(unproven, it)
 		}
 		if !job.Equal(merged, it.State) {
-			resp.Newer = append(resp.Newer, wire.SyncItem{Key: it.Key, State: merged})
+			if cur, ok := p.storedItem(it.Key); ok {
+				resp.Newer = append(resp.Newer, cur)
+			}
 		}
 		if merged.Phase == job.Finished {
 			finished = append(finished, it.Key)
 		}
 	}
-	// Results this replica lacks come from the sender, in the background.
+	// Results that would prove a state come from the sender now; those
+	// this replica merely lost, in the background.
+	if len(unproven) > 0 {
+		p.fetchResults(ctx, src, unproven, nil)
+		for _, it := range unproven {
+			if cur, ok := p.storedItem(it.Key); ok && job.Equal(cur.State, it.State) {
+				resp.Newer = slices.DeleteFunc(resp.Newer, func(n wire.SyncItem) bool { return bytes.Equal(n.Key, it.Key) })
+			}
+		}
+	}
 	if missing := p.missingResults(finished); len(missing) > 0 {
-		p.inflight.Go(func() { p.fetchResults(p.ctx, from.Peer, missing, nil) })
+		p.inflight.Go(func() { p.fetchResults(p.ctx, src, missing, nil) })
 	}
 	return resp, nil
 }

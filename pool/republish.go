@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -78,9 +79,10 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	self := p.self()
 	var st RoundStats
 	type held struct {
-		key string
-		h   Holding
-		pos [32]byte
+		key   string
+		h     Holding
+		pos   [32]byte
+		proof []byte
 	}
 	p.mu.Lock()
 	all := make([]held, 0, len(p.jobs))
@@ -88,7 +90,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 		if job.Expired(e.expires, now) {
 			continue // ExpireNow drops it; no replica is repaired with it
 		}
-		all = append(all, held{key: k, h: Holding{Key: k, State: e.state, Responsible: e.responsible}, pos: e.pos})
+		all = append(all, held{key: k, h: Holding{Key: k, State: e.state, Responsible: e.responsible}, pos: e.pos, proof: e.proof})
 	}
 	p.mu.Unlock()
 	st.Held = len(all)
@@ -103,7 +105,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	st.handed = map[string]bool{}
 	for _, j := range all {
 		view := probe.NearestLive(ctx, j.pos, p.r)
-		item := wire.SyncItem{Key: []byte(j.key), State: j.h.State}
+		item := wire.SyncItem{Key: []byte(j.key), State: j.h.State, Proof: j.proof}
 		switch d := Decide(self, view, j.h, now, p.cfg.ReplicaExpiry.Milliseconds()); d {
 		case Republish:
 			st.Closest++
@@ -167,12 +169,12 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 			if !ok {
 				continue
 			}
-			cur, held := p.stored(key)
+			cur, held := p.storedItem(key)
 			if !held {
 				continue
 			}
 			for _, t := range targets {
-				again[t] = append(again[t], wire.SyncItem{Key: key, State: cur})
+				again[t] = append(again[t], cur)
 			}
 		}
 		for t, items := range again {
@@ -221,18 +223,31 @@ func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, s
 		st.RPCs++
 		st.Synced += len(batch)
 		p.mSynced.Add(float64(len(batch)))
+		src := p.srcOf(t, wire.ProtoJobSync)
 		var newer [][]byte
+		var unproven []wire.SyncItem
 		for _, it := range resp.Newer {
-			before, _ := p.State(it.Key)
-			if after, err := p.Apply(it.Key, it.State); err == nil && !job.Equal(before, after) {
+			before, _ := p.stored(it.Key)
+			after, _, err := p.applyFrom(it.Key, it.State, it.Proof, nil, src)
+			switch {
+			case errors.Is(err, errNoEnvelope):
+				if !st.handed[string(it.Key)] {
+					unproven = append(unproven, it)
+				}
+			case err == nil && !job.Equal(before, after):
 				st.Merged++
 				st.changed = append(st.changed, it.Key)
 			}
 			newer = append(newer, it.Key)
 		}
 		newer = slices.DeleteFunc(newer, func(k []byte) bool { return st.handed[string(k)] })
-		if missing := p.missingResults(newer); len(missing) > 0 {
-			p.fetchResults(ctx, t, missing, &tr)
+		// A finished state is merged once its envelope, fetched from t,
+		// proves it (proof.go).
+		if fetch := append(unproven, p.missingResults(newer)...); len(fetch) > 0 {
+			for _, k := range p.fetchResults(ctx, src, fetch, &tr) {
+				st.Merged++
+				st.changed = append(st.changed, k)
+			}
 		}
 		if len(resp.Need) > 0 {
 			idx := make([]int, len(resp.Need))
@@ -295,7 +310,7 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
 			b := p.st.NewBatch()
-			markGone(b, []byte(k), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()))
+			markGone(b, []byte(k), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
 			if err := b.Commit(true); err == nil {
 				p.goneN++
 				delete(p.jobs, k)

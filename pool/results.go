@@ -3,6 +3,7 @@ package pool
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -36,16 +37,23 @@ func (p *Pool) handleResult(_ context.Context, from *overlay.Admitted, body []by
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
-	if err := p.SubmitResult(from.Identity.PublicKey, req.Envelope, req.At); err != nil {
+	if err := p.SubmitResult(from.Identity.Cert.Raw, req.Envelope, req.At); err != nil {
 		return nil, err
 	}
 	return &wire.Ping{}, nil
 }
 
-// SubmitResult stores a result from client (its account key) and marks
-// the job finished. It refuses a result in another client's name, a forged
+// SubmitResult stores a result from the client whose certificate (DER)
+// is clientCert and marks the job finished, with the certificate as the
+// finished state's proof (job.Proof.Cert: other nodes check the envelope
+// against it). It refuses a result in another client's name, a forged
 // envelope, and a job the client has not claimed.
-func (p *Pool) SubmitResult(client []byte, envBytes []byte, at int64) error {
+func (p *Pool) SubmitResult(clientCert []byte, envBytes []byte, at int64) error {
+	id, err := p.ep.Admission().Verifier().VerifyCert(clientCert, p.cfg.Now(), certs.RoleClient)
+	if err != nil {
+		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("result: client certificate: %w", err))
+	}
+	client := []byte(id.PublicKey)
 	env, err := result.Decode(envBytes)
 	if err != nil {
 		return overlay.StatusErr(wire.StatusBadRequest, err)
@@ -76,7 +84,8 @@ func (p *Pool) SubmitResult(client []byte, envBytes []byte, at int64) error {
 	if err := p.st.Put(store.Key(resultNS, env.Job), envBytes); err != nil {
 		return err
 	}
-	merged, err := p.Apply(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest})
+	proof := (&job.Proof{Cert: clientCert}).Encode()
+	_, merged, err := p.apply(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest}, proof)
 	if err != nil {
 		return err
 	}
@@ -132,7 +141,7 @@ func (p *Pool) syncNow(ctx context.Context, key []byte) {
 				continue
 			}
 			tried[t] = true
-			items := []wire.SyncItem{{Key: key, State: st}}
+			items := []wire.SyncItem{{Key: key, State: st, Proof: p.proofOf(key, st)}}
 			var rs RoundStats
 			if err := p.syncWith(ctx, t, items, &rs); err != nil {
 				p.dht.MarkDead(t)
@@ -151,6 +160,15 @@ func (p *Pool) syncNow(ctx context.Context, key []byte) {
 	}
 }
 
+// proofOf returns the proof held for a job's state st, nil when st is
+// not the state held (a claim lapsed on this node's clock).
+func (p *Pool) proofOf(key []byte, st job.State) []byte {
+	if it, ok := p.storedItem(key); ok && job.Equal(it.State, st) {
+		return it.Proof
+	}
+	return nil
+}
+
 // handleResultGet returns results and states of held jobs.
 func (p *Pool) handleResultGet(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
 	var req wire.ResultGetRequest
@@ -161,7 +179,7 @@ func (p *Pool) handleResultGet(_ context.Context, _ *overlay.Admitted, body []by
 	size := 0
 	for i, k := range req.Keys {
 		if st, ok := p.State(k); ok {
-			resp.States = append(resp.States, wire.SyncItem{Key: k, State: st})
+			resp.States = append(resp.States, wire.SyncItem{Key: k, State: st, Proof: p.proofOf(k, st)})
 		}
 		if b, ok := p.Result(k); ok && size+len(b) < wire.MaxResultsFrame-(1<<20) {
 			resp.Results[i] = b
@@ -171,71 +189,91 @@ func (p *Pool) handleResultGet(_ context.Context, _ *overlay.Admitted, body []by
 	return resp, nil
 }
 
-// handleCollect marks a project's finished jobs collected.
+// handleCollect marks a project's finished jobs collected, each with the
+// project's signature as its proof.
 func (p *Pool) handleCollect(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
 	var req wire.CollectRequest
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
+	src := &source{name: from.Identity.Name, peer: from.Peer, proto: wire.ProtoCollect}
 	resp := &wire.CollectResponse{Results: make([]wire.StoreResult, len(req.Keys))}
 	for i, k := range req.Keys {
-		resp.Results[i] = p.collect(k, from.Identity.Name, req.At)
+		resp.Results[i] = p.collect(k, src, req.At, req.Sigs[i])
 	}
 	return resp, nil
 }
 
-func (p *Pool) collect(key []byte, project string, at int64) wire.StoreResult {
+func (p *Pool) collect(key []byte, src *source, at int64, sig []byte) wire.StoreResult {
 	h, ok := p.Lookup(key)
 	switch {
 	case !ok:
 		return wire.StoreResult{Status: wire.StatusNotFound, Msg: "job not held"}
-	case h.Project != project:
+	case h.Project != src.name:
 		return wire.StoreResult{Status: wire.StatusUnauthorized, Msg: fmt.Sprintf("job of project %q", h.Project)}
 	case h.State.Phase != job.Finished && h.State.Phase != job.Collected:
 		return wire.StoreResult{Status: wire.StatusBadRequest, Msg: "job is " + h.State.Phase.String()}
 	}
-	if _, err := p.Apply(key, job.State{Phase: job.Collected, At: at}); err != nil {
-		return wire.StoreResult{Status: wire.StatusInternal, Msg: err.Error()}
+	proof := (&job.Proof{Sig: sig}).Encode()
+	if _, _, err := p.applyFrom(key, job.State{Phase: job.Collected, At: at}, proof, nil, src); err != nil {
+		status := wire.StatusInternal
+		if errors.Is(err, job.ErrForgedProof) || errors.Is(err, job.ErrNoProof) {
+			status = wire.StatusUnauthorized
+		}
+		return wire.StoreResult{Status: status, Msg: err.Error()}
 	}
 	return wire.StoreResult{Status: wire.StatusOK}
 }
 
-// fetchResults gets, from node t, the results of finished jobs this node
-// lacks (a replica that learned of the result by republish). tr, if not
-// nil, counts the bytes.
-func (p *Pool) fetchResults(ctx context.Context, t peer.ID, keys [][]byte, tr *traffic) {
-	for start := 0; start < len(keys); start += wire.MaxJobsPerStore {
-		part := keys[start:min(start+wire.MaxJobsPerStore, len(keys))]
+// fetchResults gets, from the node src, the result envelopes of finished
+// states this node lacks: those of items not merged yet for want of the
+// envelope (merged now if it proves them), and those of finished jobs held
+// here without their result (a replica that lost it). tr, if not nil,
+// counts the bytes. It returns the keys whose state changed here.
+func (p *Pool) fetchResults(ctx context.Context, src *source, items []wire.SyncItem, tr *traffic) [][]byte {
+	var changed [][]byte
+	for start := 0; start < len(items); start += wire.MaxJobsPerStore {
+		part := items[start:min(start+wire.MaxJobsPerStore, len(items))]
+		req := &wire.ResultGetRequest{}
+		for _, it := range part {
+			req.Keys = append(req.Keys, it.Key)
+		}
 		var resp wire.ResultGetResponse
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.RPCTimeout)
-		err := p.call(cctx, t, wire.ProtoResultGet, &wire.ResultGetRequest{Keys: part}, wire.MaxResultsFrame, &resp, tr)
+		err := p.call(cctx, src.peer, wire.ProtoResultGet, req, wire.MaxResultsFrame, &resp, tr)
 		cancel()
 		if err != nil {
-			return
+			return changed
 		}
 		for i, b := range resp.Results {
 			if len(b) == 0 || i >= len(part) {
 				continue
 			}
-			env, err := result.Decode(b)
-			if err != nil || env.VerifyOuter() != nil || !bytes.Equal(env.Job, part[i]) {
-				continue
+			key := part[i].Key
+			if st, ok := p.State(key); ok && st.Phase == job.Finished && p.heldEnvelope(key, st.Result) == nil {
+				if env, err := result.Decode(b); err == nil && env.VerifyOuter() == nil &&
+					bytes.Equal(env.Job, key) && bytes.Equal(st.Result, env.Digest()) {
+					_ = p.st.Put(store.Key(resultNS, key), b)
+					continue
+				}
 			}
-			if st, ok := p.State(part[i]); ok && st.Phase == job.Finished && bytes.Equal(st.Result, env.Digest()) {
-				_ = p.st.Put(store.Key(resultNS, part[i]), b)
+			before, _ := p.stored(key)
+			if merged, _, err := p.applyFrom(key, part[i].State, part[i].Proof, b, src); err == nil && !job.Equal(before, merged) {
+				changed = append(changed, key)
 			}
 		}
 	}
+	return changed
 }
 
 // missingResults lists, of the given keys, the finished jobs held here
-// without their result.
-func (p *Pool) missingResults(keys [][]byte) [][]byte {
-	var out [][]byte
+// without their result, as sync items of the state held.
+func (p *Pool) missingResults(keys [][]byte) []wire.SyncItem {
+	var out []wire.SyncItem
 	for _, k := range keys {
-		if st, ok := p.State(k); ok && st.Phase == job.Finished {
+		if it, ok := p.storedItem(k); ok && it.State.Phase == job.Finished {
 			if _, has := p.Result(k); !has {
-				out = append(out, k)
+				out = append(out, it)
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package wire
 
-import "fmt"
+import (
+	"crypto/ed25519"
+	"fmt"
+)
 
 // Claim and result protocols.
 const (
@@ -150,17 +153,25 @@ func (r *ResultGetResponse) Validate() error {
 }
 
 // CollectRequest tells a node that the project stored these jobs' results
-// durably, at At (Unix ms).
+// durably, at At (Unix ms). Sigs has, for each key, the project's
+// signature over job.CollectStatement(key, At): the proof nodes keep with
+// the collected state and send in syncs.
 type CollectRequest struct {
 	_    struct{} `cbor:",toarray"`
 	Keys [][]byte
 	At   int64
+	Sigs [][]byte
 }
 
 // Validate bounds a decoded CollectRequest.
 func (r *CollectRequest) Validate() error {
-	if len(r.Keys) == 0 || len(r.Keys) > MaxSyncItems || r.At <= 0 {
-		return fmt.Errorf("collect of %d jobs at %d: %w", len(r.Keys), r.At, ErrMalformed)
+	if len(r.Keys) == 0 || len(r.Keys) > MaxSyncItems || r.At <= 0 || len(r.Sigs) != len(r.Keys) {
+		return fmt.Errorf("collect of %d jobs at %d with %d signatures: %w", len(r.Keys), r.At, len(r.Sigs), ErrMalformed)
+	}
+	for _, s := range r.Sigs {
+		if len(s) != ed25519.SignatureSize {
+			return fmt.Errorf("collect signature of %d bytes: %w", len(s), ErrMalformed)
+		}
 	}
 	for _, k := range r.Keys {
 		if err := validKey(k); err != nil {

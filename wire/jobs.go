@@ -26,12 +26,14 @@ const (
 	MaxJobFrame     = 8 << 20
 )
 
-// JobEnvelope carries one signed job and the sender's replica state.
+// JobEnvelope carries one signed job and the sender's replica state with
+// its proof.
 type JobEnvelope struct {
 	_       struct{} `cbor:",toarray"`
 	Signed  []byte   // job.Signed, encoded
 	State   job.State
 	Listing []byte // job.SignedListing, encoded: what the index may say of it
+	Proof   []byte // job.Proof, encoded: the evidence of State (at most job.MaxProofSize)
 }
 
 // StoreRequest stores jobs. Certs are the project certificates (DER) the
@@ -71,6 +73,9 @@ func (e *JobEnvelope) validate() error {
 	}
 	if len(e.Listing) > job.MaxListingSize {
 		return fmt.Errorf("listing of %d bytes: %w", len(e.Listing), ErrMalformed)
+	}
+	if len(e.Proof) > job.MaxProofSize {
+		return fmt.Errorf("proof of %d bytes: %w", len(e.Proof), ErrMalformed)
 	}
 	return e.State.Validate()
 }
@@ -144,11 +149,13 @@ func (r *GetResponse) Validate() error {
 	return nil
 }
 
-// SyncItem is a job key and the sender's replica state of it.
+// SyncItem is a job key and the sender's replica state of it, with the
+// state's proof.
 type SyncItem struct {
 	_     struct{} `cbor:",toarray"`
 	Key   []byte
 	State job.State
+	Proof []byte // job.Proof, encoded: the evidence of State (at most job.MaxProofSize)
 }
 
 // SyncRequest is one republish batch from a job's closest node.
@@ -167,6 +174,9 @@ func validateItems(items []SyncItem) error {
 	for _, it := range items {
 		if len(it.Key) == 0 || len(it.Key) > MaxJobKeyLen {
 			return fmt.Errorf("job key of %d bytes: %w", len(it.Key), ErrMalformed)
+		}
+		if len(it.Proof) > job.MaxProofSize {
+			return fmt.Errorf("proof of %d bytes: %w", len(it.Proof), ErrMalformed)
 		}
 		if err := it.State.Validate(); err != nil {
 			return err

@@ -18,6 +18,11 @@ func jobMsgs() []wire.Validator {
 		&wire.GetResponse{Jobs: []wire.JobEnvelope{{Signed: []byte{1}, State: claimed}}, Missing: [][]byte{key}},
 		&wire.SyncRequest{Items: []wire.SyncItem{{Key: key, State: claimed}, {Key: key}}},
 		&wire.SyncResponse{Need: [][]byte{key}, Newer: []wire.SyncItem{{Key: key, State: job.State{Phase: job.Collected, At: 9}}}},
+		// States with their proofs (job.Proof, encoded).
+		&wire.SyncRequest{Items: []wire.SyncItem{{Key: key, State: job.State{Phase: job.Collected, At: 9},
+			Proof: (&job.Proof{Sig: make([]byte, 64)}).Encode()}}},
+		&wire.StoreRequest{Jobs: []wire.JobEnvelope{{Signed: []byte{1}, State: claimed, Proof: (&job.Proof{Claim: []byte{1}}).Encode()}}},
+		&wire.CollectRequest{Keys: [][]byte{key}, At: 9, Sigs: [][]byte{make([]byte, 64)}},
 	}
 }
 
@@ -79,6 +84,13 @@ func TestJobMessageBounds(t *testing.T) {
 		{"sync at bound", &wire.SyncRequest{Items: items(wire.MaxSyncItems)}, true},
 		{"sync over bound", &wire.SyncRequest{Items: items(wire.MaxSyncItems + 1)}, false},
 		{"need over bound", &wire.SyncResponse{Need: keys(wire.MaxSyncItems + 1)}, false},
+		{"sync proof at bound", &wire.SyncRequest{Items: []wire.SyncItem{{Key: key, Proof: make([]byte, job.MaxProofSize)}}}, true},
+		{"sync proof over bound", &wire.SyncRequest{Items: []wire.SyncItem{{Key: key, Proof: make([]byte, job.MaxProofSize+1)}}}, false},
+		{"newer proof over bound", &wire.SyncResponse{Newer: []wire.SyncItem{{Key: key, Proof: make([]byte, job.MaxProofSize+1)}}}, false},
+		{"store proof over bound", &wire.StoreRequest{Jobs: []wire.JobEnvelope{{Signed: []byte{1}, Proof: make([]byte, job.MaxProofSize+1)}}}, false},
+		{"collect with its signatures", &wire.CollectRequest{Keys: keys(2), At: 1, Sigs: [][]byte{make([]byte, 64), make([]byte, 64)}}, true},
+		{"collect without signatures", &wire.CollectRequest{Keys: keys(2), At: 1}, false},
+		{"collect with a short signature", &wire.CollectRequest{Keys: keys(1), At: 1, Sigs: [][]byte{make([]byte, 63)}}, false},
 	} {
 		err := c.msg.Validate()
 		if (err == nil) != c.ok {

@@ -30,7 +30,7 @@ func newNodeCmd() *cobra.Command {
 Set one up with 'up node init', have the CA issue its certificate, then
 'up node run'.`,
 	}
-	cmd.AddCommand(newNodeInitCmd(), newNodeRunCmd(), newNodeStatusCmd())
+	cmd.AddCommand(newNodeInitCmd(), newNodeRunCmd(), newNodeStatusCmd(), newNodeEvidenceCmd())
 	return cmd
 }
 
