@@ -123,7 +123,11 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Service{cfg: cfg, ep: ep, d: d, pool: p, id: id, temps: map[string]*claim.Temp{}, keys: newKeyCache(4096),
+	// The service signs as the identity its host runs under: a snapshot,
+	// since a move rotates id's peer key and position for the next host
+	// while this one may still be answering.
+	snapshot := *id
+	s := &Service{cfg: cfg, ep: ep, d: d, pool: p, id: &snapshot, temps: map[string]*claim.Temp{}, keys: newKeyCache(4096),
 		started: cfg.Now().UnixMilli(),
 		own:     newOwnReplies(1<<14, 2*cfg.TClaim.Milliseconds()),
 		limiter: overlay.NewRateLimiter(cfg.Limit, cfg.Burst, cfg.Now)}

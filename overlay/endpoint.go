@@ -99,9 +99,11 @@ type Endpoint struct {
 	log   *slog.Logger
 	m     *Metrics
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	bgMu    sync.Mutex // guards closing against wg.Add racing Close's Wait
+	closing bool       // Close has begun: goBackground starts nothing more
 
 	mu      sync.Mutex
 	onAdmit []func(*Admitted)
@@ -209,6 +211,9 @@ func (e *Endpoint) OnAdmit(f func(*Admitted)) {
 // Close stops the endpoint's background work. It does not close the host.
 func (e *Endpoint) Close() error {
 	e.raw.Network().StopNotify(e.notifee)
+	e.bgMu.Lock()
+	e.closing = true
+	e.bgMu.Unlock()
 	e.cancel()
 	e.closeMuxes()
 	e.wg.Wait()
@@ -224,7 +229,15 @@ func (e *Endpoint) Hello() *wire.Hello {
 	return h
 }
 
+// goBackground runs f in a goroutine Close waits for; once Close has
+// begun it runs nothing (a WaitGroup may not grow while it is waited on:
+// a hello or a refusal arriving during Close raced it).
 func (e *Endpoint) goBackground(f func()) {
+	e.bgMu.Lock()
+	defer e.bgMu.Unlock()
+	if e.closing {
+		return
+	}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
