@@ -31,9 +31,10 @@ func (e *Endpoint) sayHello(c network.Conn) {
 		case errors.As(err, &refused):
 			e.log.Warn("refused by peer", "peer", p, "reason", refused.Code.String(), "err", refused.Reason)
 			e.reject(p, fmt.Errorf("hello with %s: %w", p, err))
-		case c.IsClosed() || isTransportError(err):
+		case c.IsClosed() || isTransportError(err) || errors.Is(err, context.DeadlineExceeded):
 			// The connection went away under the handshake (a peer that
-			// restarted, a duplicate connection closed by the swarm): no
+			// restarted, a duplicate connection closed by the swarm), or
+			// the peer was too slow to answer (a node still starting): no
 			// verdict, so no block; the next connection says hello anew.
 			e.log.Debug("hello interrupted", "peer", p, "err", err)
 			_ = c.Close()
