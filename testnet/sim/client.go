@@ -222,7 +222,7 @@ func (s *Sim) confirm(ev event) {
 	if rep != nil && (s.fault[ev.node] == Honest || s.fault[ev.node] == Withhold) {
 		side := s.nodes[ev.node].side
 		near := func(nd string) bool { return s.amongClosest(nd, att.job, side) }
-		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, claim.Quorum(s.c.R), near,
+		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, s.c.ClaimQuorum, near,
 			att.start, s.jobs[att.job].tFinish, s.nowAt(ev.node), claim.DefaultTSkew)
 		if ok = err == nil; ok {
 			rep.temp = claim.Temp{}

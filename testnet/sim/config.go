@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht/keyspace"
 )
 
@@ -108,6 +109,10 @@ type Config struct {
 	Skewed     float64       // share of nodes whose clock is off by an offset uniform in ±Skew
 	Skew       time.Duration // default 10 min
 	Jump       float64       // share of nodes whose clock jumps +1 h once, at a uniform time in the run
+	// ClaimQuorum is the grants a replica needs to accept a confirm;
+	// default claim.Quorum(R), the production rule (a test sets R to
+	// show what the quorum buys).
+	ClaimQuorum int
 
 	// Message sizes in bytes, for the bandwidth figures.
 	SizeLookup int // one lookup RPC with its answer of k peers; default 600
@@ -257,6 +262,7 @@ func (c *Config) ApplyDefaults() {
 		c.Behaviours = AllBehaviours()
 	}
 	defDur(&c.Skew, 10*time.Minute)
+	defInt(&c.ClaimQuorum, claim.Quorum(c.R))
 	defInt(&c.SizeLookup, 600)
 	defInt(&c.SizeJob, 1500)
 	defInt(&c.SizeState, 120)

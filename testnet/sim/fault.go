@@ -124,11 +124,13 @@ func (s *Sim) receive(id, j int32, held, in job.State) job.State {
 	return job.Receive(held, in, s.nowAt(id), s.jobs[j].tFinish, claim.DefaultTSkew)
 }
 
-// faultyAmong counts the Byzantine nodes among ids.
+// faultyAmong counts the faulty nodes among ids: Byzantine ones and
+// those whose clock jumps (an hour ahead, a node refuses every confirm:
+// the claim's start is beyond T_skew of its clock).
 func (s *Sim) faultyAmong(ids []int32) int {
 	n := 0
 	for _, id := range ids {
-		if s.fault[id] != Honest {
+		if s.fault[id] != Honest || s.clock[id].jumpAt > 0 {
 			n++
 		}
 	}
@@ -136,7 +138,7 @@ func (s *Sim) faultyAmong(ids []int32) int {
 }
 
 // markFaulty records, for a job just created, how many of its r closest
-// nodes (in the true overlay) are Byzantine.
+// nodes (in the true overlay) are faulty (faultyAmong).
 func (s *Sim) markFaulty(j int32) {
 	var buf [8]int32
 	s.jobs[j].faulty = int8(s.faultyAmong(s.rings[0].closest(s.jobs[j].pos, s.c.R, buf[:0])))
@@ -188,8 +190,8 @@ type FaultFigures struct {
 	SkewS      float64 `json:"skew_s"`     // clock offsets uniform in ±this
 	Jump       float64 `json:"jump"`       // share of clocks that jump +1 h
 	F          int     `json:"f"`          // faults tolerated per job (claim.Faults)
-	// BeyondF counts jobs with more than f Byzantine nodes among their r
-	// closest at creation.
+	// BeyondF counts jobs with more than f faulty nodes (Byzantine, or a
+	// clock that jumps) among their r closest at creation.
 	BeyondF int `json:"beyond_f"`
 	// Unclaimable counts jobs never claimed by the end; UnclaimableBeyondF
 	// those of them beyond f.

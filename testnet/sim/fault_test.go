@@ -78,3 +78,82 @@ func TestResultNeedsMajority(t *testing.T) {
 		t.Fatalf("the client sent its result %d times; want %d (the claim's nodes, then the r closest)", sent, 2*len(ids))
 	}
 }
+
+// withinF counts, among jobs with at most f faulty replicas, those lost
+// (every replica gone, or never stored), double-claimed and never
+// claimed.
+func withinF(s *Sim, f int) (lost, doubles, unclaimed int) {
+	for j := range s.jobs {
+		r := &s.jobs[j]
+		if int(r.faulty) > f {
+			continue
+		}
+		if r.lost || r.swallowed {
+			lost++
+		}
+		if !r.claimed {
+			unclaimed++
+		}
+	}
+	doubles = s.m.doubleClaims
+	if f < s.c.R {
+		doubles -= s.m.doublesBeyondF
+	}
+	return lost, doubles, unclaimed
+}
+
+// byzShort is a small static run with Byzantine nodes and skewed and
+// jumping clocks.
+func byzShort(byz float64, bs ...Behaviour) Config {
+	c := shortStatic(128, 600)
+	c.Byzantine, c.Behaviours, c.Skewed, c.Jump = byz, bs, 0.3, 0.02
+	return c
+}
+
+// dynShort is a short dynamic run: clients keep coming, so index entries
+// of claimed jobs are served again and clients race for them.
+func dynShort(byz float64, bs ...Behaviour) Config {
+	c := byzShort(byz, bs...)
+	c.Workload, c.Jobs, c.Rate = Dynamic, 0, 10
+	c.Duration, c.JobLength, c.Quarantine = 20*time.Minute, 10*time.Minute, time.Minute
+	return c
+}
+
+// TestByzantineWithinF: with 10 % Byzantine nodes of every behaviour but
+// drop, 30 % skewed clocks (±10 min) and 2 % that jump an hour (a faulty
+// replica too), no job with at most f faulty replicas is lost or
+// double-claimed, none of the static run's is left unclaimed, and forged
+// states are refused. The negative controls show the check can fail when
+// faults exceed f: 40 % deniers leave jobs with two of them unclaimed,
+// and racing clients win jobs with three forgers among five twice.
+func TestByzantineWithinF(t *testing.T) {
+	f := claim.Faults(5)
+	s := run(t, byzShort(0.1, Deny, Forge, Silent, Withhold))
+	ff := s.faultFigures()
+	t.Logf("static: %+v", ff)
+	if lost, doubles, unclaimed := withinF(s, f); lost != 0 || doubles != 0 || unclaimed != 0 {
+		t.Errorf("static, within f: %d lost, %d double claims, %d unclaimed; want none", lost, doubles, unclaimed)
+	}
+	if ff.ForgedRefused == 0 {
+		t.Error("no forged state was refused: the forgers did not forge")
+	}
+	s = run(t, byzShort(0.4, Deny))
+	if _, _, unclaimed := withinF(s, f+1); unclaimed == 0 {
+		t.Error("40 % deniers: no job with two of them went unclaimed; the check cannot fail")
+	}
+	if _, _, unclaimed := withinF(s, f); unclaimed != 0 {
+		t.Errorf("40 %% deniers: %d jobs with at most f of them unclaimed", unclaimed)
+	}
+	if testing.Short() {
+		return
+	}
+	s = run(t, dynShort(0.1, Deny, Forge, Silent, Withhold))
+	if lost, doubles, _ := withinF(s, f); lost != 0 || doubles != 0 {
+		t.Errorf("dynamic, within f: %d lost, %d double claims; want none", lost, doubles)
+	}
+	s = run(t, dynShort(0.6, Forge))
+	if _, doubles, _ := withinF(s, 5); doubles == 0 {
+		t.Error("60 % forgers: no double claim; the check cannot fail")
+	}
+	t.Logf("60 %% forgers: %d double claims, %d of them beyond f", s.m.doubleClaims, s.m.doublesBeyondF)
+}

@@ -291,8 +291,12 @@ func (s *Sim) sync(ev event) {
 		} else {
 			size += s.c.SizeState
 		}
-		if it.forged && s.fault[id] == Honest {
-			s.m.forgedRefused++ // its proof fails: refused, counted, kept as evidence
+		if it.forged {
+			// Its proof fails the check every node makes (a fellow
+			// forger's too: it cannot pass the state on with a proof).
+			if s.fault[id] == Honest {
+				s.m.forgedRefused++ // refused, counted, kept as evidence
+			}
 			continue
 		}
 		rep := s.nodes[id].jobs[it.job]
