@@ -208,6 +208,12 @@ type FaultFigures struct {
 	// ForgedRefused counts forged finished/collected states honest nodes
 	// refused.
 	ForgedRefused int `json:"forged_refused"`
+	// Swallowed counts jobs whose first node (the project's store) drops
+	// them: the project trusts one node to place a job.
+	Swallowed int `json:"swallowed"`
+	Lost      int `json:"lost"`    // jobs lost: every replica gone, or swallowed
+	Doubles   int `json:"doubles"` // double claims
+	Jobs      int `json:"jobs"`    // jobs submitted
 }
 
 // faultFigures computes the run's FaultFigures.
@@ -219,12 +225,13 @@ func (s *Sim) faultFigures() FaultFigures {
 	}
 	ff := FaultFigures{Byzantine: c.Byzantine, Behaviours: strings.Join(names, ","), Skewed: c.Skewed,
 		SkewS: c.Skew.Seconds(), Jump: c.Jump, F: claim.Faults(c.R), ForgedRefused: s.m.forgedRefused,
-		DoubleBeyondF: s.m.doublesBeyondF}
+		DoubleBeyondF: s.m.doublesBeyondF, Swallowed: s.m.swallowed, Lost: s.m.lost + s.m.swallowed,
+		Doubles: s.m.doubleClaims, Jobs: s.m.submitted}
 	for j := range s.jobs {
 		beyond := s.beyondF(int32(j))
 		if beyond {
 			ff.BeyondF++
-			if s.jobs[j].lost {
+			if s.jobs[j].lost || s.jobs[j].swallowed {
 				ff.LostBeyondF++
 			}
 		}
