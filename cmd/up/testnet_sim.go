@@ -34,6 +34,7 @@ type simFlags struct {
 	wRate      float64
 	regionBits int
 	report     bool
+	faults     faultFlags
 	set        map[string]bool // flags given on the command line
 }
 
@@ -115,6 +116,10 @@ func (f *simFlags) config() (sim.Config, error) {
 		}
 		c.ChurnLife, c.ChurnDown = f.churn, f.churn
 	}
+	faultTags, err := f.faults.apply(&c)
+	if err != nil {
+		return sim.Config{}, err
+	}
 	c.ApplyDefaults()
 	if err := c.Validate(); err != nil {
 		return sim.Config{}, usageError{err}
@@ -141,6 +146,7 @@ func (f *simFlags) config() (sim.Config, error) {
 	if f.set["region-bits"] {
 		tags = append(tags, fmt.Sprintf("p%d", c.RegionBits))
 	}
+	tags = append(tags, faultTags...)
 	c.Name = f.scenario + "-" + strings.Join(tags, "-")
 	return c, nil
 }
@@ -164,7 +170,8 @@ run found in --out, with the thesis' figures beside U.P.'s and the
 targets of issue 9.`,
 		Example: `  up testnet sim --scenario static --nodes 1024 --out sim-out
   up testnet sim --scenario loadbalance-dynamic --rate 30 --nodes 1024 --out sim-out
-  up testnet sim --scenario churn --churn 12h --jobs 5000 --nodes 256 --out sim-out`,
+  up testnet sim --scenario churn --churn 12h --jobs 5000 --nodes 256 --out sim-out
+  up testnet sim --scenario static --jobs 20000 --byzantine 0.1 --skewed 0.3 --out sim-out`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fl.set = map[string]bool{}
@@ -218,10 +225,14 @@ targets of issue 9.`,
 			if err := sim.WriteReport(fl.out); err != nil {
 				return err
 			}
+			if err := sim.WriteFaultReport(fl.out); err != nil {
+				return err
+			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s: %d nodes, %v simulated in %v\n", c.Name, c.Nodes, sm.Simulated, wall.Round(time.Millisecond))
 			fmt.Fprintf(out, "jobs: %d submitted, %d claimed, %d finished, %d collected; %d lost, %d double claims; %d moves\n",
 				sm.Submitted, sm.Claimed, sm.Finished, sm.Collected, sm.Lost, sm.Doubles, sm.Moves)
+			printFaults(out, sm.Faults)
 			fmt.Fprintf(out, "RPC/s per node: mean %.2f; busiest node peak %.0f, median %.0f; busiest lifetime average %.1f (%.1f× the mean); lookups %.0f %% of RPCs\n",
 				sm.MeanRPC, sm.PeakRPCMax, sm.MedianRPCMax, sm.BusiestAvg, sm.BusiestOverMean, 100*sm.LookupShare)
 			fmt.Fprintf(out, "busiest/mean over 5-min windows: median %.2f×, last hour of submissions %.2f× (a perfectly even load: %.2f×)\n",
@@ -245,6 +256,7 @@ targets of issue 9.`,
 	f.IntVar(&fl.regionBits, "region-bits", 0, "p, bits of a keyword's index region: smaller spreads its entries and queries over more nodes (0: the default "+strconv.Itoa(keyspace.DefaultIndexBits)+")")
 	f.StringVar(&fl.piggyback, "piggyback", "", "load balancing: on (default) reacts to loads piggy-backed on replies as the nodes do; off only to periodic probes")
 	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md from the runs already there")
+	fl.faults.register(f)
 	f.DurationVar(&fl.churn, "churn", 0, "mean node lifetime and down time, e.g. 24h or 12h (0: no churn; default: the scenario's)")
 	return cmd
 }

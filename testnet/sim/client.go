@@ -27,6 +27,7 @@ type attempt struct {
 	replies []claim.Reply
 	start   int64
 	doneAt  int64
+	born    int64 // ms the client's first attempt started (claim latency)
 }
 
 func (s *Sim) newAttempt(loop bool) *attempt {
@@ -34,14 +35,14 @@ func (s *Sim) newAttempt(loop bool) *attempt {
 	c := make([]byte, 8)
 	binary.BigEndian.PutUint32(c, uint32(s.clientSeq))
 	copy(c[4:], "clnt")
-	return &attempt{id: s.clientSeq, client: c, job: -1, loop: loop}
+	return &attempt{id: s.clientSeq, client: c, job: -1, loop: loop, born: s.e.now}
 }
 
 // claimsWanted reports whether open-loop clients keep coming.
 func (s *Sim) claimsWanted() bool {
 	switch s.c.Workload {
 	case Static:
-		return s.claimsStarted && s.m.claimed+s.m.lostUnclaimed() < s.c.Jobs
+		return s.claimsStarted && s.resultsAt == 0 && s.m.claimedJobs+s.m.lostUnclaimed() < s.c.Jobs
 	case Dynamic:
 		return s.e.now < ms(s.c.Duration)
 	}
@@ -52,6 +53,10 @@ func (s *Sim) claimsWanted() bool {
 // client (re)starting its search.
 func (s *Sim) claimStart(ev event) {
 	att := ev.att
+	if ev.arg == 1 {
+		s.endClaims()
+		return
+	}
 	if att == nil {
 		if !s.claimsWanted() {
 			return
@@ -148,8 +153,8 @@ func (s *Sim) heldState(id, j int32) (*replica, job.State, *claim.Temp) {
 	if rep == nil {
 		return nil, job.State{}, nil
 	}
-	st := job.Expire(rep.st, s.e.now)
-	if rep.temp.Client != nil && s.e.now < rep.temp.Until {
+	st := s.lapse(id, j, rep.st)
+	if rep.temp.Client != nil && s.nowAt(id) < rep.temp.Until {
 		t := rep.temp
 		return rep, st, &t
 	}
@@ -167,13 +172,23 @@ func (s *Sim) ask(ev event) {
 		s.act(att, att.drv.Answer(name, false, 0, nil), ms(s.c.RPCTimeout))
 		return
 	}
+	if s.fault[ev.node] == Silent {
+		s.act(att, att.drv.Answer(name, false, 0, nil), ms(s.c.RPCTimeout))
+		return
+	}
 	s.count(ev.node, kClaim, s.c.SizeState)
 	rep, st, temp := s.heldState(ev.node, att.job)
-	d := claim.Decide(rep != nil, st, temp, att.client, s.e.now, ms(s.c.TClaim))
+	d := claim.Decide(rep != nil, st, temp, att.client, s.nowAt(ev.node), ms(s.c.TClaim))
+	switch s.fault[ev.node] {
+	case Deny:
+		d = claim.Decision{Kind: claim.Denied}
+	case Forge:
+		d = claim.Decision{Kind: claim.Granted}
+	}
 	if d.Temp != nil {
 		rep.temp = *d.Temp
 	}
-	att.replies = append(att.replies, claim.Reply{Node: name, Kind: d.Kind, At: s.e.now})
+	att.replies = append(att.replies, claim.Reply{Node: name, Kind: d.Kind, At: s.nowAt(ev.node)})
 	s.act(att, att.drv.Answer(name, true, d.Kind, nil), s.latency())
 }
 
@@ -197,22 +212,22 @@ func (s *Sim) amongClosest(name string, j int32, side int8) bool {
 func (s *Sim) confirm(ev event) {
 	att := ev.att
 	name := nodeName(ev.node, ev.gen)
-	if !s.reach(att.side, ev.node, ev.gen) {
+	if !s.reach(att.side, ev.node, ev.gen) || s.fault[ev.node] == Silent {
 		s.act(att, att.drv.Confirmed(name, false), ms(s.c.RPCTimeout))
 		return
 	}
 	s.count(ev.node, kClaim, s.c.SizeState*(1+len(att.replies)))
 	rep, st, temp := s.heldState(ev.node, att.job)
-	ok := false
-	if rep != nil {
+	ok := s.fault[ev.node] == Forge // accepts every confirm, keeps no claim
+	if rep != nil && (s.fault[ev.node] == Honest || s.fault[ev.node] == Withhold) {
 		side := s.nodes[ev.node].side
 		near := func(nd string) bool { return s.amongClosest(nd, att.job, side) }
-		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, claim.Quorum(s.c.R), near,
-			att.start, s.jobs[att.job].tFinish, s.e.now, claim.DefaultTSkew)
+		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, s.c.ClaimQuorum, near,
+			att.start, s.jobs[att.job].tFinish, s.nowAt(ev.node), claim.DefaultTSkew)
 		if ok = err == nil; ok {
 			rep.temp = claim.Temp{}
-			if !job.Equal(claimed, rep.st) {
-				s.setState(ev.node, att.job, rep, claimed)
+			if m := job.Merge(rep.st, claimed); !job.Equal(m, rep.st) {
+				s.setState(ev.node, att.job, rep, m)
 			}
 		}
 	}
@@ -233,8 +248,8 @@ func (s *Sim) release(ev event) {
 	if bytes.Equal(rep.temp.Client, att.client) {
 		rep.temp = claim.Temp{}
 	}
-	if rel, ok := claim.Release(st, att.client, s.e.now); ok {
-		s.setState(ev.node, att.job, rep, job.Expire(job.Merge(st, rel), s.e.now))
+	if rel, ok := claim.Release(st, att.client, s.nowAt(ev.node)); ok {
+		s.setState(ev.node, att.job, rep, job.Merge(rep.st, rel))
 	}
 }
 
@@ -246,7 +261,7 @@ func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
 		att.drv = nil
 		// A fresh attempt of the same client: events of this one may
 		// still be in flight (releases).
-		next := &attempt{id: att.id, client: att.client, job: -1, loop: att.loop, retries: att.retries + 1}
+		next := &attempt{id: att.id, client: att.client, job: -1, loop: att.loop, retries: att.retries + 1, born: att.born}
 		switch {
 		case att.loop:
 			s.e.after(delay+s.e.uniform(ms(s.c.ClientPoll)/2, 3*ms(s.c.ClientPoll)/2), event{kind: evClaimStart, att: next})
@@ -256,21 +271,30 @@ func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
 		return
 	}
 	s.m.claimed++
+	s.m.claimLatency = append(s.m.claimLatency, s.e.now+delay-att.born)
 	r := &s.jobs[att.job]
+	if !r.claimed {
+		r.claimed = true
+		s.m.claimedJobs++
+	}
 	if r.gtClient != 0 && r.gtClient != att.id && !r.gtEnded && s.e.now < r.gtUntil {
 		s.m.doubleClaims++
+		if s.beyondF(att.job) {
+			s.m.doublesBeyondF++
+		}
 	}
 	r.gtClient, r.gtUntil, r.gtEnded = att.id, att.start+r.tFinish, false
 	att.drv = nil
 	switch s.c.Workload {
 	case Static:
+		if s.resultsAt > 0 {
+			// Won after the claim phase timed out (endClaims).
+			s.e.at(max(s.resultsAt, s.e.now+delay), event{kind: evClientDone, att: att})
+			break
+		}
 		s.running = append(s.running, att)
-		if s.m.claimed+s.m.lostUnclaimed() >= s.c.Jobs && s.resultsAt == 0 {
-			s.resultsAt = s.e.now + ms(s.c.RunIdle)
-			for k, a := range s.running {
-				s.e.at(s.resultsAt+int64(float64(k)*1000/s.c.Rate), event{kind: evClientDone, att: a})
-			}
-			s.running = nil
+		if s.m.claimedJobs+s.m.lostUnclaimed() >= s.c.Jobs {
+			s.startResults()
 		}
 	case Dynamic:
 		s.e.after(delay+ms(s.c.JobLength), event{kind: evClientDone, att: att})
@@ -297,13 +321,16 @@ func (s *Sim) clientDone(att *attempt) {
 		// none of them can store it (churn, moves) does the client look
 		// the job up again and send it to the current r closest
 		// (claimnet.SubmitResult).
-		stored := false
+		acks := 0
 		for _, rp := range att.replies {
 			id, gen := parseName(rp.Node)
-			stored = stored || s.reachable(id, gen) && s.nodes[id].jobs[att.job] != nil
+			if s.reachable(id, gen) && (s.nodes[id].jobs[att.job] != nil || s.fault[id] == Drop) {
+				acks++ // a withholding or dropping node acknowledges what it keeps nowhere
+			}
 			s.e.after(s.latency(), event{kind: evResult, node: id, gen: gen, att: att})
 		}
-		if r0 := &s.rings[0]; !stored && r0.len() > 0 {
+		// Delivered once a majority of the job's replicas acknowledged it.
+		if r0 := &s.rings[0]; acks < s.c.R/2+1 && r0.len() > 0 {
 			gw := &s.nodes[r0.id[s.e.rng.IntN(r0.len())]]
 			lat := s.lookup(lkResult, gw.cache, gw.pos, gw.side, r.pos)
 			for _, id := range s.view(gw.side).closest(r.pos, s.c.R, nil) {
@@ -337,12 +364,37 @@ func (s *Sim) result(ev event) {
 	}
 	s.count(ev.node, kJob, s.c.SizeResult)
 	rep := s.nodes[ev.node].jobs[att.job]
-	if rep == nil {
+	if rep == nil || s.fault[ev.node] == Withhold {
 		return
 	}
 	fin := job.State{Phase: job.Finished, Client: att.client, At: att.doneAt, Result: att.client}
-	if m := job.Merge(job.Expire(rep.st, s.e.now), fin); !job.Equal(m, rep.st) {
+	if m := s.receive(ev.node, att.job, rep.st, fin); !job.Equal(m, rep.st) {
 		s.setState(ev.node, att.job, rep, m)
 		s.passOn(ev.node, att.job, m)
 	}
+}
+
+// startResults ends a static run's claim phase: the clients that won run
+// their jobs for RunIdle and send their results at Rate.
+func (s *Sim) startResults() {
+	s.resultsAt = s.e.now + ms(s.c.RunIdle)
+	for k, a := range s.running {
+		s.e.at(s.resultsAt+int64(float64(k)*1000/s.c.Rate), event{kind: evClientDone, att: a})
+	}
+	s.running = nil
+}
+
+// endClaims: a static run's claim phase timed out (Config.ClaimWindow)
+// with jobs never claimed (unclaimable: faults beyond f); the results
+// phase starts without them, and they count as abandoned.
+func (s *Sim) endClaims() {
+	if s.resultsAt > 0 {
+		return
+	}
+	for j := range s.jobs {
+		if r := &s.jobs[j]; !r.claimed && !r.lost && !r.swallowed {
+			s.m.abandoned++
+		}
+	}
+	s.startResults()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht/keyspace"
 )
 
@@ -100,6 +101,18 @@ type Config struct {
 	ChurnLife     time.Duration // mean node lifetime (exponential); 0: no churn
 	ChurnDown     time.Duration // mean down time; default ChurnLife
 	Partition     Partition     // an optional partition
+
+	// Fault model (issue 17; fault.go). Node slots are drawn from their
+	// own seeded stream.
+	Byzantine  float64       // share of nodes that are Byzantine, 0..1
+	Behaviours []Behaviour   // their behaviours, assigned round-robin; default AllBehaviours
+	Skewed     float64       // share of nodes whose clock is off by an offset uniform in ±Skew
+	Skew       time.Duration // default 10 min
+	Jump       float64       // share of nodes whose clock jumps +1 h once, at a uniform time in the run
+	// ClaimQuorum is the grants a replica needs to accept a confirm;
+	// default claim.Quorum(R), the production rule (a test sets R to
+	// show what the quorum buys).
+	ClaimQuorum int
 
 	// Message sizes in bytes, for the bandwidth figures.
 	SizeLookup int // one lookup RPC with its answer of k peers; default 600
@@ -245,6 +258,11 @@ func (c *Config) ApplyDefaults() {
 	defF(&c.LatencySigma, 0.6)
 	defDur(&c.RPCTimeout, 5*time.Second)
 	defDur(&c.ChurnDown, c.ChurnLife)
+	if len(c.Behaviours) == 0 {
+		c.Behaviours = AllBehaviours()
+	}
+	defDur(&c.Skew, 10*time.Minute)
+	defInt(&c.ClaimQuorum, claim.Quorum(c.R))
 	defInt(&c.SizeLookup, 600)
 	defInt(&c.SizeJob, 1500)
 	defInt(&c.SizeState, 120)
@@ -293,6 +311,15 @@ func (c *Config) Validate() error {
 		return bad("k and α must be positive")
 	case c.Workload == Trace && c.Clients < 1:
 		return bad("trace needs clients")
+	case !(c.Byzantine >= 0 && c.Byzantine <= 1) || !(c.Skewed >= 0 && c.Skewed <= 1) || !(c.Jump >= 0 && c.Jump <= 1):
+		return bad("byzantine %v, skewed %v, jump %v: shares out of [0, 1]", c.Byzantine, c.Skewed, c.Jump)
+	case c.Skew < 0 || c.Skew > 24*time.Hour:
+		return bad("skew %v out of [0, 24h]", c.Skew)
+	}
+	for _, b := range c.Behaviours {
+		if b == Honest || b >= numBehaviours {
+			return bad("behaviour %v is not a fault", b)
+		}
 	}
 	return nil
 }

@@ -22,7 +22,8 @@
 // Around them are a
 // network model (lognormal wide-area latency, drops, a two-sided partition)
 // and churn (exponential lifetimes and down times). Every protocol decision
-// is made by the pure cores the nodes run: job.Merge and job.Expire for
+// is made by the pure cores the nodes run: job.Receive and job.Lapse (on each
+// node's own clock, fault.go) for
 // replica states, pool.Decide for republish rounds, claim.Decide,
 // claim.CheckConfirm, claim.Release and claim.Driver for claims,
 // index.Table (Put, Select with quarantine, Withdraw, Expire, Page) and

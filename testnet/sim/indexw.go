@@ -399,9 +399,8 @@ func (s *Sim) collectedAt(ev event) {
 	if rep == nil {
 		return
 	}
-	now := s.e.now
 	st := job.State{Phase: job.Collected, At: s.jobs[ev.job].collectedAt}
-	if m := job.Merge(job.Expire(rep.st, now), st); !job.Equal(m, rep.st) {
+	if m := s.receive(ev.node, ev.job, rep.st, st); !job.Equal(m, rep.st) {
 		s.setState(ev.node, ev.job, rep, m)
 	}
 }
@@ -409,7 +408,7 @@ func (s *Sim) collectedAt(ev event) {
 // finishedAt is the first of nodes holding job j's result, or -1.
 func (s *Sim) finishedAt(j int32, nodes []int32) int32 {
 	for _, id := range nodes {
-		if rep := s.nodes[id].jobs[j]; rep != nil && rep.st.Phase == job.Finished {
+		if rep := s.nodes[id].jobs[j]; rep != nil && rep.st.Phase == job.Finished && s.fault[id] != Withhold {
 			return id
 		}
 	}

@@ -22,6 +22,14 @@ type metrics struct {
 	rpc                                     [nKinds]uint64
 	bytes                                   uint64
 
+	forgedRefused  int     // forged states honest nodes refused
+	swallowed      int     // jobs a dropping first node kept nowhere
+	claimedJobs    int     // jobs some client won
+	abandoned      int     // static: jobs unclaimed when the claim phase timed out
+	doublesBeyondF int     // double claims on jobs with more than f faulty replicas
+	claimLatency   []int64 // ms from a client's first query to its won claim
+	claimsEnd      bool    // static: the claim phase timed out with jobs unclaimed
+
 	firstMove            int64   // ms of the first move (0: none)
 	shareAtMove          float64 // busiest node's share of all index entries then
 	maxIdxAtMove         int
@@ -46,7 +54,7 @@ type window struct {
 	max, mean float64
 }
 
-func (m *metrics) lostUnclaimed() int { return m.lost }
+func (m *metrics) lostUnclaimed() int { return m.lost + m.swallowed }
 
 // Row is one line of the per-interval CSV: maxima over nodes and over the
 // interval's seconds, means over nodes averaged over the seconds.
@@ -214,7 +222,7 @@ func (s *Sim) finished() bool {
 	}
 	switch s.c.Workload {
 	case Static:
-		return s.resultsAt > 0 && s.m.collected+s.m.lost >= s.c.Jobs
+		return s.resultsAt > 0 && s.m.collected+s.m.lostUnclaimed()+s.m.abandoned >= s.c.Jobs
 	default:
 		return now >= ms(s.c.Duration)
 	}
@@ -256,6 +264,11 @@ func (s *Sim) submit() {
 		} else {
 			s.claimsStarted = true
 			s.e.after(ms(s.c.Gap), event{kind: evClaimStart})
+			// Jobs no client can claim (faults beyond f) would hold the
+			// results phase back for ever: the claim phase ends after
+			// twice its nominal length and an hour.
+			phase := int64(float64(s.c.Jobs) / s.c.Rate * 1000)
+			s.e.after(ms(s.c.Gap)+2*phase+3_600_000, event{kind: evClaimStart, arg: 1})
 		}
 	case Dynamic:
 		if s.e.now >= ms(s.c.Duration) {

@@ -48,6 +48,7 @@ type Summary struct {
 	Collected int           `json:"collected"`
 	Lost      int           `json:"lost"`
 	Doubles   int           `json:"doubles"`
+	Faults    *FaultFigures `json:"faults,omitempty"` // the fault model's figures, when a run has faults
 	Moves     int           `json:"moves"`
 	Reactions int           `json:"reactions"`     // balances started by a load piggy-backed on a reply
 	Failed    int           `json:"failed"`        // claim attempts that did not win
@@ -155,6 +156,10 @@ func (s *Sim) Summary(wall time.Duration) Summary {
 		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
 		RegionTargets: s.m.regionTargets,
 		RPC:           map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
+	if c.Byzantine > 0 || c.Skewed > 0 || c.Jump > 0 {
+		ff := s.faultFigures()
+		sm.Faults = &ff
+	}
 	var mst runtime.MemStats
 	runtime.ReadMemStats(&mst)
 	sm.SysMiB = float64(mst.Sys) / (1 << 20)

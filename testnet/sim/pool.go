@@ -27,6 +27,7 @@ func (s *Sim) newJob(run, tFinish int64) int32 {
 	s.jobs = append(s.jobs, jobRec{key: key, pos: keyPosOf(key), created: s.e.now, run: run, tFinish: tFinish,
 		wKw: -1, wBy: -1, wTo: -1})
 	s.m.submitted++
+	s.markFaulty(id)
 	return id
 }
 
@@ -85,6 +86,13 @@ func (s *Sim) store(ev event) {
 	s.count(ev.node, kJob, s.c.SizeJob)
 	id := ev.node
 	n := &s.nodes[id]
+	if s.fault[id] == Drop {
+		// It acknowledges the project's store and keeps nothing: the
+		// project trusts one node to place a job, so the job is gone.
+		s.m.swallowed++
+		s.jobs[j].swallowed = true
+		return
+	}
 	t := s.jobs[j].pos
 	var buf [8]int32
 	view := s.nearestLocal(partyTag(id, n.gen), n.pos, id, n.side, t, s.c.R, buf[:0])
@@ -112,25 +120,28 @@ func (s *Sim) store(ev event) {
 }
 
 // putReplica gives node id a replica of job j in state st (or merges st
-// into the one it has).
+// into the one it has, job.Receive on its clock). States are kept
+// unexpired, as pool keeps them; job.Lapse judges them when read.
 func (s *Sim) putReplica(id, j int32, st job.State) {
 	n := &s.nodes[id]
 	now := s.e.now
+	if s.fault[id] == Drop {
+		return
+	}
 	if rep := n.jobs[j]; rep != nil {
 		rep.resp = now
-		s.setState(id, j, rep, job.Merge(job.Expire(rep.st, now), job.Expire(st, now)))
+		s.setState(id, j, rep, s.receive(id, j, rep.st, st))
 		return
 	}
 	if s.jobs[j].lost {
 		return
 	}
-	st = job.Expire(st, now)
 	n.jobs[j] = &replica{st: st, resp: now}
 	if st.Phase < job.Finished {
 		n.active++
 	}
 	s.jobs[j].live++
-	s.writerCheck(id, j, st)
+	s.writerCheck(id, j, s.lapse(id, j, st))
 }
 
 // setState changes a replica's state and lets the writer react.
@@ -150,7 +161,7 @@ func (s *Sim) setState(id, j int32, rep *replica, st job.State) {
 		s.m.finished++
 	}
 	if !job.Equal(old, st) {
-		s.writerCheck(id, j, st)
+		s.writerCheck(id, j, s.lapse(id, j, st))
 	}
 }
 
@@ -207,37 +218,43 @@ func (s *Sim) republish(id int32) {
 	v := s.view(n.side)
 	for _, j := range sortedKeys(n.jobs) {
 		rep := n.jobs[j]
-		st := job.Expire(rep.st, now)
-		if !job.Equal(st, rep.st) {
-			s.setState(id, j, rep, st)
+		st := s.lapse(id, j, rep.st)
+		if !job.Equal(st, rep.lapsed) {
+			// A claim lapsed on this node's clock: its listing follows.
+			rep.lapsed = st
+			s.writerCheck(id, j, st)
 		}
-		if st.Phase == job.Collected && now-st.At >= ms(s.c.TCollect) {
+		if st.Phase == job.Collected && s.nowAt(id)-st.At >= ms(s.c.TCollect) {
 			s.dropReplica(id, j)
 			continue
 		}
 		view := v.closest(s.jobs[j].pos, s.c.R, s.scratch2[:0])
 		s.scratch2 = view
 		h := pool.Holding{State: st, Responsible: rep.resp}
+		out := syncItem{job: j, st: rep.st} // sent unexpired: each receiver judges the lapse on its clock
 		switch pool.Decide(peer.ID(self), s.peerIDs(view), h, now, ms(s.c.ReplicaExpiry)) {
 		case pool.Republish:
 			rep.resp = now
 			for _, t := range view[1:] {
-				add(t, syncItem{job: j, st: st})
+				add(t, out)
 			}
 			s.writerCheck(id, j, st)
 		case pool.Keep:
 			rep.resp = now
-			add(view[0], syncItem{job: j, st: st})
+			add(view[0], out)
 		case pool.Linger:
 			// No longer among the r closest: the state goes to the
 			// closest, so a newer one that reached only this node (a
 			// result, a release, a collected notice sent to the claim's
 			// nodes) does not stay here.
-			add(view[0], syncItem{job: j, st: st})
+			add(view[0], out)
 		case pool.Drop:
-			add(view[0], syncItem{job: j, st: st}) // handed on before it is dropped
+			add(view[0], out) // handed on before it is dropped
 			s.dropReplica(id, j)
 		}
+	}
+	if s.fault[id] == Forge {
+		s.forgeRound(id, add)
 	}
 	for _, t := range order {
 		items := plan[t]
@@ -274,8 +291,19 @@ func (s *Sim) sync(ev event) {
 		} else {
 			size += s.c.SizeState
 		}
+		if it.forged {
+			// Its proof fails the check every node makes (a fellow
+			// forger's too: it cannot pass the state on with a proof).
+			if s.fault[id] == Honest {
+				s.m.forgedRefused++ // refused, counted, kept as evidence
+			}
+			continue
+		}
 		rep := s.nodes[id].jobs[it.job]
 		if rep == nil {
+			if s.fault[id] == Drop {
+				continue
+			}
 			if ev.arg != 1 {
 				need++
 			} else if r := &s.jobs[it.job]; r.lost {
@@ -290,9 +318,8 @@ func (s *Sim) sync(ev event) {
 			}
 			continue
 		}
-		theirs := job.Expire(it.st, now)
-		merged := job.Merge(job.Expire(rep.st, now), theirs)
-		if !job.Equal(merged, theirs) {
+		merged := s.receive(id, it.job, rep.st, it.st)
+		if !job.Equal(merged, it.st) {
 			back = append(back, syncItem{job: it.job, st: merged})
 		}
 		rep.resp = now
@@ -326,13 +353,12 @@ func (s *Sim) syncReply(ev event) {
 	if !s.alive(ev) {
 		return
 	}
-	now := s.e.now
 	n := &s.nodes[ev.node]
 	n.bytes += uint32(len(ev.bat.items) * s.c.SizeState)
 	fetch := 0
 	for _, it := range ev.bat.items {
 		if rep := n.jobs[it.job]; rep != nil {
-			m := job.Merge(job.Expire(rep.st, now), job.Expire(it.st, now))
+			m := s.receive(ev.node, it.job, rep.st, it.st)
 			if !job.Equal(m, rep.st) {
 				if m.Phase == job.Finished && rep.st.Phase != job.Finished && s.amongR(ev.node, it.job) {
 					fetch++

@@ -68,9 +68,10 @@ type node struct {
 
 // replica is a node's copy of a job.
 type replica struct {
-	st   job.State
-	resp int64 // last time among the job's r closest (ms)
-	temp claim.Temp
+	st     job.State // kept unexpired, as pool keeps it
+	lapsed job.State // st as job.Lapse last read it in a republish round
+	resp   int64     // last time among the job's r closest (ms)
+	temp   claim.Temp
 }
 
 // wop is a job whose index entries a writer must look at in its next tick.
@@ -100,9 +101,12 @@ type jobRec struct {
 	wPt    keyspace.Pos
 	view   []string // replica set (peer IDs) the writer last saw, carried in the entry
 
-	gtClient int32
-	gtUntil  int64
-	gtEnded  bool
+	gtClient  int32
+	gtUntil   int64
+	gtEnded   bool
+	claimed   bool // some client won a claim on it
+	swallowed bool // its first node dropped it: never stored
+	faulty    int8 // Byzantine nodes among its r closest at creation
 }
 
 const (
@@ -122,8 +126,9 @@ type batch struct {
 }
 
 type syncItem struct {
-	job int32
-	st  job.State
+	job    int32
+	st     job.State
+	forged bool // a forging node's finished or collected state: its proof fails the receiver's check
 }
 
 // Sim is one simulation run.
@@ -133,7 +138,9 @@ type Sim struct {
 	lm lookupModel
 
 	nodes []node
-	rings [3]ring // all live nodes; the two sides of a partition
+	fault []Behaviour // by node slot (fault.go)
+	clock []clockOf   // by node slot
+	rings [3]ring     // all live nodes; the two sides of a partition
 	part  bool
 	jobs  []jobRec
 
@@ -202,6 +209,7 @@ func New(c Config) (*Sim, error) {
 	s.regionFin = keyspace.IndexRegion(s.kwFin, c.RegionBits)
 	s.tFinish = ms(c.TFinish)
 	s.nodes = make([]node, c.Nodes)
+	s.assignFaults()
 	for i := range s.nodes {
 		s.join(int32(i))
 	}
