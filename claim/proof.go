@@ -3,7 +3,6 @@ package claim
 import (
 	"bytes"
 	"crypto/ed25519"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/up-pool/up/codec"
@@ -67,7 +66,10 @@ func ReleaseStatement(key, client []byte, start int64) []byte {
 	b = append(b, key...)
 	b = append(b, byte(len(client)))
 	b = append(b, client...)
-	return binary.BigEndian.AppendUint64(b, uint64(start))
+	for i := 56; i >= 0; i -= 8 {
+		b = append(b, byte(uint64(start)>>i)) // big-endian
+	}
+	return b
 }
 
 // SignRelease is the client's signature releasing its claim of job key
