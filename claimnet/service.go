@@ -321,13 +321,18 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	jc.seqs = append(jc.seqs, s.seq)
 	s.mu.Unlock()
 	s.mConfirm.WithLabelValues("claimed").Inc()
-	// The acceptance: one of the quorum that makes the claim's certificate.
-	accept, err := claim.Sign(claim.Statement{Kind: claim.Accepted, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: nowMS, Start: st.Start},
+	return s.accept(req.Job, client, st.Start, nowMS)
+}
+
+// accept is this node's signed acceptance of the claim (client, start) of
+// job key: one of the quorum that makes the claim's certificate.
+func (s *Service) accept(key, client []byte, start, now int64) (*wire.ConfirmResponse, error) {
+	b, err := claim.Sign(claim.Statement{Kind: claim.Accepted, Job: key, Client: client, Node: []byte(s.ep.ID()), At: now, Start: start},
 		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sign acceptance of job %x: %w", key, err)
 	}
-	return &wire.ConfirmResponse{Accept: accept}, nil
+	return &wire.ConfirmResponse{Accept: b}, nil
 }
 
 // handleCertify takes a won claim's certificate from its client: the
