@@ -17,6 +17,9 @@ const (
 	Granted  Kind = 1 // the job is temporarily claimed for the client
 	Denied   Kind = 2 // claimed by another client, or no longer ready
 	DontCare Kind = 3 // the node does not hold the job
+	// Accepted answers a confirm: the node made the claim (Job, Client,
+	// Start) permanent. A quorum of them is the claim's certificate.
+	Accepted Kind = 4
 )
 
 func (k Kind) String() string {
@@ -27,6 +30,8 @@ func (k Kind) String() string {
 		return "denied"
 	case DontCare:
 		return "don't care"
+	case Accepted:
+		return "accepted"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -39,6 +44,7 @@ type Statement struct {
 	Client []byte // the client's account public key
 	Node   []byte // the replying node's peer ID
 	At     int64  // reply time, Unix ms
+	Start  int64  // the accepted claim's start (Accepted only; 0 otherwise)
 }
 
 // Signed is a Statement signed by the node's account key, with the node's
@@ -99,7 +105,7 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 	if err := codec.Unmarshal(s.Statement, &st); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if st.Kind < Granted || st.Kind > DontCare || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
+	if st.Kind < Granted || st.Kind > Accepted || (st.Kind == Accepted) != (st.Start > 0) || st.Start < 0 || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
 		len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
 		len(s.Sig) != ed25519.SignatureSize || len(s.Cert) == 0 ||
 		len(s.Position) == 0 || len(s.Position) > maxPositionLen || len(s.PeerSig) == 0 || len(s.PeerSig) > maxPeerSigLen {

@@ -258,20 +258,20 @@ func TestDecodeRejectsOtherEncodings(t *testing.T) {
 		"statement empty":    withStatement(nil),
 		"statement a map":    withStatement(mapStmt),
 		"statement trailing": withStatement(append(bytes.Clone(stmt), 0)),
-		"statement 4 items":  withStatement(append([]byte{0x84}, stmt[1:len(stmt)-1]...)),
-		"statement 6 items":  withStatement(append(append([]byte{0x86}, stmt[1:]...), 0)),
-		"kind 256":           withStatement(append([]byte{0x85, 0x19, 0x01, 0x00}, stmt[2:]...)),
-		"kind negative":      withStatement(append([]byte{0x85, 0x20}, stmt[2:]...)),
+		"statement 5 items":  withStatement(append([]byte{0x85}, stmt[1:len(stmt)-1]...)),
+		"statement 7 items":  withStatement(append(append([]byte{0x87}, stmt[1:]...), 0)),
+		"kind 256":           withStatement(append([]byte{0x86, 0x19, 0x01, 0x00}, stmt[2:]...)),
+		"kind negative":      withStatement(append([]byte{0x86, 0x20}, stmt[2:]...)),
 		"job a text string":  withStatement(bytes.Replace(stmt, []byte{0x47, 'j'}, []byte{0x67, 'j'}, 1)),
-		"time a string":      withStatement(append(bytes.Clone(stmt[:len(stmt)-9]), 0x61, 'x')),
-		"time a float":       withStatement(append(bytes.Clone(stmt[:len(stmt)-9]), 0xf9, 0x3c, 0x00)),
+		"time a string":      withStatement(append(bytes.Clone(stmt[:len(stmt)-10]), 0x61, 'x', 0)),
+		"time a float":       withStatement(append(bytes.Clone(stmt[:len(stmt)-10]), 0xf9, 0x3c, 0x00, 0)),
 		// Valid CBOR for the same statement, but not its canonical
 		// encoding: one statement has one encoding.
-		"time widened":         withStatement(append(bytes.Clone(stmt[:len(stmt)-9]), 0x1b, 0, 0, 0, 0, 0, 0, 0, 1)),
-		"kind widened":         withStatement(append([]byte{0x85, 0x18, 0x01}, stmt[2:]...)),
+		"time widened":         withStatement(append(bytes.Clone(stmt[:len(stmt)-10]), 0x1b, 0, 0, 0, 0, 0, 0, 0, 1, 0)),
+		"kind widened":         withStatement(append([]byte{0x86, 0x18, 0x01}, stmt[2:]...)),
 		"statement indefinite": withStatement(append(append([]byte{0x9f}, stmt[1:]...), 0xff)),
 	}
-	if stmt[0] != 0x85 || stmt[1] != byte(Granted) || stmt[len(stmt)-9] != 0x1b {
+	if stmt[0] != 0x86 || stmt[1] != byte(Granted) || stmt[len(stmt)-10] != 0x1b || stmt[len(stmt)-1] != 0 {
 		t.Fatalf("unexpected encoding of the test statement: %x", stmt)
 	}
 	for name, b := range tests {

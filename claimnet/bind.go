@@ -72,7 +72,12 @@ func (p *positions) peerOf(account ed25519.PublicKey, rec []byte) (string, error
 // signature over the reply. An Ed25519 peer signature is queued on sigs
 // (the caller verifies the batch), any other verified here.
 func (s *Service) bind(i int, signed *claim.Signed, st *claim.Statement, account ed25519.PublicKey, sigs *batch) error {
-	named, err := s.positions.peerOf(account, signed.Position)
+	return bindReply(s.positions, i, signed, st, account, sigs)
+}
+
+// bindReply is bind with the position records verified lately in ps.
+func bindReply(ps *positions, i int, signed *claim.Signed, st *claim.Statement, account ed25519.PublicKey, sigs *batch) error {
+	named, err := ps.peerOf(account, signed.Position)
 	if err != nil {
 		return fmt.Errorf("%w: position record: %w", ErrUnbound, err)
 	}

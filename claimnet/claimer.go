@@ -2,6 +2,7 @@ package claimnet
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,6 +29,7 @@ type Claimer struct {
 	ask   time.Duration                        // how long one node has to answer a claim request or confirm
 	pace  func(context.Context, peer.ID) error // before each claim request; nil: none
 	retry submitRetry                          // how a result's delivery is retried
+	key   ed25519.PrivateKey                   // signs releases (SetSigner); nil: unsigned
 
 	won, lost, unknown, failed, lookups atomic.Int64
 
@@ -164,12 +166,20 @@ func (c *Claimer) SetAskTimeout(d time.Duration) {
 // an error of wait ends the attempt. Set it before the first claim.
 func (c *Claimer) SetPace(wait func(ctx context.Context, node peer.ID) error) { c.pace = wait }
 
+// SetSigner sets the client's account key, which signs its releases of
+// permanent claims (the proof the nodes keep and sync with a release).
+// Set it before the first claim.
+func (c *Claimer) SetSigner(key ed25519.PrivateKey) { c.key = key }
+
 // Claim is a won claim: the nodes that hold it (to send the result to).
 type Claim struct {
 	Job     []byte
 	Nodes   []peer.ID // the nodes that replied, nearest first
 	Granted []peer.ID
 	Start   int64
+	// Accepts are the signed acceptances of the nodes that accepted the
+	// confirm: the claim's certificate, handed to Nodes (ProtoCertify).
+	Accepts [][]byte
 }
 
 // ErrLost reports a job another client holds.
@@ -271,20 +281,24 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 			for _, g := range drv.Replies() {
 				req.Replies = append(req.Replies, g.Bytes)
 			}
-			results := c.fanOut(ctx, act.Confirm, wire.ProtoConfirm, req)
+			targets := act.Confirm
 			act = claim.Action{}
-			for n, err := range results {
-				a := drv.Confirmed(n, err == nil)
+			for n, accept := range c.confirm(ctx, targets, req) {
+				if accept != nil {
+					out.Accepts = append(out.Accepts, accept)
+				}
+				a := drv.Confirmed(n, accept != nil)
 				if a.Done != claim.Pending || len(a.Release) > 0 {
 					act = a
 				}
 			}
 		default:
 			if len(act.Release) > 0 {
-				c.fanOut(ctx, act.Release, wire.ProtoRelease, &wire.ReleaseRequest{Job: jobKey})
+				c.fanOut(ctx, act.Release, wire.ProtoRelease, c.releaseReq(jobKey, out.Start))
 			}
 			switch act.Done {
 			case claim.Won:
+				c.fanOut(ctx, claimNodes(out), wire.ProtoCertify, &wire.CertifyRequest{Job: jobKey, Start: out.Start, Accepts: out.Accepts})
 				return out, nil
 			case claim.Lost:
 				return nil, fmt.Errorf("claim %x: %w", jobKey, ErrLost)
@@ -356,9 +370,50 @@ func (c *Claimer) nextStart(jobKey []byte) int64 {
 	return start
 }
 
+// confirm sends the confirm to every node in parallel, each given the ask
+// timeout, and returns each node's signed acceptance: nil when it refused,
+// did not answer, or answered with anything but its acceptance of this
+// claim.
+func (c *Claimer) confirm(ctx context.Context, nodes []string, req *wire.ConfirmRequest) map[string][]byte {
+	resps := make(map[string]*wire.ConfirmResponse, len(nodes))
+	for _, n := range nodes {
+		resps[n] = &wire.ConfirmResponse{}
+	}
+	errs := c.fanOutResp(ctx, nodes, wire.ProtoConfirm, req, wire.MaxReplyBytes+64, func(n string) wire.Validator { return resps[n] })
+	out := make(map[string][]byte, len(nodes))
+	for _, n := range nodes {
+		out[n] = nil
+		if errs[n] != nil {
+			continue
+		}
+		b := resps[n].Accept
+		if _, st, err := claim.Decode(b); err == nil && st.Kind == claim.Accepted && peer.ID(st.Node) == peer.ID(n) &&
+			string(st.Job) == string(req.Job) && st.Start == req.Start {
+			out[n] = b
+		}
+	}
+	return out
+}
+
+// releaseReq is the release of a job whose claim started at start (0:
+// only a temporary claim): signed when the claimer has the client's key.
+func (c *Claimer) releaseReq(jobKey []byte, start int64) *wire.ReleaseRequest {
+	req := &wire.ReleaseRequest{Job: jobKey}
+	if c.key != nil && start > 0 {
+		req.Start, req.Sig = start, claim.SignRelease(jobKey, start, c.key)
+	}
+	return req
+}
+
 // fanOut sends req to every node in parallel, each given the ask timeout,
 // and returns each one's error.
 func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req any) map[string]error {
+	return c.fanOutResp(ctx, nodes, proto, req, 1024, func(string) wire.Validator { return &wire.Ping{} })
+}
+
+// fanOutResp is fanOut decoding each node's answer, of at most max bytes,
+// into resp(node).
+func (c *Claimer) fanOutResp(ctx context.Context, nodes []string, proto string, req any, max int, resp func(node string) wire.Validator) map[string]error {
 	if c.ask > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.ask)
@@ -371,7 +426,7 @@ func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.ep.Call(ctx, peer.ID(n), protocol.ID(proto), req, 1024, &wire.Ping{})
+			err := c.ep.Call(ctx, peer.ID(n), protocol.ID(proto), req, max, resp(n))
 			mu.Lock()
 			out[n] = err
 			mu.Unlock()
@@ -391,7 +446,7 @@ func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req 
 func (c *Claimer) Release(ctx context.Context, cl *Claim) {
 	c.releaseStarted(cl.Job)
 	defer c.drop(cl.Job)
-	req := &wire.ReleaseRequest{Job: cl.Job}
+	req := c.releaseReq(cl.Job, cl.Start)
 	nodes := ids(cl.Nodes)
 	var errs []error
 	for _, part := range [][]string{nodes[min(1, len(nodes)):], nodes[:min(1, len(nodes))]} {
@@ -406,6 +461,10 @@ func (c *Claimer) Release(ctx context.Context, cl *Claim) {
 		c.fanOut(ctx, ids(nodes), wire.ProtoRelease, req)
 	}
 }
+
+// claimNodes are the nodes a won claim's certificate goes to: all that
+// answered its claim requests.
+func claimNodes(cl *Claim) []string { return ids(cl.Nodes) }
 
 func ids(ps []peer.ID) []string {
 	out := make([]string, len(ps))

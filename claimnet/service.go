@@ -148,6 +148,7 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 	ep.Handle(wire.ProtoClaim, 1024, clients, s.handleClaim)
 	ep.Handle(wire.ProtoConfirm, 1<<20, clients, s.handleConfirm)
 	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
+	ep.Handle(wire.ProtoCertify, 1<<20, clients, s.handleCertify)
 	return s
 }
 
@@ -324,6 +325,40 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	jc.seqs = append(jc.seqs, s.seq)
 	s.mu.Unlock()
 	s.mConfirm.WithLabelValues("claimed").Inc()
+	return s.accept(req.Job, client, st.Start, nowMS)
+}
+
+// accept is this node's signed acceptance of the claim (client, start) of
+// job key: one of the quorum that makes the claim's certificate.
+func (s *Service) accept(key, client []byte, start, now int64) (*wire.ConfirmResponse, error) {
+	b, err := claim.Sign(claim.Statement{Kind: claim.Accepted, Job: key, Client: client, Node: []byte(s.ep.ID()), At: now, Start: start},
+		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
+	if err != nil {
+		return nil, fmt.Errorf("sign acceptance of job %x: %w", key, err)
+	}
+	return &wire.ConfirmResponse{Accept: b}, nil
+}
+
+// handleCertify takes a won claim's certificate from its client: the
+// claim (client, start, start + T_finish) merges with it as its proof, as
+// if another node had synced it — kept with the claim held here, or the
+// claim learned here if this node missed the confirm. A certificate that
+// does not prove the claim is refused and kept as evidence against the
+// client.
+func (s *Service) handleCertify(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.CertifyRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	h, held := s.pool.Lookup(req.Job)
+	if !held {
+		return nil, overlay.StatusErr(wire.StatusNotFound, fmt.Errorf("job %x not held here", req.Job))
+	}
+	st := job.State{Phase: job.Claimed, Client: []byte(from.Identity.PublicKey), Start: req.Start, Deadline: req.Start + h.TFinish}
+	proof := (&job.Proof{Claim: claim.EncodeCertificate(req.Accepts)}).Encode()
+	if _, err := s.pool.MergeFrom(from, wire.ProtoCertify, req.Job, st, proof); err != nil {
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("certificate of job %x: %w", req.Job, err))
+	}
 	return &wire.Ping{}, nil
 }
 
@@ -417,9 +452,12 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 	if ended {
 		s.tempEnded(req.Job)
 	}
+	if len(req.Sig) > 0 && !ed25519.Verify(ed25519.PublicKey(client), claim.ReleaseStatement(req.Job, client, req.Start), req.Sig) {
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("release of job %x: not signed by client %q", req.Job, from.Identity.Name))
+	}
 	if h, ok := s.pool.Lookup(req.Job); ok {
 		if rel, mine := claim.Release(h.State, client, s.cfg.Now().UnixMilli()); mine {
-			if _, err := s.pool.Apply(req.Job, rel); err != nil {
+			if _, err := s.pool.ApplyProven(req.Job, rel, s.releaseProof(req, rel, from)); err != nil {
 				return nil, err
 			}
 			s.mu.Lock()
@@ -428,6 +466,22 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 		}
 	}
 	return &wire.Ping{}, nil
+}
+
+// releaseProof is the proof of the release rel its client asked for in
+// req: the claim's certificate held here, the client's signature and its
+// certificate. Nil (the release stays this node's own, never sent) when
+// the client did not sign it, or this node holds no certificate of the
+// claim.
+func (s *Service) releaseProof(req wire.ReleaseRequest, rel job.State, from *overlay.Admitted) []byte {
+	if len(req.Sig) == 0 || req.Start != rel.Start || from.Identity.Cert == nil {
+		return nil
+	}
+	held, err := job.DecodeProof(s.pool.Proof(req.Job))
+	if err != nil || len(held.Claim) == 0 {
+		return nil
+	}
+	return (&job.Proof{Claim: held.Claim, Sig: req.Sig, Cert: from.Identity.Cert.Raw}).Encode()
 }
 
 // OnFreed registers f to be called with a job's key when a temporary

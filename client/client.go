@@ -83,6 +83,7 @@ func New(cfg Config) (*Client, error) {
 		pace:    newPacer(paceRate, paceBurst),
 	}
 	c.claimer.SetPace(c.pace.Wait)
+	c.claimer.SetSigner(a.Identity().Key)
 	return c, nil
 }
 

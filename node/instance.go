@@ -90,6 +90,10 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	if poolCfg.Logger == nil {
 		poolCfg.Logger = log
 	}
+	if poolCfg.ClaimCheck == nil {
+		// Claims and releases merge from other nodes only with their proof.
+		poolCfg.ClaimCheck = claimnet.NewProofChecker(in.ep, in.dht, cfg.Claim).Check
+	}
 	if in.pool, err = pool.New(in.ep, in.dht, n.store, poolCfg); err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func movedClaim(t *testing.T, pn *poolNet) (key []byte, claimNodes, closest []in
 	now := pn.clock.Now().UnixMilli()
 	claim := job.State{Phase: job.Claimed, Client: client.Key.Public().(ed25519.PublicKey), Start: now, Deadline: now + 24*3600_000}
 	for _, i := range claimNodes {
-		if _, err := pn.net.Node(i).Pool().Apply(key, claim); err != nil {
+		if _, err := pn.net.Node(i).Pool().ApplyProven(key, claim, trustedClaim); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +108,7 @@ func movedClaim(t *testing.T, pn *poolNet) (key []byte, claimNodes, closest []in
 // result passed it on at once. Before they did, the job stayed claimed on
 // every live replica and ran again after T_finish.
 func TestResultFollowsMovedJob(t *testing.T) {
-	pn := startPoolNet(t, 16, 8, 41)
+	pn := startTrustingPoolNet(t, 16, 8, 41)
 	ctx := context.Background()
 	key, claimNodes, closest, client := movedClaim(t, pn)
 	projectKey := make([]byte, 32)
@@ -168,7 +168,7 @@ func TestResultFollowsMovedJob(t *testing.T) {
 // republish rounds hand the state to the job's closest while it keeps its
 // copy, and once more before it drops the copy at the replica expiry.
 func TestLingeringHolderHandsOnNewerState(t *testing.T) {
-	pn := startPoolNet(t, 16, 8, 42)
+	pn := startTrustingPoolNet(t, 16, 8, 42)
 	ctx := context.Background()
 	key := pn.keys[0]
 	first := pn.closestIdx(key, 6)
@@ -189,7 +189,7 @@ func TestLingeringHolderHandsOnNewerState(t *testing.T) {
 	closest := pn.net.Node(away).Pool() // back as the job's closest
 	now := pn.clock.Now().UnixMilli()
 	claim := job.State{Phase: job.Claimed, Client: []byte("c1"), Start: now, Deadline: now + 24*3600_000}
-	if _, err := lingering.Apply(key, claim); err != nil {
+	if _, err := lingering.ApplyProven(key, claim, trustedClaim); err != nil {
 		t.Fatal(err)
 	}
 	lingering.RepublishRound(ctx)

@@ -14,7 +14,7 @@ import (
 // every replica converges to the merged state, on exactly the r closest
 // nodes.
 func TestPartitionConverges(t *testing.T) {
-	pn := startPoolNet(t, 16, 100, 25)
+	pn := startTrustingPoolNet(t, 16, 100, 25)
 	ctx := context.Background()
 	sideA := []int{0, 1, 2, 3, 4, 5, 6, 7}
 	sideB := []int{8, 9, 10, 11, 12, 13, 14, 15}
@@ -55,7 +55,7 @@ func TestPartitionConverges(t *testing.T) {
 	apply := func(k []byte, side func(int) bool, st job.State) {
 		for _, i := range pn.net.Holders(k) {
 			if side(i) {
-				if _, err := pn.net.Node(i).Pool().Apply(k, st); err != nil {
+				if _, err := pn.net.Node(i).Pool().ApplyProven(k, st, trustedClaim); err != nil {
 					t.Fatal(err)
 				}
 				return

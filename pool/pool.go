@@ -282,7 +282,8 @@ func (p *Pool) storedItem(key []byte) (wire.SyncItem, bool) {
 	if !ok {
 		return wire.SyncItem{}, false
 	}
-	return wire.SyncItem{Key: key, State: e.state, Proof: e.proof}, true
+	st, proof := p.sendable(e.state, e.proof)
+	return wire.SyncItem{Key: key, State: st, Proof: proof}, true
 }
 
 // Get returns a held job's encoded signed spec and state (as State).
@@ -423,10 +424,12 @@ func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *
 	}
 	held := e.state
 	changes := !job.Equal(job.Receive(held, st, now, e.tFinish, p.cfg.TSkew.Milliseconds()), held)
-	info := jobInfo{certRef: e.certRef, project: e.project}
+	// The proof of a claim held here without one (certificate after confirm).
+	adopt := !changes && p.cfg.ClaimCheck != nil && len(e.proof) == 0 && len(proof) > 0 && job.Equal(held, st) && job.NeedsProof(st)
+	info := jobInfo{certRef: e.certRef, project: e.project, tFinish: e.tFinish}
 	heldView := p.view(e, now)
 	p.mu.Unlock()
-	if !changes {
+	if !changes && !adopt {
 		return held, heldView, nil
 	}
 	if err := p.checkProof(key, info, st, proof, envBytes); err != nil {
@@ -439,6 +442,9 @@ func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *
 		if err := p.st.Put(store.Key(resultNS, key), envBytes); err != nil {
 			return held, heldView, fmt.Errorf("job %x: store result: %w", key, err)
 		}
+	}
+	if adopt {
+		return p.adoptProof(key, st, proof)
 	}
 	return p.apply(key, st, proof)
 }

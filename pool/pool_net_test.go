@@ -10,6 +10,7 @@ import (
 
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
 )
@@ -24,10 +25,34 @@ type poolNet struct {
 
 func startPoolNet(t *testing.T, nodes, jobs int, seed uint64) *poolNet {
 	t.Helper()
+	return startPoolNetWith(t, nodes, jobs, seed, pool.Config{})
+}
+
+// trustedClaim is the claim proof the nodes of startTrustingPoolNet take:
+// tests of the pool's replication apply claims with it (ApplyProven), as
+// a node keeps a claim whose certificate it holds; package claimnet tests
+// the real certificates.
+var trustedClaim = (&job.Proof{Claim: []byte("trusted")}).Encode()
+
+// startTrustingPoolNet is startPoolNet with nodes that take trustedClaim
+// as the proof of any claim or release.
+func startTrustingPoolNet(t *testing.T, nodes, jobs int, seed uint64) *poolNet {
+	t.Helper()
+	trust := func(_ []byte, _ int64, _ job.State, pr job.Proof) error {
+		if string(pr.Claim) != "trusted" {
+			return job.ErrNoProof
+		}
+		return nil
+	}
+	return startPoolNetWith(t, nodes, jobs, seed, pool.Config{ClaimCheck: trust})
+}
+
+func startPoolNetWith(t *testing.T, nodes, jobs int, seed uint64, pc pool.Config) *poolNet {
+	t.Helper()
 	clock := testnet.NewClock(time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now})
+	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now, Pool: pc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
@@ -24,11 +25,13 @@ const proofNS = "proof"
 const maxProofCache = 1 << 14
 
 // ClaimCheck checks the proof of a Claimed state or Ready tombstone of a
-// job (the claim protocol's evidence, job.Proof.Claim) before a node
-// merges it from another node. Config.ClaimCheck sets it; nil accepts
-// every well-formed claim state (the claim protocol's own checks, package
-// claimnet, guard what this node grants itself).
-type ClaimCheck func(key []byte, st job.State, proof job.Proof) error
+// job whose T_finish is tFinish ms (the claim protocol's evidence,
+// job.Proof.Claim, and for a release the client's signature in Sig and
+// Cert) before a node merges it from another node. Config.ClaimCheck sets
+// it (claimnet.ProofChecker in nodes); nil accepts every well-formed claim
+// state. With a check set, a node also sends claims only with their proof
+// (sendable).
+type ClaimCheck func(key []byte, tFinish int64, st job.State, proof job.Proof) error
 
 // source is who sent a state this node merges: the sender's certificate
 // name and peer, the protocol, and the item as it arrived (evidence).
@@ -90,7 +93,7 @@ func (p *Pool) checkProof(key []byte, e jobInfo, st job.State, proof, envBytes [
 		err = p.checkCollected(key, e, st, pr)
 	default: // Claimed, Ready tombstones
 		if p.cfg.ClaimCheck != nil {
-			if err = p.cfg.ClaimCheck(key, st, pr); err != nil {
+			if err = p.cfg.ClaimCheck(key, e.tFinish, st, pr); err != nil {
 				err = &refusal{err}
 			}
 		}
@@ -164,6 +167,51 @@ func proofDigest(key []byte, st job.State, proof []byte) [32]byte {
 // jobInfo is what a proof check needs of a held job.
 type jobInfo struct {
 	certRef, project string
+	tFinish          int64
+}
+
+// sendable is the state a node sends of a held job and its proof: a
+// claim (or tombstone) held without proof — this node saw the confirm but
+// not yet the certificate, or a claim that never won — goes out as the
+// never-claimed Ready{} when claims are checked (Config.ClaimCheck):
+// others would refuse it as a forgery, and their answer, if newer, brings
+// the proven claim here.
+func (p *Pool) sendable(st job.State, proof []byte) (job.State, []byte) {
+	if p.cfg.ClaimCheck != nil && len(proof) == 0 && (st.Phase == job.Claimed || st.IsTombstone()) {
+		return job.State{}, nil
+	}
+	return st, proof
+}
+
+// MergeFrom merges a state with its proof that an admitted party (from,
+// over protocol proto) sent: as a sync merges it, refused and kept as
+// evidence against from when its proof is missing or forged. A proof for
+// the very state held here without one is checked and kept (a claim's
+// certificate arriving after its confirm). It returns the state as this
+// node judges it.
+func (p *Pool) MergeFrom(from *overlay.Admitted, proto string, key []byte, st job.State, proof []byte) (job.State, error) {
+	src := &source{name: from.Peer.String(), peer: from.Peer, proto: proto}
+	if from.Identity != nil {
+		src.name = from.Identity.Name
+	}
+	_, v, err := p.applyFrom(key, st, proof, nil, src)
+	return v, err
+}
+
+// adoptProof keeps proof for the held state st of key, when st is still
+// the state held there without a proof.
+func (p *Pool) adoptProof(key []byte, st job.State, proof []byte) (merged, view job.State, err error) {
+	now := p.nowMS()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		return job.State{}, job.State{}, ErrUnknownJob
+	}
+	if job.Equal(e.state, st) && len(e.proof) == 0 {
+		err = p.persistLocked(key, e, st, proof)
+	}
+	return e.state, p.view(e, now), err
 }
 
 // storedProof returns the proof of a held job's state, nil when none.
@@ -182,4 +230,23 @@ func (p *Pool) storedProof(key []byte) []byte {
 func (p *Pool) Merge(key []byte, st job.State, proof, envelope []byte) (job.State, error) {
 	_, v, err := p.applyFrom(key, st, proof, envelope, nil)
 	return v, err
+}
+
+// ApplyProven is Apply for a state this node established itself with the
+// proof it keeps and sends with it (a release its client signed, with the
+// claim's certificate): proof replaces the held proof when st wins.
+func (p *Pool) ApplyProven(key []byte, st job.State, proof []byte) (job.State, error) {
+	_, v, err := p.apply(key, st, proof)
+	return v, err
+}
+
+// Proof returns the proof (job.Proof, encoded) kept with a held job's
+// state, nil when none.
+func (p *Pool) Proof(key []byte) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.jobs[string(key)]; ok {
+		return e.proof
+	}
+	return nil
 }

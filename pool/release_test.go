@@ -15,7 +15,7 @@ import (
 // Whichever nodes ran their expiry loop before, every holder ends on the
 // same state: the tombstone of the released later claim.
 func TestReleaseConvergesWhateverExpiryTiming(t *testing.T) {
-	pn := startPoolNet(t, 6, 12, 26)
+	pn := startTrustingPoolNet(t, 6, 12, 26)
 	ctx := context.Background()
 	variants := []struct {
 		name  string
@@ -43,7 +43,7 @@ func TestReleaseConvergesWhateverExpiryTiming(t *testing.T) {
 		released.Deadline = at(15)
 		apply := func(h int, st job.State) {
 			t.Helper()
-			if _, err := pn.net.Node(holders[h]).Pool().Apply(key, st); err != nil {
+			if _, err := pn.net.Node(holders[h]).Pool().ApplyProven(key, st, trustedClaim); err != nil {
 				t.Fatalf("%s: %v", tt.name, err)
 			}
 		}

@@ -105,7 +105,8 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	st.handed = map[string]bool{}
 	for _, j := range all {
 		view := probe.NearestLive(ctx, j.pos, p.r)
-		item := wire.SyncItem{Key: []byte(j.key), State: j.h.State, Proof: j.proof}
+		item := wire.SyncItem{Key: []byte(j.key)}
+		item.State, item.Proof = p.sendable(j.h.State, j.proof)
 		switch d := Decide(self, view, j.h, now, p.cfg.ReplicaExpiry.Milliseconds()); d {
 		case Republish:
 			st.Closest++

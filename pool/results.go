@@ -141,7 +141,8 @@ func (p *Pool) syncNow(ctx context.Context, key []byte) {
 				continue
 			}
 			tried[t] = true
-			items := []wire.SyncItem{{Key: key, State: st, Proof: p.proofOf(key, st)}}
+			items := []wire.SyncItem{{Key: key}}
+			items[0].State, items[0].Proof = p.sendable(st, p.proofOf(key, st))
 			var rs RoundStats
 			if err := p.syncWith(ctx, t, items, &rs); err != nil {
 				p.dht.MarkDead(t)
@@ -179,7 +180,11 @@ func (p *Pool) handleResultGet(_ context.Context, _ *overlay.Admitted, body []by
 	size := 0
 	for i, k := range req.Keys {
 		if st, ok := p.State(k); ok {
-			resp.States = append(resp.States, wire.SyncItem{Key: k, State: st, Proof: p.proofOf(k, st)})
+			proof := p.proofOf(k, st)
+			if out, _ := p.sendable(st, proof); !job.Equal(out, st) {
+				continue // a claim this node cannot prove
+			}
+			resp.States = append(resp.States, wire.SyncItem{Key: k, State: st, Proof: proof})
 		}
 		if b, ok := p.Result(k); ok && size+len(b) < wire.MaxResultsFrame-(1<<20) {
 			resp.Results[i] = b

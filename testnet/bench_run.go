@@ -130,6 +130,7 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 		}
 		w := &benchWorker{a: a, claimer: claimnet.NewClaimer(a.Endpoint(), a.DHT(), nil, 0), query: client.QueryFor(benchProject, attrs),
 			units: map[string]bool{}}
+		w.claimer.SetSigner(a.Identity().Key)
 		ws = append(ws, w)
 		for range o.Slots {
 			wg.Add(1)

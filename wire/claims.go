@@ -13,6 +13,9 @@ const (
 	ProtoConfirm = "/up/claim/confirm/1.0.0"
 	// ProtoRelease gives a claimed or granted job back.
 	ProtoRelease = "/up/claim/release/1.0.0"
+	// ProtoCertify hands a won claim's certificate (the quorum's signed
+	// acceptances) to the job's nodes, which keep it as the claim's proof.
+	ProtoCertify = "/up/claim/certify/1.0.0"
 	// ProtoResult submits a client's sealed result.
 	ProtoResult = "/up/job/result/1.0.0"
 	// ProtoResultGet fetches results (projects; nodes repairing replicas).
@@ -84,14 +87,67 @@ func (r *ConfirmRequest) Validate() error {
 	return nil
 }
 
-// ReleaseRequest gives a job back.
+// ConfirmResponse carries the node's signed acceptance of a confirm
+// (claim.Signed of kind Accepted, encoded).
+type ConfirmResponse struct {
+	_      struct{} `cbor:",toarray"`
+	Accept []byte
+}
+
+// Validate bounds a decoded ConfirmResponse.
+func (r *ConfirmResponse) Validate() error {
+	if len(r.Accept) == 0 || len(r.Accept) > MaxReplyBytes {
+		return fmt.Errorf("acceptance of %d bytes: %w", len(r.Accept), ErrMalformed)
+	}
+	return nil
+}
+
+// CertifyRequest hands the nodes a won claim's certificate: the claim's
+// start (Unix ms) and the signed acceptances of a quorum.
+type CertifyRequest struct {
+	_       struct{} `cbor:",toarray"`
+	Job     []byte
+	Start   int64
+	Accepts [][]byte
+}
+
+// Validate bounds a decoded CertifyRequest.
+func (r *CertifyRequest) Validate() error {
+	if err := validKey(r.Job); err != nil {
+		return err
+	}
+	if r.Start <= 0 || len(r.Accepts) == 0 || len(r.Accepts) > MaxReplies {
+		return fmt.Errorf("certificate of start %d with %d acceptances: %w", r.Start, len(r.Accepts), ErrMalformed)
+	}
+	for _, b := range r.Accepts {
+		if len(b) == 0 || len(b) > MaxReplyBytes {
+			return fmt.Errorf("acceptance of %d bytes: %w", len(b), ErrMalformed)
+		}
+	}
+	return nil
+}
+
+// ReleaseRequest gives a job back. For a permanent claim, Start is the
+// claim's start and Sig the client's signature over
+// claim.ReleaseStatement(Job, client, Start), the proof the nodes keep
+// with the release; a temporary claim is released with neither.
 type ReleaseRequest struct {
-	_   struct{} `cbor:",toarray"`
-	Job []byte
+	_     struct{} `cbor:",toarray"`
+	Job   []byte
+	Start int64
+	Sig   []byte
 }
 
 // Validate bounds a decoded ReleaseRequest.
-func (r *ReleaseRequest) Validate() error { return validKey(r.Job) }
+func (r *ReleaseRequest) Validate() error {
+	if err := validKey(r.Job); err != nil {
+		return err
+	}
+	if r.Start < 0 || (len(r.Sig) != 0 && len(r.Sig) != ed25519.SignatureSize) || (len(r.Sig) != 0) != (r.Start > 0) {
+		return fmt.Errorf("release of start %d with a signature of %d bytes: %w", r.Start, len(r.Sig), ErrMalformed)
+	}
+	return nil
+}
 
 // ResultSubmit delivers a sealed result (result.Envelope, encoded); At is
 // when the client finished, Unix ms (every replica records the same).

@@ -1,0 +1,107 @@
+package claimnet
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
+)
+
+// ProofChecker checks the proofs of claimed states and tombstones another
+// node sends (its Check is a pool.ClaimCheck): the claim's certificate, a
+// quorum of acceptances each bound to the node it names and placed among
+// the job's closest by the same rule as a confirm's replies, and for a
+// release the client's signature under a client certificate of the CA.
+// The pool calls it once per (job, state, proof) and caches the verdict.
+type ProofChecker struct {
+	ep        *overlay.Endpoint
+	d         *dht.DHT
+	now       func() time.Time
+	warmup    int64 // ms
+	started   int64 // Unix ms, for claim.CanJudge
+	keys      *keyCache
+	positions *positions
+}
+
+// NewProofChecker returns the claim proof checker of a node; cfg's Warmup
+// and Now apply as for the claim service (zero: the defaults).
+func NewProofChecker(ep *overlay.Endpoint, d *dht.DHT, cfg Config) *ProofChecker {
+	if cfg.Warmup == 0 {
+		cfg.Warmup = time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &ProofChecker{ep: ep, d: d, now: cfg.Now, warmup: cfg.Warmup.Milliseconds(),
+		started: cfg.Now().UnixMilli(), keys: newKeyCache(4096), positions: newPositions(4096)}
+}
+
+// Check checks that pr proves the claimed state or tombstone st of job
+// key, whose T_finish is tFinish ms. Errors wrap job.ErrNoProof or
+// job.ErrForgedProof.
+func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Proof) error {
+	accepts, err := claim.DecodeCertificate(pr.Claim)
+	if err != nil {
+		return fmt.Errorf("%w: %w", job.ErrForgedProof, err)
+	}
+	now := c.now()
+	rel := claim.ReleaseProof{Sig: pr.Sig}
+	if len(pr.Cert) > 0 {
+		id, err := c.ep.Admission().Verifier().VerifyCert(pr.Cert, now, certs.RoleClient)
+		if err != nil {
+			return fmt.Errorf("%w: release by client certificate: %w", job.ErrForgedProof, err)
+		}
+		rel.CertKey = id.PublicKey
+	}
+	signed := make([]*claim.Signed, len(accepts))
+	stmts := make([]claim.Statement, len(accepts))
+	for i, b := range accepts {
+		s, st, err := claim.Decode(b)
+		if err != nil {
+			return fmt.Errorf("%w: acceptance %d: %w", job.ErrForgedProof, i, err)
+		}
+		signed[i], stmts[i] = s, *st
+	}
+	r := c.d.Replication()
+	view := c.d.NearestLocal(keyspace.KeyPos(key), r+3)
+	judge := claim.CanJudge(c.d.RoutingTableSize(), r, now.UnixMilli()-c.started, c.warmup)
+	near := func(node string) bool {
+		if !judge {
+			return true // the routing table is still filling: no ground to refuse
+		}
+		for _, p := range view {
+			if string(p) == node {
+				return true
+			}
+		}
+		return false
+	}
+	// The statements first (cheap), the signatures only of a certificate
+	// that would prove the state.
+	if err := claim.CheckClaimProof(key, st, stmts, rel, claim.Quorum(min(r, len(view))), near, tFinish); err != nil {
+		return err
+	}
+	sigs := newBatch(c.keys, 2*len(accepts))
+	for i, s := range signed {
+		node := peer.ID(stmts[i].Node)
+		id, err := c.ep.Admission().Verifier().VerifyCert(s.Cert, now, certs.RoleNode)
+		if err != nil {
+			return fmt.Errorf("%w: acceptance of node %s: %w", job.ErrForgedProof, node, err)
+		}
+		if err := bindReply(c.positions, i, s, &stmts[i], id.PublicKey, sigs); err != nil {
+			return fmt.Errorf("%w: acceptance of node %s signed by %q: %w", job.ErrForgedProof, node, id.Name, err)
+		}
+		sigs.add(i, id.PublicKey, s.Message(), s.Sig)
+	}
+	if bad := sigs.verify(); bad >= 0 {
+		return fmt.Errorf("%w: acceptance of node %s: %w", job.ErrForgedProof, peer.ID(stmts[bad].Node), claim.ErrBadSignature)
+	}
+	return nil
+}
