@@ -188,12 +188,18 @@ Job file (only app is required):
 	return cmd
 }
 
+// harvestRun is one 'up project harvest': its flags and the loop they
+// drive.
+type harvestRun struct {
+	conn              projectConn
+	follow, untilDone bool
+	interval, timeout time.Duration
+	maxCopies         int
+	validator         string
+}
+
 func newProjectHarvestCmd() *cobra.Command {
-	var c projectConn
-	var follow, untilDone bool
-	var interval, timeout time.Duration
-	var maxCopies int
-	var validator string
+	var h harvestRun
 	cmd := &cobra.Command{
 		Use:   "harvest",
 		Short: "Fetch finished results, store them in the ledger, tell the nodes they are collected",
@@ -208,79 +214,83 @@ ledger has a canonical result (--timeout bounds the wait).`,
 		Example: `  up project harvest --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... --follow
   up project harvest --data lhc --bootstrap-file boot.txt --until-done --interval 2s --timeout 10m`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if interval <= 0 {
-				return usageError{fmt.Errorf("--interval %s must be positive", interval)}
-			}
-			if timeout < 0 || (timeout > 0 && !untilDone) {
-				return usageError{fmt.Errorf("--timeout %s: want a positive duration, with --until-done", timeout)}
-			}
-			follow = follow || untilDone
-			var deadline <-chan time.Time
-			if timeout > 0 {
-				deadline = time.After(timeout)
-			}
-			var equal project.Equal
-			if validator != "" {
-				path, err := exec.LookPath(validator)
-				if err != nil {
-					return usageError{fmt.Errorf("--validator %q: %w", validator, err)}
-				}
-				equal = project.ExternalEqual(path)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			p, l, done, err := c.open(ctx, cmd.ErrOrStderr())
+		RunE: func(cmd *cobra.Command, _ []string) error { return h.run(cmd) },
+	}
+	h.conn.add(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&h.follow, "follow", false, "keep harvesting until interrupted")
+	f.BoolVar(&h.untilDone, "until-done", false, "keep harvesting until every unit has a canonical result")
+	f.DurationVar(&h.timeout, "timeout", 0, "with --until-done: give up after this long, exit 1 (0: never)")
+	f.StringVar(&h.validator, "validator", "", "program that compares two copies' outputs: run as PROGRAM A B, exit 0 = they agree (default: byte equality)")
+	f.DurationVar(&h.interval, "interval", 30*time.Second, "time between harvests with --follow")
+	f.IntVar(&h.maxCopies, "max-copies", 0, "most copies a unit may get when results disagree (default: asked + 2)")
+	return cmd
+}
+
+// run checks the flags, opens the project and harvests once, or in a
+// loop with --follow or --until-done.
+func (h *harvestRun) run(cmd *cobra.Command) error {
+	if h.interval <= 0 {
+		return usageError{fmt.Errorf("--interval %s must be positive", h.interval)}
+	}
+	if h.timeout < 0 || (h.timeout > 0 && !h.untilDone) {
+		return usageError{fmt.Errorf("--timeout %s: want a positive duration, with --until-done", h.timeout)}
+	}
+	var equal project.Equal
+	if h.validator != "" {
+		path, err := exec.LookPath(h.validator)
+		if err != nil {
+			return usageError{fmt.Errorf("--validator %q: %w", h.validator, err)}
+		}
+		equal = project.ExternalEqual(path)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	p, l, done, err := h.conn.open(ctx, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer done()
+	var deadline <-chan time.Time
+	if h.timeout > 0 {
+		deadline = time.After(h.timeout)
+	}
+	for {
+		rep, err := p.Harvest(ctx, l, project.HarvestOptions{MaxCopies: h.maxCopies, Equal: equal}, bar(cmd.ErrOrStderr(), h.conn.quiet, "harvest"))
+		if err != nil {
+			return err
+		}
+		for _, e := range rep.Errors {
+			fmt.Fprintln(cmd.ErrOrStderr(), e)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d units decided, %d extra copies\n",
+			time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Decided, rep.Extra)
+		failed := harvestFailure(rep)
+		if !h.follow && !h.untilDone {
+			return failed
+		}
+		if failed != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "up: %v\n", failed) // the loop goes on: the next harvest retries
+		}
+		open := 0
+		if h.untilDone {
+			st, err := l.Stats(time.Now())
 			if err != nil {
 				return err
 			}
-			defer done()
-			for {
-				rep, err := p.Harvest(ctx, l, project.HarvestOptions{MaxCopies: maxCopies, Equal: equal}, bar(cmd.ErrOrStderr(), c.quiet, "harvest"))
-				if err != nil {
-					return err
-				}
-				for _, e := range rep.Errors {
-					fmt.Fprintln(cmd.ErrOrStderr(), e)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d units decided, %d extra copies\n",
-					time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Decided, rep.Extra)
-				failed := harvestFailure(rep)
-				if !follow {
-					return failed
-				}
-				if failed != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "up: %v\n", failed) // --follow goes on: the next harvest retries
-				}
-				open := 0
-				if untilDone {
-					st, err := l.Stats(time.Now())
-					if err != nil {
-						return err
-					}
-					if open = undecidedUnits(st); open == 0 && failed == nil {
-						fmt.Fprintf(cmd.OutOrStdout(), "every unit has a canonical result (%d units)\n", st.Units[project.UnitValid])
-						return nil
-					}
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-deadline:
-					return fmt.Errorf("harvest: %d units still without a canonical result after %s ('up project status' says why)", open, timeout)
-				case <-time.After(interval):
-				}
+			if open = undecidedUnits(st); open == 0 && failed == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "every unit has a canonical result (%d units)\n", st.Units[project.UnitValid])
+				return nil
 			}
-		},
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-deadline:
+			return fmt.Errorf("harvest: %d units still without a canonical result after %s ('up project status' says why)", open, h.timeout)
+		case <-time.After(h.interval):
+		}
 	}
-	c.add(cmd)
-	cmd.Flags().BoolVar(&follow, "follow", false, "keep harvesting until interrupted")
-	cmd.Flags().BoolVar(&untilDone, "until-done", false, "keep harvesting until every unit has a canonical result")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --until-done: give up after this long, exit 1 (0: never)")
-	cmd.Flags().StringVar(&validator, "validator", "", "program that compares two copies' outputs: run as PROGRAM A B, exit 0 = they agree (default: byte equality)")
-	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "time between harvests with --follow")
-	cmd.Flags().IntVar(&maxCopies, "max-copies", 0, "most copies a unit may get when results disagree (default: asked + 2)")
-	return cmd
 }
 
 // undecidedUnits counts the ledger's units without a canonical result.
