@@ -352,7 +352,11 @@ func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, 
 		}
 		out[i].Acks = len(out[i].signers)
 		if out[i].Acks < r {
-			err := fmt.Errorf("job %s: %d receipts via %s (it reported %d acks; %v): %w", out[i].CID, out[i].Acks, n, res.Acks, errors.Join(rerrs...), ErrTooFewReplicas)
+			why := ""
+			if len(rerrs) > 0 {
+				why = fmt.Sprintf("; %d receipts refused, first: %v", len(rerrs), rerrs[0])
+			}
+			err := fmt.Errorf("job %s: %d of %d replicas acknowledged with signed receipts via %s (it reported %d%s): %w", out[i].CID, out[i].Acks, r, n, res.Acks, why, ErrTooFewReplicas)
 			p.resubmit(ctx, jobs, i, out, tried, err)
 		}
 	}
