@@ -94,6 +94,10 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 		// Claims and releases merge from other nodes only with their proof.
 		poolCfg.ClaimCheck = claimnet.NewProofChecker(in.ep, in.dht, cfg.Claim).Check
 	}
+	if poolCfg.Account == nil {
+		// Receipts for the jobs this node stores, which projects count.
+		poolCfg.Account = &pool.Account{Cert: id.Cert.Raw, Key: id.Key}
+	}
 	if in.pool, err = pool.New(in.ep, in.dht, n.store, poolCfg); err != nil {
 		return nil, err
 	}

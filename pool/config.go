@@ -37,6 +37,10 @@ type Config struct {
 	// ClaimCheck checks the proof of a claimed state or ready tombstone
 	// another node sends (proof.go); nil accepts any well-formed one.
 	ClaimCheck ClaimCheck
+	// Account signs this node's receipts for the jobs it stores
+	// (receipt.go); nil signs none, and projects do not count this node
+	// as holding what it stores.
+	Account *Account
 	// RPCTimeout bounds one job RPC. Default 30 s.
 	RPCTimeout time.Duration
 	// DisableLoops turns off the background rounds; tests drive them with

@@ -37,25 +37,44 @@ func (p *Pool) handleStore(ctx context.Context, from *overlay.Admitted, body []b
 	}
 	acc := p.accept(req.Jobs, req.Certs, project, &source{name: from.Identity.Name, peer: from.Peer, proto: wire.ProtoJobStore})
 	resp := &wire.StoreResponse{Results: make([]wire.StoreResult, len(acc))}
-	for i, a := range acc {
-		resp.Results[i] = wire.StoreResult{Status: a.status, Msg: a.msg}
-	}
-	if !req.Replicate {
-		return resp, nil
-	}
 	var keys [][]byte
 	var idx []int
 	for i, a := range acc {
+		resp.Results[i] = wire.StoreResult{Status: a.status, Msg: a.msg}
 		if a.status == wire.StatusOK {
 			keys = append(keys, a.key)
 			idx = append(idx, i)
 		}
 	}
-	acks := p.Replicate(ctx, keys)
+	if !req.Replicate {
+		if rc, ok := p.receipt(keys, seq(len(keys)), idx); ok {
+			resp.Receipts = append(resp.Receipts, rc)
+		}
+		return resp, nil
+	}
+	acks, receipts := p.replicate(ctx, keys)
 	for j, i := range idx {
 		resp.Results[i].Acks = uint16(acks[j])
 	}
+	for _, rc := range receipts {
+		if len(resp.Receipts) == wire.MaxReceiptsPerStore {
+			break
+		}
+		for n, j := range rc.Jobs {
+			rc.Jobs[n] = uint16(idx[j])
+		}
+		resp.Receipts = append(resp.Receipts, rc)
+	}
 	return resp, nil
+}
+
+// seq returns 0, 1, ..., n-1.
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // Replicate places held jobs on their r live closest nodes in this node's
@@ -63,7 +82,15 @@ func (p *Pool) handleStore(ctx context.Context, from *overlay.Admitted, body []b
 // target that fails is marked dead and the next closest takes its place.
 // A job this node is not among the closest of is deleted here once placed.
 func (p *Pool) Replicate(ctx context.Context, keys [][]byte) []int {
+	acks, _ := p.replicate(ctx, keys)
+	return acks
+}
+
+// replicate is Replicate that also returns the holders' signed receipts,
+// this node's own among them, each naming jobs by their index in keys.
+func (p *Pool) replicate(ctx context.Context, keys [][]byte) ([]int, []wire.StoreReceipt) {
 	acks := make([]int, len(keys))
+	var receipts []wire.StoreReceipt
 	holders := make([]map[peer.ID]bool, len(keys))
 	for i := range holders {
 		holders[i] = map[peer.ID]bool{}
@@ -92,8 +119,9 @@ func (p *Pool) Replicate(ctx context.Context, keys [][]byte) []int {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, err := p.pushJobs(ctx, t, keys, idx, nil)
+				ok, rcs, err := p.pushJobs(ctx, t, keys, idx, nil)
 				mu.Lock()
+				receipts = append(receipts, rcs...)
 				defer mu.Unlock()
 				if err != nil {
 					p.dht.MarkDead(t)
@@ -110,13 +138,19 @@ func (p *Pool) Replicate(ctx context.Context, keys [][]byte) []int {
 		wg.Wait()
 		pending = dedupe(retry)
 	}
+	var mine []int
 	for i := range keys {
 		acks[i] = len(holders[i])
-		if !holders[i][self] && acks[i] > 0 {
+		if holders[i][self] {
+			mine = append(mine, i)
+		} else if acks[i] > 0 {
 			_ = p.Forget(keys[i])
 		}
 	}
-	return acks
+	if rc, ok := p.receipt(keys, mine, seq(len(keys))); ok {
+		receipts = append(receipts, rc)
+	}
+	return acks, receipts
 }
 
 // placement returns the live r closest nodes to a job key. A node among
@@ -158,9 +192,11 @@ func dedupe(xs []int) []int {
 const maxBatchBytes = 4 << 20
 
 // pushJobs stores the jobs keys[idx] on node t (one replica each) and
-// reports which t holds afterwards. tr, if not nil, counts the bytes.
-func (p *Pool) pushJobs(ctx context.Context, t peer.ID, keys [][]byte, idx []int, tr *traffic) ([]bool, error) {
+// reports which t holds afterwards, with t's signed receipts naming the
+// jobs by their index in keys. tr, if not nil, counts the bytes.
+func (p *Pool) pushJobs(ctx context.Context, t peer.ID, keys [][]byte, idx []int, tr *traffic) ([]bool, []wire.StoreReceipt, error) {
 	ok := make([]bool, len(idx))
+	var receipts []wire.StoreReceipt
 	for start := 0; start < len(idx); {
 		req := &wire.StoreRequest{}
 		refs := map[string]bool{}
@@ -185,15 +221,34 @@ func (p *Pool) pushJobs(ctx context.Context, t peer.ID, keys [][]byte, idx []int
 		err := p.call(cctx, t, wire.ProtoJobStore, req, wire.MaxJobFrame, &resp, tr)
 		cancel()
 		if err != nil {
-			return ok, err
+			return ok, receipts, err
 		}
 		for n, j := range sent {
 			if n < len(resp.Results) && resp.Results[n].Status == wire.StatusOK {
 				ok[j] = true
 			}
 		}
+		receipts = append(receipts, keyReceipts(resp.Receipts, sent, idx)...)
 	}
-	return ok, nil
+	return ok, receipts, nil
+}
+
+// keyReceipts renames the jobs of a store's receipts, positions in the
+// request, by their index in keys (sent maps a position to one in idx,
+// idx to keys); a receipt naming a job not sent is dropped.
+func keyReceipts(rcs []wire.StoreReceipt, sent, idx []int) []wire.StoreReceipt {
+	var out []wire.StoreReceipt
+next:
+	for _, rc := range rcs {
+		for n, pos := range rc.Jobs {
+			if int(pos) >= len(sent) {
+				continue next
+			}
+			rc.Jobs[n] = uint16(idx[sent[pos]])
+		}
+		out = append(out, rc)
+	}
+	return out
 }
 
 // addCert adds the certificate a signed job names to req, once.

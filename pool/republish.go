@@ -255,7 +255,7 @@ func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, s
 			for i := range idx {
 				idx[i] = i
 			}
-			ok, err := p.pushJobs(ctx, t, resp.Need, idx, &tr)
+			ok, _, err := p.pushJobs(ctx, t, resp.Need, idx, &tr)
 			if err != nil {
 				return err
 			}

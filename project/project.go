@@ -198,17 +198,22 @@ func listingOf(key []byte, spec *job.Spec) *job.Listing {
 // Submitted is the outcome of submitting one job.
 type Submitted struct {
 	CID  cid.Cid
-	Acks int   // replicas that acknowledged
+	Acks int   // distinct certified nodes whose signed receipts say they store it
 	Err  error // nil when Acks >= r
+
+	signers map[string]bool // account keys of the nodes whose receipts verified
 }
 
 // ErrTooFewReplicas reports a job that fewer than r nodes acknowledged.
 var ErrTooFewReplicas = errors.New("too few replicas acknowledged")
 
 // Submit sends jobs to their closest nodes, which place them on the r
-// closest; a job counts as submitted only when r replicas acknowledged it.
-// Jobs go in batches per closest node; a node that fails is skipped for
-// the next closest. ctx bounds the whole submission.
+// closest; a job counts as submitted only when r distinct certified nodes
+// signed receipts that they store it (the first node's word is not
+// enough). Jobs go in batches per closest node; a node that fails, or
+// returns fewer than r receipts for a job, is skipped for the job's next
+// closest, up to MaxFirstNodes nodes a job. ctx bounds the whole
+// submission.
 func (p *Project) Submit(ctx context.Context, jobs []*Prepared) []Submitted {
 	out := make([]Submitted, len(jobs))
 	r := p.a.DHT().Replication()
@@ -237,7 +242,7 @@ func (p *Project) Submit(ctx context.Context, jobs []*Prepared) []Submitted {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				p.submitBatch(ctx, n, jobs, part, out)
+				p.submitBatch(ctx, n, jobs, part, out, nil)
 			}()
 		}
 	}
@@ -302,9 +307,15 @@ func orNoPeers(err error) error {
 	return err
 }
 
+// MaxFirstNodes is how many nodes a job is sent through before its
+// submission is given up.
+const MaxFirstNodes = 3
+
 // submitBatch stores jobs[idx] through node n, falling back to the next
-// closest nodes of each job when n fails.
-func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, idx []int, out []Submitted) {
+// closest nodes of each job (not those in tried) when n fails or returns
+// fewer than r verified receipts for it.
+func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, idx []int, out []Submitted, tried []peer.ID) {
+	tried = append(slices.Clip(tried), n)
 	req := &wire.StoreRequest{Replicate: true, Certs: [][]byte{p.a.Identity().Cert.Raw}}
 	for _, i := range idx {
 		req.Jobs = append(req.Jobs, wire.JobEnvelope{Signed: jobs[i].Encode(), Listing: jobs[i].Listing})
@@ -323,23 +334,12 @@ func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, 
 		}
 		// Try each job's next closest live node, one job at a time.
 		for _, i := range idx {
-			p.a.DHT().Invalidate(jobs[i].Key())
-			closest, lerr := p.a.DHT().ClosestPeers(ctx, jobs[i].Key())
-			var next peer.ID
-			for _, c := range closest {
-				if c != n && !p.a.DHT().IsMarkedDead(c) {
-					next = c
-					break
-				}
-			}
-			if lerr != nil || next == "" {
-				out[i].Err = fmt.Errorf("job %s: submit via %s: %w", out[i].CID, n, err)
-				continue
-			}
-			p.submitBatch(ctx, next, jobs, []int{i}, out)
+			p.resubmit(ctx, jobs, i, out, tried, fmt.Errorf("job %s: submit via %s: %w", out[i].CID, n, err))
 		}
 		return
 	}
+	rerrs := p.countReceipts(&resp, jobs, idx, out)
+	r := p.a.DHT().Replication()
 	for j, i := range idx {
 		if j >= len(resp.Results) {
 			out[i].Err = fmt.Errorf("job %s: node %s sent no result for it", out[i].CID, n)
@@ -350,6 +350,36 @@ func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, 
 			out[i].Err = fmt.Errorf("job %s refused by %s: %w", out[i].CID, n, &wire.Error{Status: res.Status, Msg: res.Msg})
 			continue
 		}
-		out[i].Acks = int(res.Acks)
+		out[i].Acks = len(out[i].signers)
+		if out[i].Acks < r {
+			why := ""
+			if len(rerrs) > 0 {
+				why = fmt.Sprintf("; %d receipts refused, first: %v", len(rerrs), rerrs[0])
+			}
+			err := fmt.Errorf("job %s: %d of %d replicas acknowledged with signed receipts via %s (it reported %d%s): %w", out[i].CID, out[i].Acks, r, n, res.Acks, why, ErrTooFewReplicas)
+			p.resubmit(ctx, jobs, i, out, tried, err)
+		}
+	}
+}
+
+// resubmit sends job i through its next closest live node not in tried,
+// or records err as its outcome when there is none or it was sent through
+// MaxFirstNodes nodes already.
+func (p *Project) resubmit(ctx context.Context, jobs []*Prepared, i int, out []Submitted, tried []peer.ID, err error) {
+	out[i].Err = err
+	if len(tried) >= MaxFirstNodes || ctx.Err() != nil {
+		return
+	}
+	p.a.DHT().Invalidate(jobs[i].Key())
+	closest, lerr := p.a.DHT().ClosestPeers(ctx, jobs[i].Key())
+	if lerr != nil {
+		return
+	}
+	for _, c := range closest {
+		if !slices.Contains(tried, c) && !p.a.DHT().IsMarkedDead(c) {
+			out[i].Err = nil
+			p.submitBatch(ctx, c, jobs, []int{i}, out, tried)
+			return
+		}
 	}
 }

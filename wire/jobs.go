@@ -88,10 +88,27 @@ type StoreResult struct {
 	Acks   uint16 // replicas that hold the job (Replicate only)
 }
 
-// StoreResponse answers a StoreRequest, one result per job.
+// MaxReceiptsPerStore bounds the signed receipts in one StoreResponse.
+const MaxReceiptsPerStore = 512
+
+// StoreReceipt is a node's signed word that it stores some jobs of a
+// StoreRequest: Sig is the account key's signature (job.SignReceipt) over
+// the keys of the jobs Jobs (indexes into the request, in that order),
+// under the node certificate Cert.
+type StoreReceipt struct {
+	_    struct{} `cbor:",toarray"`
+	Cert []byte
+	Jobs []uint16
+	Sig  []byte
+}
+
+// StoreResponse answers a StoreRequest, one result per job, with the
+// receipts of the nodes that store them: the receiver's own, and for a
+// Replicate request those of the replicas it placed them on.
 type StoreResponse struct {
-	_       struct{} `cbor:",toarray"`
-	Results []StoreResult
+	_        struct{} `cbor:",toarray"`
+	Results  []StoreResult
+	Receipts []StoreReceipt
 }
 
 // Validate bounds a decoded StoreResponse.
@@ -102,6 +119,19 @@ func (r *StoreResponse) Validate() error {
 	for _, res := range r.Results {
 		if len(res.Msg) > MaxReplyMsg {
 			return fmt.Errorf("store result message of %d bytes: %w", len(res.Msg), ErrMalformed)
+		}
+	}
+	if len(r.Receipts) > MaxReceiptsPerStore {
+		return fmt.Errorf("store response with %d receipts (max %d): %w", len(r.Receipts), MaxReceiptsPerStore, ErrMalformed)
+	}
+	for _, rc := range r.Receipts {
+		if len(rc.Cert) == 0 || len(rc.Cert) > MaxCertBytes || len(rc.Sig) != 64 || len(rc.Jobs) == 0 || len(rc.Jobs) > len(r.Results) {
+			return fmt.Errorf("store receipt with a %d-byte certificate, %d-byte signature, %d jobs: %w", len(rc.Cert), len(rc.Sig), len(rc.Jobs), ErrMalformed)
+		}
+		for _, j := range rc.Jobs {
+			if int(j) >= len(r.Results) {
+				return fmt.Errorf("store receipt for job %d of %d: %w", j, len(r.Results), ErrMalformed)
+			}
 		}
 	}
 	return nil

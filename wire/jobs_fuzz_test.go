@@ -14,6 +14,7 @@ func jobMsgs() []wire.Validator {
 	return []wire.Validator{
 		&wire.StoreRequest{Jobs: []wire.JobEnvelope{{Signed: []byte{0x82, 0x40, 0x40}}}, Certs: [][]byte{{1, 2, 3}}, Replicate: true},
 		&wire.StoreResponse{Results: []wire.StoreResult{{Status: wire.StatusOK, Acks: 5}, {Status: wire.StatusBadRequest, Msg: "no"}}},
+		&wire.StoreResponse{Results: []wire.StoreResult{{Status: wire.StatusOK}}, Receipts: []wire.StoreReceipt{{Cert: []byte{1}, Jobs: []uint16{0}, Sig: make([]byte, 64)}}},
 		&wire.GetRequest{Keys: [][]byte{key}},
 		&wire.GetResponse{Jobs: []wire.JobEnvelope{{Signed: []byte{1}, State: claimed}}, Missing: [][]byte{key}},
 		&wire.SyncRequest{Items: []wire.SyncItem{{Key: key, State: claimed}, {Key: key}}},
@@ -60,6 +61,13 @@ func TestJobMessageBounds(t *testing.T) {
 		}
 		return out
 	}
+	receipts := func(n int, job uint16) []wire.StoreReceipt {
+		out := make([]wire.StoreReceipt, n)
+		for i := range out {
+			out[i] = wire.StoreReceipt{Cert: []byte{1}, Jobs: []uint16{job}, Sig: make([]byte, 64)}
+		}
+		return out
+	}
 	items := func(n int) []wire.SyncItem {
 		out := make([]wire.SyncItem, n)
 		for i := range out {
@@ -88,6 +96,11 @@ func TestJobMessageBounds(t *testing.T) {
 		{"sync proof over bound", &wire.SyncRequest{Items: []wire.SyncItem{{Key: key, Proof: make([]byte, job.MaxProofSize+1)}}}, false},
 		{"newer proof over bound", &wire.SyncResponse{Newer: []wire.SyncItem{{Key: key, Proof: make([]byte, job.MaxProofSize+1)}}}, false},
 		{"store proof over bound", &wire.StoreRequest{Jobs: []wire.JobEnvelope{{Signed: []byte{1}, Proof: make([]byte, job.MaxProofSize+1)}}}, false},
+		{"receipts at bound", &wire.StoreResponse{Results: make([]wire.StoreResult, 1), Receipts: receipts(wire.MaxReceiptsPerStore, 0)}, true},
+		{"receipts over bound", &wire.StoreResponse{Results: make([]wire.StoreResult, 1), Receipts: receipts(wire.MaxReceiptsPerStore+1, 0)}, false},
+		{"receipt for a job not in the store", &wire.StoreResponse{Results: make([]wire.StoreResult, 1), Receipts: receipts(1, 1)}, false},
+		{"receipt with a short signature", &wire.StoreResponse{Results: make([]wire.StoreResult, 1), Receipts: []wire.StoreReceipt{{Cert: []byte{1}, Jobs: []uint16{0}, Sig: make([]byte, 63)}}}, false},
+		{"receipt without a certificate", &wire.StoreResponse{Results: make([]wire.StoreResult, 1), Receipts: []wire.StoreReceipt{{Jobs: []uint16{0}, Sig: make([]byte, 64)}}}, false},
 		{"collect with its signatures", &wire.CollectRequest{Keys: keys(2), At: 1, Sigs: [][]byte{make([]byte, 64), make([]byte, 64)}}, true},
 		{"collect without signatures", &wire.CollectRequest{Keys: keys(2), At: 1}, false},
 		{"collect with a short signature", &wire.CollectRequest{Keys: keys(1), At: 1, Sigs: [][]byte{make([]byte, 63)}}, false},

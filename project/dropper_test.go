@@ -1,0 +1,83 @@
+package project_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/wire"
+)
+
+// dropStores makes node i a dropper: it acknowledges every job a project
+// sends it as held by acks replicas and keeps nothing, and refuses to be
+// a replica for other nodes. It returns how many project stores it took.
+func (f *flow) dropStores(t *testing.T, i int, acks uint16) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	ep := f.net.Node(i).Endpoint()
+	ep.Handle(wire.ProtoJobStore, wire.MaxJobFrame, nil, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+		var req wire.StoreRequest
+		if err := wire.Decode(body, &req); err != nil {
+			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+		}
+		if !req.Replicate {
+			return nil, overlay.StatusErr(wire.StatusInternal, errors.New("dropper"))
+		}
+		n.Add(1)
+		resp := &wire.StoreResponse{Results: make([]wire.StoreResult, len(req.Jobs))}
+		for j := range resp.Results {
+			resp.Results[j] = wire.StoreResult{Status: wire.StatusOK, Acks: acks}
+		}
+		return resp, nil
+	})
+	return &n
+}
+
+// TestSubmitFirstNodeDropper: the node a project sends a job to first
+// acknowledges it as held by r replicas and keeps nothing. The job is not
+// counted submitted on that word: only on r replicas' signed receipts,
+// which the project gets by sending it again through another of the
+// job's closest nodes, and the job is then held by r nodes.
+func TestSubmitFirstNodeDropper(t *testing.T) {
+	f := startFlow(t, 8, 91)
+	ctx := context.Background()
+	spec, err := f.proj.NewSpec("hashchain", []string{"10", "1"}, []string{"lhc"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := f.proj.Sign(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.proj.Agent().DHT()
+	first := d.NearestKnown(keyspace.KeyPos(prep.Key()), 1)
+	if len(first) != 1 {
+		t.Fatal("the project knows no node")
+	}
+	i := f.net.Index(first[0])
+	if i < 0 {
+		t.Fatalf("first node %s not in the network", first[0])
+	}
+	dropped := f.dropStores(t, i, uint16(d.Replication()))
+	res := f.proj.Submit(ctx, []*project.Prepared{prep})
+	if dropped.Load() == 0 {
+		t.Fatalf("the project did not send the job to node %d first", i)
+	}
+	holders := f.net.Holders(prep.Key())
+	t.Logf("submit: %d acks, %v; held by %v", res[0].Acks, res[0].Err, holders)
+	if res[0].Err == nil && len(holders) < d.Replication() {
+		t.Fatalf("job counted submitted with %d acks but held by %d nodes %v: lost to the dropper", res[0].Acks, len(holders), holders)
+	}
+	if res[0].Err != nil || res[0].Acks < d.Replication() {
+		t.Fatalf("job not placed around the dropper: %d acks, %v", res[0].Acks, res[0].Err)
+	}
+	if len(holders) < d.Replication() {
+		t.Fatal(fmt.Sprintf("job held by %v, want %d nodes", holders, d.Replication()))
+	}
+}
