@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/wire"
 )
 
@@ -72,6 +73,11 @@ type BenchOptions struct {
 	Seed     uint64
 	Timeout  time.Duration // default 5 min
 	Log      io.Writer     // progress lines; nil: none
+	// Adversary makes some nodes Byzantine and some clocks wrong.
+	Adversary Adversary
+	// Inspect, when set, is called after the last harvest, with the
+	// network and the ledger still open (a test's checks).
+	Inspect func(*Network, *project.Ledger)
 }
 
 func (o *BenchOptions) defaults() {

@@ -59,6 +59,7 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 			}
 		}}
 	opts.DHT.Replication = o.R
+	opts.Adversary = o.Adversary
 	opts.Index.Server.QueryLimit, opts.Index.Server.QueryBurst = 1e9, 1<<30
 	net, err := Start(ctx, opts)
 	if err != nil {
@@ -362,6 +363,9 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 	_ = db.QueryRow(`SELECT COUNT(*) FROM results`).Scan(&rep.LedgerResults)
 	_ = db.QueryRow(`SELECT COUNT(*) FROM jobs WHERE state = ?`, project.StateCollected).Scan(&rep.LedgerCollect)
 	_ = db.QueryRow(`SELECT COUNT(*) FROM units WHERE status = ?`, project.UnitValid).Scan(&rep.UnitsValid)
+	if o.Inspect != nil {
+		o.Inspect(net, ledger)
+	}
 	for _, nd := range net.Live() {
 		nd.Pool().Each(func(pool.Held) bool { rep.HeldAtEnd++; return true })
 	}

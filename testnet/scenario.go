@@ -66,6 +66,8 @@ type ScenarioOptions struct {
 	Timeout time.Duration
 	// Log receives progress lines; nil: none.
 	Log io.Writer
+	// Adversary makes some real nodes Byzantine and some clocks wrong.
+	Adversary Adversary
 }
 
 func (o *ScenarioOptions) defaults() {

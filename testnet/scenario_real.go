@@ -98,6 +98,7 @@ func (rr *realRun) options() Options {
 		}}
 	opts.DHT.Replication = o.R
 	opts.DHT.LookupCacheTTL = p.LookupCache
+	opts.Adversary = o.Adversary
 	opts.Pool = pool.Config{RepublishInterval: (p.RepublishMin + p.RepublishMax) / 2,
 		RepublishJitter: (p.RepublishMax - p.RepublishMin) / 2, ReplicaExpiry: p.ReplicaExpiry,
 		TCollect: p.TCollect, ExpiryInterval: p.ExpirySweep}

@@ -77,6 +77,8 @@ type Options struct {
 	Balance node.BalanceConfig
 	// Configure, when set, adjusts each node's config before it opens.
 	Configure func(i int, cfg *node.Config)
+	// Adversary makes some nodes Byzantine and some clocks wrong.
+	Adversary
 }
 
 // Network is a running in-process network.
@@ -92,6 +94,7 @@ type Network struct {
 	extra  int              // hosts added by NewHost
 	killed map[peer.ID]bool // mocknet peers cut off by Kill
 	bw     []*metrics.BandwidthCounter
+	adv    *adversary // nil: every node honest, one clock
 }
 
 // seededReader is an io.Reader of replayable bytes.
@@ -143,7 +146,13 @@ func Start(ctx context.Context, opts Options) (*Network, error) {
 	for i := range 8 {
 		seed[i] = byte(opts.Seed >> (8 * i))
 	}
+	if err := opts.ValidateAdversary(); err != nil {
+		return nil, err
+	}
 	n := &Network{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}
+	if opts.Byzantine > 0 || opts.Skewed > 0 || opts.Jump > 0 {
+		n.adv = chooseAdversary(opts)
+	}
 	randSrc := newSeeded(seed)
 	ca, err := certs.NewAuthority("testnet CA", opts.Now().Add(-time.Hour), 10*365*24*time.Hour, randSrc)
 	if err != nil {
@@ -244,6 +253,9 @@ func (n *Network) open(i int) error {
 		Now:          n.opts.Now,
 		Logger:       n.opts.Logger,
 	}
+	if n.adv != nil {
+		cfg.Now = n.adv.clock(i, n.opts.Now)
+	}
 	if cfg.Balance.Grinder == nil {
 		// One worker on a seeded stream: a move lands where it landed
 		// last time the run was played.
@@ -314,6 +326,7 @@ func (n *Network) open(i int) error {
 	n.mu.Lock()
 	n.nodes[i] = nd
 	n.mu.Unlock()
+	n.corrupt(i, nd, cfg.Now)
 	return nil
 }
 

@@ -30,6 +30,7 @@ type runFlags struct {
 	out       string
 	dir       string
 	timeout   time.Duration
+	adv       testnet.Adversary
 	set       map[string]bool // flags given on the command line
 }
 
@@ -72,7 +73,10 @@ func (f *runFlags) options() (testnet.ScenarioOptions, error) {
 	case f.timeout < 0:
 		return bad("--timeout %v is negative", f.timeout)
 	}
-	o := testnet.ScenarioOptions{Scenario: f.scenario, Nodes: f.nodes, Seed: f.seed, Dir: f.dir, Timeout: f.timeout}
+	if err := f.adv.ValidateAdversary(); err != nil {
+		return bad("%v", err)
+	}
+	o := testnet.ScenarioOptions{Scenario: f.scenario, Nodes: f.nodes, Seed: f.seed, Dir: f.dir, Timeout: f.timeout, Adversary: f.adv}
 	if f.set["jobs"] {
 		o.Jobs = f.jobs
 	}
@@ -191,5 +195,10 @@ series.csv (every second of both sides) there.`,
 	f.StringVar(&fl.out, "out", "", "write report.md, compare.csv and series.csv into this directory")
 	f.StringVar(&fl.dir, "dir", "", "directory for the CA, node data and ledger (default: a temporary one, removed after)")
 	f.DurationVar(&fl.timeout, "timeout", fl.timeout, "bound on each real run, setup included")
+	f.Float64Var(&fl.adv.Byzantine, "byzantine", 0, "fraction of real nodes that are Byzantine (seeded choice)")
+	f.StringSliceVar(&fl.adv.Behaviours, "behaviours", nil, "Byzantine behaviours, dealt in turn: "+strings.Join(testnet.Behaviours, ", "))
+	f.Float64Var(&fl.adv.Skewed, "skewed", 0, "fraction of real nodes whose clock is off by up to --skew")
+	f.DurationVar(&fl.adv.Skew, "skew", 0, "largest clock offset of a skewed node (uniform in ±skew)")
+	f.Float64Var(&fl.adv.Jump, "jump", 0, "fraction of real nodes whose clock jumps an hour ahead 5 s into the run")
 	return cmd
 }

@@ -32,6 +32,14 @@ func TestRunFlags(t *testing.T) {
 		}, "", func(o testnet.ScenarioOptions) bool {
 			return o.Duration == 3*time.Minute && o.JobLength == time.Millisecond
 		}},
+		{"adversary", func(f *runFlags) {
+			f.adv = testnet.Adversary{Byzantine: 0.1, Behaviours: []string{"deny", "forge-states"}, Skewed: 0.3, Skew: 4 * time.Minute, Jump: 0.05}
+		}, "", func(o testnet.ScenarioOptions) bool {
+			return o.Adversary.Byzantine == 0.1 && len(o.Adversary.Behaviours) == 2 && o.Adversary.Skew == 4*time.Minute && o.Adversary.Jump == 0.05
+		}},
+		{"unknown behaviour", func(f *runFlags) {
+			f.adv = testnet.Adversary{Byzantine: 0.1, Behaviours: []string{"lie"}}
+		}, `behaviour "lie" unknown`, nil},
 		{"churn lifetime", func(f *runFlags) {
 			f.scenario, f.churn = "churn", 2*time.Minute
 			f.set["churn"] = true
