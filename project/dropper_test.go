@@ -81,3 +81,58 @@ func TestSubmitFirstNodeDropper(t *testing.T) {
 		t.Fatal(fmt.Sprintf("job held by %v, want %d nodes", holders, d.Replication()))
 	}
 }
+
+// TestReceiptsNeeded: r − f receipts make a job submitted (f =
+// claim.Faults(r)).
+func TestReceiptsNeeded(t *testing.T) {
+	for r, want := range map[int]int{1: 1, 3: 3, 4: 3, 5: 4, 7: 5, 10: 7} {
+		if got := project.ReceiptsNeeded(r); got != want {
+			t.Errorf("ReceiptsNeeded(%d) = %d, want %d", r, got, want)
+		}
+	}
+}
+
+// TestSubmitPastASilentReplica: one of a job's r closest acknowledges the
+// jobs it is given as a replica and keeps and signs nothing. The job is
+// still submitted, on the other replicas' r − f signed receipts: one
+// faulty replica must not block a project's submissions (before, all r
+// receipts were required and every such job failed).
+func TestSubmitPastASilentReplica(t *testing.T) {
+	f := startFlow(t, 8, 92)
+	ctx := context.Background()
+	spec, err := f.proj.NewSpec("hashchain", []string{"10", "2"}, []string{"lhc"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := f.proj.Sign(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.proj.Agent().DHT()
+	near := d.NearestKnown(keyspace.KeyPos(prep.Key()), 2)
+	if len(near) != 2 {
+		t.Fatal("the project knows too few nodes")
+	}
+	i := f.net.Index(near[1]) // a replica, not the first node
+	var silent atomic.Int64
+	f.net.Node(i).Endpoint().Handle(wire.ProtoJobStore, wire.MaxJobFrame, nil, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
+		var req wire.StoreRequest
+		if err := wire.Decode(body, &req); err != nil {
+			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+		}
+		silent.Add(1)
+		resp := &wire.StoreResponse{Results: make([]wire.StoreResult, len(req.Jobs))}
+		for j := range resp.Results {
+			resp.Results[j] = wire.StoreResult{Status: wire.StatusOK, Acks: 1}
+		}
+		return resp, nil
+	})
+	res := f.proj.Submit(ctx, []*project.Prepared{prep})
+	t.Logf("submit: %d acks, %v; silent replica asked %d times", res[0].Acks, res[0].Err, silent.Load())
+	if silent.Load() == 0 {
+		t.Skip("the silent node was not asked to hold the job: the test tested nothing")
+	}
+	if res[0].Err != nil || res[0].Acks < project.ReceiptsNeeded(d.Replication()) {
+		t.Fatalf("job not submitted past one silent replica: %d acks, %v", res[0].Acks, res[0].Err)
+	}
+}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
@@ -199,7 +200,7 @@ func listingOf(key []byte, spec *job.Spec) *job.Listing {
 type Submitted struct {
 	CID  cid.Cid
 	Acks int   // distinct certified nodes whose signed receipts say they store it
-	Err  error // nil when Acks >= r
+	Err  error // nil when Acks >= ReceiptsNeeded(r)
 
 	signers map[string]bool // account keys of the nodes whose receipts verified
 }
@@ -248,8 +249,8 @@ func (p *Project) Submit(ctx context.Context, jobs []*Prepared) []Submitted {
 	}
 	wg.Wait()
 	for i := range out {
-		if out[i].Err == nil && out[i].Acks < r {
-			out[i].Err = fmt.Errorf("job %s: %d of %d replicas acknowledged: %w", out[i].CID, out[i].Acks, r, ErrTooFewReplicas)
+		if out[i].Err == nil && out[i].Acks < ReceiptsNeeded(r) {
+			out[i].Err = fmt.Errorf("job %s: %d of %d replicas acknowledged (%d needed): %w", out[i].CID, out[i].Acks, r, ReceiptsNeeded(r), ErrTooFewReplicas)
 		}
 	}
 	return out
@@ -307,6 +308,15 @@ func orNoPeers(err error) error {
 	return err
 }
 
+// ReceiptsNeeded is how many distinct certified nodes' signed store
+// receipts make a job submitted at replication r: r − f, f =
+// claim.Faults(r) (4 of 5). Up to f of a job's replicas may be faulty —
+// one that drops jobs signs nothing — so demanding all r would let one of
+// them block every submission of its jobs; r − f ≥ 2f + 1 signers hold at
+// least f + 1 honest copies, and honest holders republish the job to its
+// r closest.
+func ReceiptsNeeded(r int) int { return r - claim.Faults(r) }
+
 // MaxFirstNodes is how many nodes a job is sent through before its
 // submission is given up.
 const MaxFirstNodes = 3
@@ -351,7 +361,7 @@ func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, 
 			continue
 		}
 		out[i].Acks = len(out[i].signers)
-		if out[i].Acks < r {
+		if out[i].Acks < ReceiptsNeeded(r) {
 			why := ""
 			if len(rerrs) > 0 {
 				why = fmt.Sprintf("; %d receipts refused, first: %v", len(rerrs), rerrs[0])
