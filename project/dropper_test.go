@@ -39,6 +39,21 @@ func (f *flow) dropStores(t *testing.T, i int, acks uint16) *atomic.Int64 {
 	return &n
 }
 
+// signedJob is a signed hashchain job of the flow's project, told apart
+// by arg.
+func (f *flow) signedJob(t *testing.T, arg string) *project.Prepared {
+	t.Helper()
+	spec, err := f.proj.NewSpec("hashchain", []string{"10", arg}, []string{"lhc"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := f.proj.Sign(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prep
+}
+
 // TestSubmitFirstNodeDropper: the node a project sends a job to first
 // acknowledges it as held by r replicas and keeps nothing. The job is not
 // counted submitted on that word: only on r replicas' signed receipts,
@@ -47,14 +62,7 @@ func (f *flow) dropStores(t *testing.T, i int, acks uint16) *atomic.Int64 {
 func TestSubmitFirstNodeDropper(t *testing.T) {
 	f := startFlow(t, 8, 91)
 	ctx := context.Background()
-	spec, err := f.proj.NewSpec("hashchain", []string{"10", "1"}, []string{"lhc"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prep, err := f.proj.Sign(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prep := f.signedJob(t, "1")
 	d := f.proj.Agent().DHT()
 	first := d.NearestKnown(keyspace.KeyPos(prep.Key()), 1)
 	if len(first) != 1 {
@@ -100,14 +108,7 @@ func TestReceiptsNeeded(t *testing.T) {
 func TestSubmitPastASilentReplica(t *testing.T) {
 	f := startFlow(t, 8, 92)
 	ctx := context.Background()
-	spec, err := f.proj.NewSpec("hashchain", []string{"10", "2"}, []string{"lhc"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prep, err := f.proj.Sign(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prep := f.signedJob(t, "2")
 	d := f.proj.Agent().DHT()
 	near := d.NearestKnown(keyspace.KeyPos(prep.Key()), 2)
 	if len(near) != 2 {
