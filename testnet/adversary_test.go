@@ -82,7 +82,11 @@ func TestAdversarialRun(t *testing.T) {
 	if testing.Short() {
 		o.Nodes, o.Jobs, o.Clients = 24, 100, 6
 	}
-	o.Adversary = testnet.Adversary{Byzantine: 0.1, Behaviours: testnet.Behaviours, Skewed: 0.3, Skew: 4 * time.Minute}
+	behaviours := testnet.Behaviours
+	if b := os.Getenv("UP_ADVERSARIAL_BEHAVIOURS"); b != "" { // to look for a loss one behaviour at a time
+		behaviours = strings.Split(b, ",")
+	}
+	o.Adversary = testnet.Adversary{Byzantine: 0.1, Behaviours: behaviours, Skewed: 0.3, Skew: 4 * time.Minute}
 	var adv testnet.AdversaryReport
 	var checkErr error
 	o.Inspect = func(net *testnet.Network, ledger *project.Ledger) {
