@@ -28,7 +28,7 @@ func (p *Pool) Spread(ctx context.Context, keys [][]byte, leaving bool) int {
 	self := p.self()
 	plan := map[peer.ID][]wire.SyncItem{}
 	for _, k := range keys {
-		st, ok := p.stored(k) // unexpired: each receiver judges a lapse itself
+		item, ok := p.storedItem(k) // unexpired (each receiver judges a lapse itself), with its proof
 		if !ok {
 			continue
 		}
@@ -38,7 +38,7 @@ func (p *Pool) Spread(ctx context.Context, keys [][]byte, leaving bool) int {
 		}
 		for _, t := range view[:min(p.r, len(view))] {
 			if t != self {
-				plan[t] = append(plan[t], wire.SyncItem{Key: k, State: st})
+				plan[t] = append(plan[t], item)
 			}
 		}
 	}
@@ -158,8 +158,18 @@ func (p *Pool) HandOnNow(ctx context.Context) HandOnStats {
 	plan := map[peer.ID][]wire.SyncItem{}
 	p.Each(func(j Held) bool {
 		view := p.liveLocal(j.Pos, p.r+len(newcomers))
-		for _, q := range HandOnTo(self, newcomers, view, known, p.r) {
-			plan[q] = append(plan[q], wire.SyncItem{Key: j.Key, State: j.State})
+		targets := HandOnTo(self, newcomers, view, known, p.r)
+		if len(targets) == 0 {
+			return true
+		}
+		// As a sync sends it: unexpired, with its proof (a state without
+		// one would be refused, and counted against this node).
+		item, ok := p.storedItem(j.Key)
+		if !ok {
+			return true
+		}
+		for _, q := range targets {
+			plan[q] = append(plan[q], item)
 		}
 		return true
 	})
