@@ -405,6 +405,23 @@ func (p *Pool) Apply(key []byte, st job.State) (job.State, error) {
 	return v, err
 }
 
+// lockEntry checks that st is well formed and returns the held job's
+// entry and this node's time, with p.mu held (the caller unlocks); on an
+// error the lock is not held.
+func (p *Pool) lockEntry(key []byte, st job.State) (*entry, int64, error) {
+	if err := st.Validate(); err != nil {
+		return nil, 0, err
+	}
+	now := p.nowMS()
+	p.mu.Lock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		p.mu.Unlock()
+		return nil, 0, ErrUnknownJob
+	}
+	return e, now, nil
+}
+
 // applyFrom merges a state another party sent (src) with its proof, once
 // the proof makes it true (checkProof): a state that would change the
 // replica without valid proof is refused, and, when the proof is missing
@@ -412,15 +429,9 @@ func (p *Pool) Apply(key []byte, st job.State) (job.State, error) {
 // the result envelope of a finished state when the sender gave it. A
 // refused state returns the held one (unexpired, and as judged here).
 func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *source) (merged, view job.State, err error) {
-	if err := st.Validate(); err != nil {
+	e, now, err := p.lockEntry(key, st)
+	if err != nil {
 		return job.State{}, job.State{}, err
-	}
-	now := p.nowMS()
-	p.mu.Lock()
-	e, ok := p.jobs[string(key)]
-	if !ok {
-		p.mu.Unlock()
-		return job.State{}, job.State{}, ErrUnknownJob
 	}
 	held := e.state
 	changes := !job.Equal(job.Receive(held, st, now, e.tFinish, p.cfg.TSkew.Milliseconds()), held)
@@ -452,15 +463,9 @@ func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *
 // apply merges st (with its proof, kept if st wins) and returns the
 // merged state unexpired as well.
 func (p *Pool) apply(key []byte, st job.State, proof []byte) (merged, view job.State, err error) {
-	if err := st.Validate(); err != nil {
+	e, now, err := p.lockEntry(key, st)
+	if err != nil {
 		return job.State{}, job.State{}, err
-	}
-	now := p.nowMS()
-	p.mu.Lock()
-	e, ok := p.jobs[string(key)]
-	if !ok {
-		p.mu.Unlock()
-		return job.State{}, job.State{}, ErrUnknownJob
 	}
 	merged = job.Receive(e.state, st, now, e.tFinish, p.cfg.TSkew.Milliseconds())
 	if job.Equal(merged, e.state) {
