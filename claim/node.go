@@ -68,10 +68,16 @@ func CanJudge(known, r int, upMS, warmupMS int64) bool {
 	return known >= r || upMS >= warmupMS
 }
 
-// DefaultTSkew is how far, in ms, clocks may disagree (10 min, thesis
-// 3.2.4's T_skew): a confirm's claim start, read from the client's clock,
-// must lie within it of the confirming node's clock.
-const DefaultTSkew = int64(10 * 60 * 1000)
+// DefaultTSkew is how far, in ms, two clocks may disagree (20 min, thesis
+// 3.2.4's T_skew): every honest clock within ±MaxClockOffset of true time,
+// so any two within twice that. A confirm's claim start, read from the
+// client's clock, must lie within it of the confirming node's clock.
+const DefaultTSkew = 2 * MaxClockOffset
+
+// MaxClockOffset is how far, in ms, an honest machine's clock may be off
+// true time (10 min: volunteer PCs' clocks are often minutes off). A clock
+// further off is a fault, counted against f like a lying node.
+const MaxClockOffset = int64(10 * 60 * 1000)
 
 // Reply is a verified reply inside a confirm: who said what, and when by
 // the replying node's own clock (informational: never compared with

@@ -41,7 +41,7 @@ type Config struct {
 	// nodes' reply times are never checked against this one. A client or
 	// node more than TSkew off cannot claim (its confirms are refused), and
 	// a claim's deadline, an absolute time, is judged early or late by as
-	// much as the clock is off. Default 10 min.
+	// much as the clock is off. Default claim.DefaultTSkew, 20 min.
 	TSkew time.Duration
 	// Limit is the sustained claim requests per second one client may
 	// make at this node, Burst the burst. Defaults 20 and 40.

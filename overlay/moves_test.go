@@ -23,7 +23,8 @@ func (acc testAccount) helloAt(p peer.ID, seq uint64, issued time.Time) *wire.He
 // the allowed clock skew is refused, so pre-dating cannot dodge the limit.
 func TestMovesRateLimited(t *testing.T) {
 	f := newAdmFixture(t)
-	f.adm.SetMinMove(20 * time.Minute)
+	minMove := MaxClockSkew + 10*time.Minute // beyond the skew, so a record within it can still be too soon
+	f.adm.SetMinMove(minMove)
 	p1, p2, p3, p4 := newPeerID(t, 1), newPeerID(t, 2), newPeerID(t, 3), newPeerID(t, 4)
 	f.mustAdmit(t, p1, f.node.helloAt(p1, 1, t0))
 
@@ -35,8 +36,8 @@ func TestMovesRateLimited(t *testing.T) {
 		t.Fatal("the refused move cost the old position its admission")
 	}
 
-	// Pre-dated by an hour: refused as future-dated, whatever the interval.
-	if _, err := f.adm.Admit(p3, f.node.helloAt(p3, 2, t0.Add(time.Hour))); !errors.Is(err, ErrFutureDated) {
+	// Pre-dated by two hours: refused as future-dated, whatever the interval.
+	if _, err := f.adm.Admit(p3, f.node.helloAt(p3, 2, t0.Add(2*time.Hour))); !errors.Is(err, ErrFutureDated) {
 		t.Fatalf("record an hour ahead = %v, want ErrFutureDated", err)
 	}
 	// Within the skew is fine (still too soon here).
@@ -44,8 +45,8 @@ func TestMovesRateLimited(t *testing.T) {
 		t.Fatalf("record within the skew = %v, want ErrMovedTooSoon", err)
 	}
 
-	f.clock.Set(t0.Add(21 * time.Minute))
-	f.mustAdmit(t, p4, f.node.helloAt(p4, 2, t0.Add(21*time.Minute)))
+	f.clock.Set(t0.Add(minMove + time.Minute))
+	f.mustAdmit(t, p4, f.node.helloAt(p4, 2, t0.Add(minMove+time.Minute)))
 	if _, ok := f.adm.Get(p1); ok {
 		t.Fatal("the old position kept its admission after the move")
 	}

@@ -78,7 +78,7 @@ func TestClockJumpKeepsLiveClaim(t *testing.T) {
 		t.Fatalf("job held by %v", holders)
 	}
 	claim, client := pn.claimOn(t, key, holders)
-	pn.clock.Advance(10 * time.Minute)
+	pn.clock.Advance(30 * time.Minute) // with the jump, past deadline (1 h) + T_skew (20 min)
 	jumper := pn.closestIdx(key, 1)[0]
 	skew[jumper].Store(int64(time.Hour))
 	if st, _ := pn.net.Node(jumper).Pool().State(key); st.Phase != job.Ready {
@@ -126,7 +126,7 @@ func TestClockJumpKeepsLiveClaim(t *testing.T) {
 }
 
 // TestClaimLapsesTSkewAfterDeadline: a node lapses a claim only T_skew
-// (10 min) after its deadline on its own clock, and a ready tombstone of
+// (20 min) after its deadline on its own clock, and a ready tombstone of
 // the claim sent before then (by a node running older code, or lying)
 // does not end it; from then on the job is ready on every replica.
 func TestClaimLapsesTSkewAfterDeadline(t *testing.T) {
@@ -136,17 +136,17 @@ func TestClaimLapsesTSkewAfterDeadline(t *testing.T) {
 	holders := pn.net.Holders(key)
 	claim, _ := pn.claimOn(t, key, holders)
 	tomb := job.State{Phase: job.Ready, Client: claim.Client, Start: claim.Start}
-	pn.clock.Advance(time.Duration(claim.Deadline-claim.Start)*time.Millisecond + 5*time.Minute)
+	pn.clock.Advance(time.Duration(claim.Deadline-claim.Start)*time.Millisecond + tSkew/2)
 	for _, i := range holders {
 		p := pn.net.Node(i).Pool()
 		if lapsed, _ := p.ExpireNow(); lapsed != 0 {
-			t.Errorf("node %d lapsed %d claims 5 min past the deadline, within T_skew", i, lapsed)
+			t.Errorf("node %d lapsed %d claims T_skew/2 past the deadline, within T_skew", i, lapsed)
 		}
 		if st, err := p.Apply(key, tomb); err != nil || !job.Equal(st, claim) {
 			t.Errorf("node %d, told the claim's tombstone within T_skew: %+v, %v; want the claim", i, st, err)
 		}
 	}
-	pn.clock.Advance(5*time.Minute + time.Second)
+	pn.clock.Advance(tSkew/2 + time.Second)
 	for _, i := range holders {
 		if lapsed, _ := pn.net.Node(i).Pool().ExpireNow(); lapsed != 1 {
 			t.Errorf("node %d lapsed %d claims T_skew past the deadline, want 1", i, lapsed)

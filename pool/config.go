@@ -4,6 +4,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/up-pool/up/claim"
 )
 
 // Config configures a Pool. Zero values take the defaults (thesis 4.3).
@@ -27,9 +29,9 @@ type Config struct {
 	// MaxGone bounds the gone records a node keeps; past it, those that
 	// lapse soonest are forgotten first. Default 1,048,576 (~110 bytes of keys each).
 	MaxGone int
-	// TSkew is how far a node's clock may be off (thesis 3.2.4's T_skew):
+	// TSkew is how far two clocks may disagree (thesis 3.2.4's T_skew):
 	// a claim lapses here only TSkew after its deadline on this node's
-	// clock (job.Lapse). Default 10 min.
+	// clock (job.Lapse). Default claim.DefaultTSkew, 20 min.
 	TSkew time.Duration
 	// ExpiryInterval is how often claims lapse and collected jobs are
 	// deleted. Default 10 s.
@@ -74,7 +76,7 @@ func (c *Config) applyDefaults() {
 		c.MaxGone = 1 << 20
 	}
 	if c.TSkew == 0 {
-		c.TSkew = 10 * time.Minute
+		c.TSkew = time.Duration(claim.DefaultTSkew) * time.Millisecond
 	}
 	if c.ExpiryInterval == 0 {
 		c.ExpiryInterval = 10 * time.Second

@@ -5,10 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
 )
 
-// TestExpiry: a claim lapses T_skew (10 min) after its deadline (T_finish)
+// tSkew is the pools' default T_skew.
+const tSkew = time.Duration(claim.DefaultTSkew) * time.Millisecond
+
+// TestExpiry: a claim lapses T_skew (20 min) after its deadline (T_finish)
 // and the job is ready again; a collected job is deleted T_collect after
 // collection.
 func TestExpiry(t *testing.T) {
@@ -40,7 +44,7 @@ func TestExpiry(t *testing.T) {
 	if lapsed, deleted := nd.Pool().ExpireNow(); lapsed != 0 || deleted != 0 {
 		t.Fatalf("expired early: %d lapsed, %d deleted", lapsed, deleted)
 	}
-	pn.clock.Advance(time.Duration(h.TFinish)*time.Millisecond + 10*time.Minute)
+	pn.clock.Advance(time.Duration(h.TFinish)*time.Millisecond + tSkew)
 	if lapsed, _ := nd.Pool().ExpireNow(); lapsed != 1 {
 		t.Fatalf("%d claims lapsed T_skew after the deadline, want 1", lapsed)
 	}
