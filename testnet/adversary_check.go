@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ipfs/go-cid"
+
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
@@ -13,6 +15,8 @@ import (
 // AdversaryReport is what an adversarial run's checks found.
 type AdversaryReport struct {
 	Byzantine map[string]string // node name → behaviour
+	// Jumped names the nodes whose clock jumped beyond T_skew: faults too.
+	Jumped []string
 	// DoubleClaims: jobs whose unreleased claims, over the honest nodes'
 	// claim logs, name more than one client.
 	DoubleClaims int
@@ -22,9 +26,13 @@ type AdversaryReport struct {
 	Refused map[string]int
 	// Misattributed lists evidence records naming an honest sender.
 	Misattributed []string
-	// Jobs held at the end; OverF of them have more than F Byzantine
-	// nodes among their r closest.
+	// Jobs the project submitted; OverF of them have more than F faulty
+	// nodes (Byzantine or jumped clocks) among their r closest.
 	Jobs, OverF, F int
+	// Unharvested lists the jobs not collected, each with its faulty
+	// replicas; UnharvestedWithinF counts those with at most F.
+	Unharvested        []string
+	UnharvestedWithinF int
 }
 
 // Problems lists, one line each, what the report shows went wrong.
@@ -35,6 +43,9 @@ func (r AdversaryReport) Problems() []string {
 	}
 	if r.DoubleCredit > 0 {
 		out = append(out, fmt.Sprintf("%d (unit, client) pairs credited twice", r.DoubleCredit))
+	}
+	if r.UnharvestedWithinF > 0 {
+		out = append(out, fmt.Sprintf("%d jobs with at most f = %d faulty replicas not harvested", r.UnharvestedWithinF, r.F))
 	}
 	for _, m := range r.Misattributed {
 		out = append(out, "evidence against an honest node: "+m)
@@ -50,37 +61,38 @@ func (r AdversaryReport) Problems() []string {
 // String is the report in a few lines.
 func (r AdversaryReport) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "byzantine %v\n", r.Byzantine)
+	fmt.Fprintf(&b, "byzantine %v, jumped clocks %v\n", r.Byzantine, r.Jumped)
 	fmt.Fprintf(&b, "double claims %d, double credit %d, forgeries refused by sender %v, misattributed %d\n",
 		r.DoubleClaims, r.DoubleCredit, r.Refused, len(r.Misattributed))
-	fmt.Fprintf(&b, "%d of %d jobs have more than f = %d Byzantine replicas among their r closest\n", r.OverF, r.Jobs, r.F)
+	fmt.Fprintf(&b, "%d of %d jobs have more than f = %d faulty replicas among their r closest\n", r.OverF, r.Jobs, r.F)
+	fmt.Fprintf(&b, "%d jobs not harvested (%d within f)\n", len(r.Unharvested), r.UnharvestedWithinF)
+	for _, u := range r.Unharvested {
+		fmt.Fprintf(&b, "  %s\n", u)
+	}
 	return b.String()
 }
 
 // CheckAdversary reads the honest nodes' claim logs and evidence and the
-// ledger's credit. r is the replication, f the faulty replicas tolerated.
+// ledger's jobs and credit. r is the replication, f the faulty replicas
+// tolerated.
 func (n *Network) CheckAdversary(ledger *project.Ledger, r, f int) (AdversaryReport, error) {
 	rep := AdversaryReport{Byzantine: map[string]string{}, Refused: map[string]int{}, F: f}
 	byz := n.Byzantine()
-	bad := map[string]bool{}
-	for i, b := range byz {
-		if nd := n.Node(i); nd != nil {
-			rep.Byzantine[nd.Name()] = b
-			bad[nd.ID().String()] = true
-		}
-	}
+	bad, faulty := map[string]bool{}, map[string]bool{}
 	var logs [][]claimnet.Record
 	var evidence [][]pool.Evidence
-	keys := map[string][]byte{}
 	for i := range n.Len() {
 		nd := n.Node(i)
 		if nd == nil {
 			continue
 		}
-		for _, k := range nd.Pool().Keys() {
-			keys[string(k)] = k
+		if _, jumps := n.ClockOffset(i); jumps {
+			rep.Jumped = append(rep.Jumped, nd.Name())
+			faulty[nd.ID().String()] = true
 		}
-		if byz[i] != "" {
+		if b := byz[i]; b != "" {
+			rep.Byzantine[nd.Name()] = b
+			bad[nd.ID().String()], faulty[nd.ID().String()] = true, true
 			continue
 		}
 		logs = append(logs, nd.Claims().Log())
@@ -88,24 +100,52 @@ func (n *Network) CheckAdversary(ledger *project.Ledger, r, f int) (AdversaryRep
 	}
 	rep.DoubleClaims = doubleClaims(logs)
 	rep.Refused, rep.Misattributed = attribute(evidence, bad)
-	for _, k := range keys {
-		faulty := 0
-		for _, id := range n.TrueClosest(k, r) {
-			if bad[id.String()] {
-				faulty++
-			}
-		}
-		if faulty > f {
-			rep.OverF++
-		}
+	if err := n.checkJobs(ledger, r, faulty, &rep); err != nil {
+		return rep, err
 	}
-	rep.Jobs = len(keys)
 	err := ledger.DB().QueryRow(`SELECT COUNT(*) FROM (SELECT j.unit, r.client FROM results r JOIN jobs j ON j.cid = r.cid
 		WHERE r.valid = 1 GROUP BY j.unit, r.client HAVING COUNT(*) > 1)`).Scan(&rep.DoubleCredit)
 	if err != nil {
 		return rep, fmt.Errorf("count double credit in the ledger: %w", err)
 	}
 	return rep, nil
+}
+
+// checkJobs counts, over the ledger's jobs, those with more than rep.F
+// faulty nodes among their r closest, and lists the jobs not harvested.
+func (n *Network) checkJobs(ledger *project.Ledger, r int, faulty map[string]bool, rep *AdversaryReport) error {
+	rows, err := ledger.DB().Query(`SELECT cid, state FROM jobs`)
+	if err != nil {
+		return fmt.Errorf("read the ledger's jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s, state string
+		if err := rows.Scan(&s, &state); err != nil {
+			return fmt.Errorf("read the ledger's jobs: %w", err)
+		}
+		c, err := cid.Decode(s)
+		if err != nil {
+			return fmt.Errorf("ledger job %q: %w", s, err)
+		}
+		bad := 0
+		for _, id := range n.TrueClosest(c.Bytes(), r) {
+			if faulty[id.String()] {
+				bad++
+			}
+		}
+		rep.Jobs++
+		if bad > rep.F {
+			rep.OverF++
+		}
+		if state != project.StateCollected && state != project.StateHarvested {
+			rep.Unharvested = append(rep.Unharvested, fmt.Sprintf("%s %s, %d faulty of its %d closest", s, state, bad, r))
+			if bad <= rep.F {
+				rep.UnharvestedWithinF++
+			}
+		}
+	}
+	return rows.Err()
 }
 
 // doubleClaims counts the jobs whose unreleased claims, over the logs,

@@ -75,8 +75,9 @@ type BenchOptions struct {
 	Log      io.Writer     // progress lines; nil: none
 	// Adversary makes some nodes Byzantine and some clocks wrong.
 	Adversary Adversary
-	// Inspect, when set, is called after the last harvest, with the
-	// network and the ledger still open (a test's checks).
+	// Inspect, when set, is called after the last harvest, or at the
+	// timeout, with the network and the ledger still open (a test's
+	// checks).
 	Inspect func(*Network, *project.Ledger)
 }
 

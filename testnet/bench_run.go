@@ -264,6 +264,9 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 	m1 := benchCounters(net, append([]*agent.Agent{p.Agent()}, agents...))
 	rep.Submitted = int(submitted.Load())
 	if runErr != nil {
+		if o.Inspect != nil {
+			o.Inspect(net, ledger)
+		}
 		return rep, runErr
 	}
 
