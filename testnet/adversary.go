@@ -1,21 +1,17 @@
 package testnet
 
 import (
-	"bytes"
-	"context"
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claim"
-	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/node"
-	"github.com/up-pool/up/overlay"
-	"github.com/up-pool/up/wire"
 )
 
 // Byzantine behaviours a node of an adversarial network shows.
@@ -33,16 +29,55 @@ const (
 	// BehaviourWithhold: the node stores results and never serves them
 	// (result/get answers no result).
 	BehaviourWithhold = "withhold"
+	// BehaviourForgeGrants: the claim service grants every claim and
+	// accepts every confirm whatever its temporary claims (equivocation,
+	// signed properly with the node's own keys), and every Interval the
+	// node sends a job's other replicas a claimed state of a made-up client
+	// whose proof is a claim certificate of its own real acceptance plus
+	// acceptances it forged: in the other replicas' names under its own
+	// keys, under made-up keys certified by a made-up CA, or by made-up
+	// peers whose position records its own account signed.
+	BehaviourForgeGrants = "forge-grants"
+	// BehaviourAlter: result/get answers every held result with its sealed
+	// bytes flipped (the envelope's structure kept), and every Interval the
+	// node sends a job's other replicas a finished state naming the
+	// altered envelope, earlier than the true one, with the true client's
+	// certificate as its proof.
+	BehaviourAlter = "alter"
+	// BehaviourLieNear: /up/near answers put the node itself first, then
+	// the other Byzantine nodes, then made-up peer IDs ground to lie
+	// nearer the asked position than any real node (kad-dht's own
+	// protocol is left honest).
+	BehaviourLieNear = "lie-near"
+	// BehaviourReplay: the node records every job it holds as it changes
+	// (signed spec, listing, each state with its proof: claims with their
+	// certificates) and, once the job is collected or deleted, sends the
+	// old records again: job/store of the signed spec with its old
+	// ready and claimed states to every node, and the old claimed states
+	// with their certificates by job/sync to the job's replicas.
+	BehaviourReplay = "replay"
 )
 
 // Behaviours are the behaviours Options.Behaviours may name.
-var Behaviours = []string{BehaviourDeny, BehaviourDrop, BehaviourForgeStates, BehaviourWithhold}
+var Behaviours = []string{BehaviourDeny, BehaviourDrop, BehaviourForgeStates, BehaviourWithhold,
+	BehaviourForgeGrants, BehaviourAlter, BehaviourLieNear, BehaviourReplay}
 
-// ForgeInterval is how often a forge-states node sends its forgeries.
+// BehaviourHelp says in a few words what each behaviour does, for the
+// command line's help.
+var BehaviourHelp = map[string]string{
+	BehaviourDeny:        "deny every claim (signed), refuse every confirm",
+	BehaviourDrop:        "acknowledge every stored job as held by r, keep none",
+	BehaviourForgeStates: "send unproven claimed, finished, collected and ready states",
+	BehaviourWithhold:    "store results, never serve them",
+	BehaviourForgeGrants: "grant and accept every claim (equivocate); send claims proven by forged certificates",
+	BehaviourAlter:       "serve results with flipped bytes; send finished states naming them",
+	BehaviourLieNear:     "answer near questions with itself, Byzantine peers and made-up peers",
+	BehaviourReplay:      "re-store collected jobs' signed specs and resend their old claims",
+}
+
+// ForgeInterval is how often, by default, a forging or replaying node
+// acts (Adversary.Interval).
 const ForgeInterval = time.Second
-
-// forgesPerRound bounds the jobs a forge-states node forges per round.
-const forgesPerRound = 4
 
 // JumpAfter is how long after the network starts (on the harness clock) a
 // jumping node's clock jumps an hour ahead.
@@ -60,6 +95,9 @@ type Adversary struct {
 	Skewed float64
 	Skew   time.Duration
 	Jump   float64
+	// Interval is how often forging and replaying nodes act; default
+	// ForgeInterval.
+	Interval time.Duration
 }
 
 // ValidateAdversary reports the first bad adversarial option, in one line.
@@ -83,6 +121,8 @@ func (o Adversary) ValidateAdversary() error {
 		return errors.New("testnet: Byzantine nodes with no behaviour")
 	case o.Skew < 0:
 		return fmt.Errorf("testnet: skew %v is negative", o.Skew)
+	case o.Interval < 0:
+		return fmt.Errorf("testnet: forging interval %v is negative", o.Interval)
 	case o.Skewed+o.Jump > 1:
 		return fmt.Errorf("testnet: skewed %v and jumping %v clocks are more than all nodes", o.Skewed, o.Jump)
 	}
@@ -95,6 +135,38 @@ type adversary struct {
 	offset    []time.Duration // per node: its clock's skew
 	jumps     []bool          // per node: its clock jumps an hour ahead
 	start     time.Time       // harness time at Start
+	interval  time.Duration   // how often forgers and replayers act
+
+	mu     sync.Mutex
+	counts map[string]int // what the Byzantine nodes did, by "behaviour/what"
+}
+
+// add counts k of what a Byzantine node did ("behaviour/what").
+func (a *adversary) add(what string, k int) {
+	a.mu.Lock()
+	a.counts[what] += k
+	a.mu.Unlock()
+}
+
+// AdversaryCounts reports what the Byzantine nodes did so far, by
+// "behaviour/what": forge-grants/granted and /accepted (claims granted,
+// confirms accepted), forge-grants/sent (forged certificates delivered, one
+// per replica); alter/served (altered results served), alter/sent (forged
+// finished states delivered); lie-near/answered (near questions lied to),
+// lie-near/made-up (made-up peers given); replay/recorded (states
+// recorded), replay/store-sent, replay/store-ok, replay/store-gone (replayed
+// stores delivered, answered OK, refused as collected), replay/sync-sent;
+// and, measured by the harness after each replayed store,
+// replay/resurrected (an honest node then held the job not collected)
+// with replay/resurrected-replica (one of the job's r closest). Nil on an
+// honest network.
+func (n *Network) AdversaryCounts() map[string]int {
+	if n.adv == nil {
+		return nil
+	}
+	n.adv.mu.Lock()
+	defer n.adv.mu.Unlock()
+	return maps.Clone(n.adv.counts)
 }
 
 // chooseAdversary picks round(Byzantine × Nodes) Byzantine nodes, the
@@ -102,7 +174,7 @@ type adversary struct {
 // skewed clocks (uniform in ±Skew) and round(Jump × Nodes) jumping ones.
 func chooseAdversary(o Options) *adversary {
 	a := &adversary{behaviour: make([]string, o.Nodes), offset: make([]time.Duration, o.Nodes), jumps: make([]bool, o.Nodes),
-		start: o.Now()}
+		start: o.Now(), interval: cmp.Or(o.Interval, ForgeInterval), counts: map[string]int{}}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0xad7e5a21))
 	byz := int(o.Byzantine*float64(o.Nodes) + 0.5)
 	for k, i := range rng.Perm(o.Nodes)[:byz] {
@@ -173,107 +245,15 @@ func (n *Network) corrupt(i int, nd *node.Node, now func() time.Time) {
 		withholdResults(nd)
 	case BehaviourForgeStates:
 		go n.forgeLoop(i, nd, now)
-	}
-}
-
-// denyClaims makes nd deny every claim, signed properly, and refuse every
-// confirm.
-func denyClaims(nd *node.Node, now func() time.Time) {
-	id, ep := nd.Identity(), nd.Endpoint()
-	clients := []certs.Role{certs.RoleClient}
-	ep.Handle(wire.ProtoClaim, 1024, clients, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
-		var req wire.ClaimRequest
-		if err := wire.Decode(body, &req); err != nil {
-			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
-		}
-		signed, err := claim.Sign(claim.Statement{Kind: claim.Denied, Job: req.Job, Client: []byte(from.Identity.PublicKey),
-			Node: []byte(ep.ID()), At: now().UnixMilli()}, id.Cert.Raw, id.Position.Marshal(), id.Key, id.PeerKey.Sign)
-		if err != nil {
-			return nil, err
-		}
-		return &wire.ClaimResponse{Reply: signed}, nil
-	})
-	ep.Handle(wire.ProtoConfirm, 1<<20, clients, func(context.Context, *overlay.Admitted, []byte) (any, error) {
-		return nil, overlay.StatusErr(wire.StatusUnauthorized, errors.New("denied"))
-	})
-}
-
-// dropStores makes nd acknowledge every stored job and keep none; a
-// project's store is acknowledged as held by r replicas.
-func dropStores(nd *node.Node, r int) {
-	if r == 0 {
-		r = 5
-	}
-	roles := []certs.Role{certs.RoleProject, certs.RoleNode}
-	nd.Endpoint().Handle(wire.ProtoJobStore, wire.MaxJobFrame, roles, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
-		var req wire.StoreRequest
-		if err := wire.Decode(body, &req); err != nil {
-			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
-		}
-		resp := &wire.StoreResponse{Results: make([]wire.StoreResult, len(req.Jobs))}
-		for i := range resp.Results {
-			resp.Results[i].Status = wire.StatusOK
-			if req.Replicate {
-				resp.Results[i].Acks = uint16(r)
-			}
-		}
-		return resp, nil
-	})
-}
-
-// withholdResults makes nd answer result/get with no result.
-func withholdResults(nd *node.Node) {
-	roles := []certs.Role{certs.RoleProject, certs.RoleNode}
-	nd.Endpoint().Handle(wire.ProtoResultGet, 64<<10, roles, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
-		var req wire.ResultGetRequest
-		if err := wire.Decode(body, &req); err != nil {
-			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
-		}
-		return &wire.ResultGetResponse{Results: make([][]byte, len(req.Keys))}, nil
-	})
-}
-
-// forgeries are the states a forge-states node sends, none with a proof:
-// a claim by a made-up client, a result no client made, a collection the
-// project never signed, and a tombstone ending a claim that never was.
-func forgeries(at int64) []job.State {
-	client := bytes.Repeat([]byte{0xf0}, 32)
-	return []job.State{
-		{Phase: job.Claimed, Client: client, Start: at, Deadline: at + int64(time.Hour/time.Millisecond)},
-		{Phase: job.Finished, Client: client, At: at, Result: bytes.Repeat([]byte{0xf1}, 32)},
-		{Phase: job.Collected, At: at},
-		{Phase: job.Ready, Client: client, Start: at},
-	}
-}
-
-// forgeLoop sends node i's forgeries until node i is killed.
-func (n *Network) forgeLoop(i int, nd *node.Node, now func() time.Time) {
-	tick := time.NewTicker(ForgeInterval)
-	defer tick.Stop()
-	round := 0
-	for range tick.C {
-		if n.Node(i) != nd {
-			return
-		}
-		keys := nd.Pool().Keys()
-		if len(keys) == 0 {
-			continue
-		}
-		r := max(n.opts.DHT.Replication, 5)
-		for k := range min(forgesPerRound, len(keys)) {
-			key := keys[(round*forgesPerRound+k)%len(keys)]
-			st := forgeries(now().UnixMilli())[(round+k)%4]
-			for _, to := range n.TrueClosest(key, r) {
-				if to == nd.ID() {
-					continue
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				req := &wire.SyncRequest{Items: []wire.SyncItem{{Key: key, State: st}}}
-				var resp wire.SyncResponse
-				_ = nd.Endpoint().Call(ctx, to, wire.ProtoJobSync, req, wire.MaxJobFrame, &resp)
-				cancel()
-			}
-		}
-		round++
+	case BehaviourForgeGrants:
+		forgeGrants(nd, now, n.adv)
+		go n.forgeCertLoop(i, nd, now)
+	case BehaviourAlter:
+		alterResults(nd, n.adv)
+		go n.alterLoop(i, nd)
+	case BehaviourLieNear:
+		n.lieNear(nd)
+	case BehaviourReplay:
+		n.startReplay(i, nd)
 	}
 }

@@ -79,6 +79,9 @@ type BenchOptions struct {
 	// timeout, with the network and the ledger still open (a test's
 	// checks).
 	Inspect func(*Network, *project.Ledger)
+	// AfterEmpty, when set with TCollect, is called after the wait for
+	// the node stores to empty, with the network still open.
+	AfterEmpty func(*Network)
 }
 
 func (o *BenchOptions) defaults() {
@@ -197,6 +200,10 @@ type BenchReport struct {
 	SubmitWallS  float64 `json:"submit_wall_s"`  // time spent in the project's SubmitUnits calls
 	HarvestWallS float64 `json:"harvest_wall_s"` // time spent in its Harvest calls
 	Harvests     int     `json:"harvests"`       // Harvest passes
+	// RefusedCopies counts the result copies single nodes served that
+	// failed to open or verify (a node altered them); another node's copy
+	// was then taken.
+	RefusedCopies int `json:"refused_copies"`
 
 	// RPCs served by all nodes per job, by protocol (kad-dht requests as
 	// "dht:<type>"), and by the requester's role.

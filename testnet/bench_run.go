@@ -224,6 +224,7 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 					addErr(e)
 				}
 				rep.Recorded += hrep.Recorded
+				rep.RefusedCopies += hrep.RefusedCopies
 				rep.Collected += hrep.Collected
 				harvested.Add(int64(hrep.Recorded))
 				if hrep.Recorded == 0 {
@@ -407,6 +408,9 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 			case <-time.After(250 * time.Millisecond): // the nodes' expiry loops run on their own
 			case <-ctx.Done():
 			}
+		}
+		if o.AfterEmpty != nil {
+			o.AfterEmpty(net)
 		}
 	}
 

@@ -111,6 +111,15 @@ func (f *runFlags) options() (testnet.ScenarioOptions, error) {
 	return o, nil
 }
 
+// behavioursHelp lists the Byzantine behaviours, one a line.
+func behavioursHelp() string {
+	var b strings.Builder
+	for _, name := range testnet.Behaviours {
+		fmt.Fprintf(&b, "  %-13s %s\n", name, testnet.BehaviourHelp[name])
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
 func newTestnetRunCmd() *cobra.Command {
 	fl := runFlags{scenario: "dynamic", nodes: 32, seed: 1, timeout: 15 * time.Minute}
 	cmd := &cobra.Command{
@@ -137,7 +146,11 @@ and come back, mean lifetime and down time --churn), loadbalance (dynamic,
 balancing off, then on).
 
 With --out, writes report.md, compare.csv (the side-by-side table) and
-series.csv (every second of both sides) there.`,
+series.csv (every second of both sides) there.
+
+With --byzantine, that fraction of the real nodes misbehaves, each with
+one of --behaviours (dealt in turn):
+` + behavioursHelp(),
 		Example: `  up testnet run --scenario dynamic --nodes 128 --out run-out
   up testnet run --scenario static --nodes 64 --jobs 500 --rate 20
   up testnet run --scenario churn --nodes 64 --churn 2m

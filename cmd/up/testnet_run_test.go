@@ -105,3 +105,14 @@ func TestRunCommandBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRunHelpListsBehaviours: `up testnet run --help` names every
+// Byzantine behaviour with its line.
+func TestRunHelpListsBehaviours(t *testing.T) {
+	long := newTestnetRunCmd().Long
+	for _, b := range testnet.Behaviours {
+		if !strings.Contains(long, b+" ") || !strings.Contains(long, testnet.BehaviourHelp[b]) {
+			t.Errorf("help does not list %s", b)
+		}
+	}
+}
