@@ -7,6 +7,7 @@
 package claimnet
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/ed25519"
@@ -232,6 +233,13 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	}
 	s.mu.Unlock()
 	s.mReplies.WithLabelValues(d.Kind.String()).Inc()
+	if d.Kind == claim.Denied && held && h.State.Phase == job.Claimed && !bytes.Equal(h.State.Client, client) {
+		// Denied for a claim held here: the other replicas may have seen
+		// it released or ended (a release that failed to reach this
+		// node), and one such stale replica beside one faulty one leaves
+		// no quorum. Ask them now rather than at the next republish.
+		s.pool.Resync(req.Job)
+	}
 	signed, err := claim.Sign(claim.Statement{Kind: d.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now},
 		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
 	if err != nil {

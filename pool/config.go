@@ -43,6 +43,9 @@ type Config struct {
 	// (receipt.go); nil signs none, and projects do not count this node
 	// as holding what it stores.
 	Account *Account
+	// ResyncInterval is the least time between two Resyncs of one job
+	// (resync.go). Default 10 s.
+	ResyncInterval time.Duration
 	// RPCTimeout bounds one job RPC. Default 30 s.
 	RPCTimeout time.Duration
 	// DisableLoops turns off the background rounds; tests drive them with
@@ -81,6 +84,9 @@ func (c *Config) applyDefaults() {
 	if c.ExpiryInterval == 0 {
 		c.ExpiryInterval = 10 * time.Second
 	}
+	if c.ResyncInterval == 0 {
+		c.ResyncInterval = 10 * time.Second
+	}
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 30 * time.Second
 	}
@@ -98,7 +104,7 @@ func (c *Config) applyDefaults() {
 // Validate reports a bad setting.
 func (c *Config) Validate() error {
 	switch {
-	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0 || c.MaxGone < 0 || c.TSkew < 0:
+	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0 || c.MaxGone < 0 || c.TSkew < 0 || c.ResyncInterval < 0:
 		return errors.New("pool config: negative duration")
 	case c.RepublishJitter >= c.RepublishInterval:
 		return errors.New("pool config: republish jitter must be below the interval")

@@ -82,12 +82,14 @@ type Pool struct {
 	mRepaired prometheus.Counter
 	mDropped  prometheus.Counter
 	mForged   *prometheus.CounterVec
+	mResynced prometheus.Counter
 
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	inflight inflight // hand-ons in progress
 	handOns  handOns  // hand-on on join (handoff.go)
+	resynced resyncs  // last Resync per job (resync.go)
 }
 
 // New opens the node's job pool on its store, loads the jobs held, and
@@ -140,10 +142,13 @@ func (p *Pool) registerMetrics(reg *prometheus.Registry) {
 	p.mDropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "up_jobs_dropped_total", Help: "Jobs deleted: collected and kept T_collect, or no longer among the r closest.",
 	})
+	p.mResynced = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "up_job_resyncs_total", Help: "Syncs of one job with a fellow replica outside the republish round (Resync: a claim denied here may be stale).",
+	})
 	p.mForged = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "up_forged_states_refused_total", Help: "Replicated states refused for a missing or forged proof, by the sender's certificate name.",
 	}, []string{"sender"})
-	reg.MustRegister(p.mJobs, p.mStored, p.mRefused, p.mSynced, p.mRepaired, p.mDropped, p.mForged)
+	reg.MustRegister(p.mJobs, p.mStored, p.mRefused, p.mSynced, p.mRepaired, p.mDropped, p.mForged, p.mResynced)
 }
 
 func (p *Pool) goLoop(f func()) {

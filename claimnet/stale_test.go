@@ -1,0 +1,69 @@
+package claimnet_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/wire"
+)
+
+// TestStaleClaimResynced: a client wins a job and gives it back, but its
+// release never reaches one replica, which keeps the claim; another
+// replica denies every claim. With one stale and one faulty replica of
+// five no quorum is left, and before the stale replica learnt the release
+// only at its next republish round (25 min). Now its denial makes it
+// resync the job with its fellow replicas at once: it takes their
+// tombstone (with the client's release signature as proof), and the next
+// client's claim succeeds.
+func TestStaleClaimResynced(t *testing.T) {
+	ctx := context.Background()
+	cn := startClaimNet(t, 8, 1, 73)
+	key := cn.keys[0]
+	hs := cn.holdersByDistance(key)
+	if len(hs) != 5 {
+		t.Fatalf("job held by %d nodes, want 5", len(hs))
+	}
+	stale, denier := hs[1], hs[4]
+	denyAll(denier)
+	xa, x := cn.client(t, "x")
+	x.SetSigner(xa.Identity().Key) // its release carries its signature: the tombstone's proof
+	won, err := x.Claim(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.Endpoint().Handle(wire.ProtoRelease, 1024, []certs.Role{certs.RoleClient},
+		func(context.Context, *overlay.Admitted, []byte) (any, error) {
+			return nil, overlay.StatusErr(wire.StatusInternal, errors.New("release lost"))
+		})
+	x.Release(ctx, won)
+	if st, _ := stale.Pool().State(key); st.Phase != job.Claimed {
+		t.Fatalf("the stale replica holds %s, want the released claim still", st.Phase)
+	}
+	_, y := cn.client(t, "y")
+	if _, err := y.Claim(ctx, key); err == nil {
+		t.Fatal("claimed past a stale and a denying replica of five: want no quorum")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := stale.Pool().State(key)
+		if st.Phase == job.Ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, nd := range hs {
+				st, _ := nd.Pool().State(key)
+				t.Logf("%s: %+v evidence %v", nd.Name(), st, nd.Pool().Evidence())
+			}
+			t.Fatalf("the stale replica still holds %s 10 s after denying a claim: not resynced", st.Phase)
+		}
+		time.Sleep(10 * time.Millisecond) // awaiting a background sync
+	}
+	if _, err := y.Claim(ctx, key); err != nil {
+		t.Fatalf("claim after the resync: %v", err)
+	}
+}

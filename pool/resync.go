@@ -1,0 +1,81 @@
+package pool
+
+import (
+	"context"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/wire"
+)
+
+// resyncs remembers when each job was last resynced here (Unix ms on this
+// node's clock), so a job is resynced at most once per ResyncInterval.
+type resyncs struct {
+	mu   sync.Mutex
+	last map[string]int64
+}
+
+// due reports whether key may be resynced at now, and if so marks it.
+// Entries older than interval are swept when the map grows past max.
+func (r *resyncs) due(key []byte, now, interval int64, max int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]int64{}
+	}
+	if at, ok := r.last[string(key)]; ok && now-at < interval && now >= at {
+		return false
+	}
+	if len(r.last) >= max {
+		for k, at := range r.last {
+			if now-at >= interval || now < at {
+				delete(r.last, k)
+			}
+		}
+		if len(r.last) >= max {
+			return false
+		}
+	}
+	r.last[string(key)] = now
+	return true
+}
+
+// maxResyncs bounds the jobs whose last resync a node remembers.
+const maxResyncs = 1 << 16
+
+// Resync syncs job key, in the background, with every live node among its
+// r closest in this node's view: each answers with its own state when that
+// is newer (job/sync is push-pull), merged here with its proof. A node
+// calls it when its state of a job may be stale — it denied a claim
+// because of a claim it holds, which its fellow replicas may have seen
+// released — instead of waiting for the next republish round (25 min).
+// At most once per job per ResyncInterval; r − 1 sync RPCs each.
+func (p *Pool) Resync(key []byte) {
+	if !p.resynced.due(key, p.nowMS(), p.cfg.ResyncInterval.Milliseconds(), maxResyncs) {
+		return
+	}
+	key = append([]byte(nil), key...)
+	p.inflight.Go(func() { p.resync(p.ctx, key) })
+}
+
+// resync is Resync's round: one sync of the job's state with each live
+// node of its r closest but this one.
+func (p *Pool) resync(ctx context.Context, key []byte) {
+	st, ok := p.State(key)
+	if !ok {
+		return
+	}
+	item := wire.SyncItem{Key: key}
+	item.State, item.Proof = p.sendable(st, p.proofOf(key, st))
+	for _, t := range p.dht.NearestLive(ctx, keyPos(key), p.r) {
+		if t == p.self() {
+			continue
+		}
+		var rs RoundStats
+		if err := p.syncWith(ctx, peer.ID(t), []wire.SyncItem{item}, &rs); err != nil {
+			p.log.Debug("resync failed", "job", keyPos(key).String(), "peer", t, "err", err)
+		}
+		p.mResynced.Inc()
+	}
+}
