@@ -10,14 +10,14 @@ import (
 // included) isClosest looks at.
 const closestAmong = 8
 
-// closestFunc returns isClosest without a prober, for many positions in a
-// row: this node is the closest live node to pos when the peers of its
-// routing table nearer to pos are all marked dead and fewer than
-// closestAmong. The peers' positions are hashed once here, where
+// closestFunc returns rank without a prober, for many positions in a row:
+// this node's rank is the number of live (not marked dead) peers of its
+// routing table nearer to pos, when that is below Listers and fewer than
+// closestAmong are nearer in all; else -1. The peers' positions are hashed once here, where
 // NearestLocal would hash and sort them for every position.
-func (w *Writer) closestFunc() func(pos keyspace.Pos) bool {
+func (w *Writer) closestFunc() func(pos keyspace.Pos) int {
 	if !w.d.IsServer() {
-		return func(keyspace.Pos) bool { return false } // never among NearestLocal's
+		return func(keyspace.Pos) int { return -1 } // never among NearestLocal's
 	}
 	type peerPos struct {
 		id  peer.ID
@@ -30,17 +30,22 @@ func (w *Writer) closestFunc() func(pos keyspace.Pos) bool {
 			ps = append(ps, peerPos{p, keyspace.PeerPos([]byte(p))})
 		}
 	}
-	me := w.d.Self()
-	return func(pos keyspace.Pos) bool {
-		nearer := 0
+	me, listers := w.d.Self(), w.cfg.Listers
+	return func(pos keyspace.Pos) int {
+		nearer, live := 0, 0
 		for _, q := range ps {
 			if !keyspace.CloserTo(pos, q.pos, me) {
 				continue
 			}
-			if nearer++; nearer >= closestAmong || !w.d.IsMarkedDead(q.id) {
-				return false
+			if nearer++; nearer >= closestAmong {
+				return -1
+			}
+			if !w.d.IsMarkedDead(q.id) {
+				if live++; live >= listers {
+					return -1
+				}
 			}
 		}
-		return true
+		return live
 	}
 }

@@ -35,7 +35,7 @@ func TestClosestFuncMatchesNearestLocal(t *testing.T) {
 				if got := fast(pos); got != want {
 					t.Fatalf("%s: node %d at %x: %v, NearestLocal says %v", round, i, pos[:4], got, want)
 				}
-				if want {
+				if want == 0 {
 					closest++
 				}
 			}

@@ -7,9 +7,9 @@ import (
 )
 
 // ClosestTests returns the writer's test of closeness without a prober,
-// and the reference it stands for (isClosest, through NearestLocal).
-func (w *Writer) ClosestTests() (fast, ref func(keyspace.Pos) bool) {
-	return w.closestFunc(), func(pos keyspace.Pos) bool { return w.isClosest(context.Background(), pos, nil) }
+// and the reference it stands for (rank, through NearestLocal).
+func (w *Writer) ClosestTests() (fast, ref func(keyspace.Pos) int) {
+	return w.closestFunc(), func(pos keyspace.Pos) int { return w.rank(context.Background(), pos, nil) }
 }
 
 // VerifiedLen is the number of listings the server remembers as verified.

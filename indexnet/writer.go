@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
@@ -29,6 +30,16 @@ type WriterConfig struct {
 	Tick time.Duration
 	// RPCTimeout bounds one write or withdraw. Default 10 s.
 	RPCTimeout time.Duration
+	// Listers is how many of a job's closest live nodes may list it: the
+	// closest at once, the i-th next (i ≥ 1) as a backup once the job has
+	// been listable there (ready or finished) for i × BackupDelay, so f
+	// faulty closest replicas that keep nothing or list nothing cannot
+	// hide a job for ever. Default claim.Faults(r) + 1: 2 at r = 5.
+	Listers int
+	// BackupDelay is how long a backup lister waits (see Listers). A job
+	// listed by its closest is usually claimed or collected before then,
+	// so honest runs see no second entry. Default RewriteMin (10 min).
+	BackupDelay time.Duration
 	// DisableLoops turns off the background rounds (tests call Round).
 	DisableLoops bool
 	// Seed seeds the rewrite jitter. Default 1.
@@ -39,7 +50,8 @@ type WriterConfig struct {
 	Logger *slog.Logger
 }
 
-// Writer keeps the index entries of the jobs a node is the closest to:
+// Writer keeps the index entries of the jobs a node is the closest to (or,
+// after a delay, among the Listers closest: see WriterConfig.Listers):
 // written when the job arrives or becomes ready, rewritten every
 // T_rewrite to the same index node, withdrawn when it is claimed or when
 // another node becomes its closest (once that node was handed the job,
@@ -63,7 +75,8 @@ type Writer struct {
 	rng     *rand.Rand
 	state   map[string]*written
 	dirty   map[string]bool
-	claimed map[string]bool // jobs whose entries' quarantine is reset when next written ready: left Ready (onChange), or a claim attempt ended unclaimed (Unquarantine)
+	claimed map[string]bool  // jobs whose entries' quarantine is reset when next written ready: left Ready (onChange), or a claim attempt ended unclaimed (Unquarantine)
+	backups map[string]int64 // ms: since when this node, a backup lister of the job, has seen it listable
 	kick    chan struct{}
 
 	ctx    context.Context
@@ -108,12 +121,19 @@ func NewWriter(p *pool.Pool, d *dht.DHT, regions *Regions, local *Server, cfg Wr
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Listers == 0 {
+		cfg.Listers = claim.Faults(d.Replication()) + 1
+	}
+	if cfg.BackupDelay == 0 {
+		cfg.BackupDelay = cfg.RewriteMin
+	}
 	w := &Writer{
 		cfg: cfg, pool: p, d: d, ep: d.Endpoint(), regions: regions, local: local,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(d.ID()), 7))),
 		state:   map[string]*written{},
 		dirty:   map[string]bool{},
 		claimed: map[string]bool{},
+		backups: map[string]int64{},
 		kick:    make(chan struct{}, 1),
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -261,16 +281,22 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 		probe = w.d.NewProber()
 		w.dropDeadTargets(ctx, probe)
 	}
-	isClosest := w.closestFunc() // one pass over the routing table, no sorting
+	rankOf := w.closestFunc() // one pass over the routing table, no sorting
 	if probe != nil {
 		selfNearest := w.d.SelfNearestFunc()
-		isClosest = func(pos keyspace.Pos) bool { return selfNearest(pos) || w.isClosest(ctx, pos, probe) }
+		rankOf = func(pos keyspace.Pos) int {
+			if selfNearest(pos) {
+				return 0
+			}
+			return w.rank(ctx, pos, probe)
+		}
 	}
 	for _, h := range helds {
 		k := string(h.Key)
 		// A node that joined nearer the job takes its listing over once it
 		// holds the job: until then this node keeps the entries it wrote.
-		closest := isClosest(h.Pos) || w.pool.ListingHeld(h.Key) && w.listed(k)
+		rank := rankOf(h.Pos)
+		closest := rank == 0 || w.backupDue(k, rank, h.State, now) || w.pool.ListingHeld(h.Key) && w.listed(k)
 		var listing []byte
 		var keywords []string
 		var certRef []byte
@@ -339,6 +365,7 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 	w.mu.Lock()
 	for k, st := range w.state {
 		if !held[k] && (gone == nil || gone[k]) {
+			delete(w.backups, k)
 			for kw, pl := range st.where {
 				withdraws[pl.at] = append(withdraws[pl.at], op{key: k, keyword: kw})
 			}
@@ -448,14 +475,16 @@ func (w *Writer) dropDeadTargets(ctx context.Context, probe *dht.Prober) {
 	}
 }
 
-// isClosest reports whether this node is the closest live node to pos in
-// its view: peers ahead of it that are marked dead (or, with a prober,
-// fail a probe) do not count.
-func (w *Writer) isClosest(ctx context.Context, pos keyspace.Pos, probe *dht.Prober) bool {
+// rank is this node's place among the live nodes nearest pos in its view
+// (0: the closest), or -1 when it is not among the Listers nearest: peers
+// ahead of it that are marked dead (or, with a prober, fail a probe) do
+// not count.
+func (w *Writer) rank(ctx context.Context, pos keyspace.Pos, probe *dht.Prober) int {
 	self := w.d.ID()
+	live := 0
 	for _, p := range w.d.NearestLocal(pos, closestAmong) {
 		if p == self {
-			return true
+			return live
 		}
 		if w.d.IsMarkedDead(p) {
 			continue
@@ -463,9 +492,31 @@ func (w *Writer) isClosest(ctx context.Context, pos keyspace.Pos, probe *dht.Pro
 		if probe != nil && !probe.Alive(ctx, p) {
 			continue
 		}
+		if live++; live >= w.cfg.Listers {
+			return -1
+		}
+	}
+	return -1
+}
+
+// backupDue reports whether this node, at rank among a job's closest live
+// nodes, lists it as a backup now: once it has seen the job listable
+// (ready or finished) for rank × BackupDelay on its own clock. The wait
+// restarts whenever the job leaves those phases or this node's rank
+// changes to 0 or beyond the listers.
+func (w *Writer) backupDue(k string, rank int, st job.State, now int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rank <= 0 || (st.Phase != job.Ready && st.Phase != job.Finished) {
+		delete(w.backups, k)
 		return false
 	}
-	return false
+	since, ok := w.backups[k]
+	if !ok {
+		w.backups[k] = now
+		since = now
+	}
+	return now-since >= int64(rank)*w.cfg.BackupDelay.Milliseconds()
 }
 
 func (w *Writer) jitter() int64 {

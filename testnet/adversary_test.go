@@ -78,7 +78,10 @@ func TestAdversarialRun(t *testing.T) {
 	if os.Getenv("UP_ADVERSARIAL") != "1" {
 		t.Skip("UP_ADVERSARIAL=1 runs it: 4 of 100 jobs are never harvested (issue 17)")
 	}
-	o := testnet.BenchOptions{Nodes: 64, Jobs: 1000, Copies: 2, Clients: 20, Dir: t.TempDir(), Timeout: 5 * time.Minute}
+	// Production periods scaled by 1/60 (T_collect 2 min: republish every
+	// 25 s, backup listers after 10 s), so repairs happen within the run.
+	o := testnet.BenchOptions{Nodes: 64, Jobs: 1000, Copies: 2, Clients: 20, Dir: t.TempDir(), Timeout: 5 * time.Minute,
+		TCollect: 2 * time.Minute}
 	if testing.Short() {
 		o.Nodes, o.Jobs, o.Clients = 24, 100, 6
 	}

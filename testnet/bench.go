@@ -64,8 +64,8 @@ type BenchOptions struct {
 	HeapProfile io.Writer
 	// TCollect, when set, is the nodes' T_collect (collected jobs are
 	// deleted this long after collection; production 2 h) and scales the
-	// republish period (25 ± 5 min in production) and replica expiry (1 h)
-	// with it; the bench runs one republish round after the run and waits,
+	// republish period (25 ± 5 min in production), replica expiry (1 h)
+	// and the index's backup listers' delay (10 min) with it; the bench runs one republish round after the run and waits,
 	// up to TCollect + 30 s, for every node store and index to be empty of
 	// the run's jobs, reporting what is left.
 	TCollect time.Duration

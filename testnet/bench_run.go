@@ -61,6 +61,9 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 	opts.DHT.Replication = o.R
 	opts.Adversary = o.Adversary
 	opts.Index.Server.QueryLimit, opts.Index.Server.QueryBurst = 1e9, 1<<30
+	if o.TCollect > 0 {
+		opts.Index.Writer.BackupDelay = o.TCollect * 10 / 120 // 10 min of 2 h
+	}
 	net, err := Start(ctx, opts)
 	if err != nil {
 		return rep, err
