@@ -156,9 +156,10 @@ func (t *Table) Put(e Entry, now int64) bool {
 }
 
 // takesAuthorship decides whether writer, rewriting entry e at now,
-// becomes its author. Only a job's closest node lists it, so of two nodes
-// that both believe they are (their views differ for a while after a
-// join, a move or a death), the one nearer the job keeps the entry: the
+// becomes its author. A job's closest node lists it (and, after a delay,
+// backup listers: indexnet.WriterConfig.Listers), so of two nodes that
+// both write it (views differ for a while after a join, a move or a
+// death; or a backup lister), the one nearer the job keeps the entry: the
 // farther one's rewrite must not make its later withdrawal (once it sees
 // the nearer node) remove the entry the nearer one keeps written. An
 // author that has not written for Expiry is taken to be gone: the next
