@@ -211,6 +211,9 @@ func (p *Project) fetchResult(ctx context.Context, o *opener, key []byte, nodes 
 		}
 		return r, nil
 	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("no good result from any of %d nodes (each answered above)", len(nodes))
+	}
 	return nil, fmt.Errorf("no good result from any of %d nodes: %w", len(nodes), errors.Join(errs...))
 }
 
