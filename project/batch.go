@@ -219,32 +219,62 @@ func (p *Project) submitChunks(ctx context.Context, l *Ledger, jobs []*Prepared,
 // AddCopy issues one more copy of a unit (after an inconclusive
 // validation): the same application and arguments, a fresh nonce.
 func (p *Project) AddCopy(ctx context.Context, l *Ledger, unit int64) error {
+	pj, prep, err := p.newCopy(l, unit)
+	if err != nil {
+		return err
+	}
+	if err := l.Prepare([]PreparedJob{pj}, p.a.Now()); err != nil {
+		return err
+	}
+	return p.sendCopies(ctx, l, []*Prepared{prep})[0]
+}
+
+// newCopy signs one more copy of a unit: the spec of one of its jobs with
+// a fresh nonce and creation time, numbered after its highest copy. It
+// records nothing.
+func (p *Project) newCopy(l *Ledger, unit int64) (PreparedJob, *Prepared, error) {
 	signed, maxCopy, err := l.AnyJob(unit)
 	if err != nil {
-		return fmt.Errorf("unit %d: %w", unit, err)
+		return PreparedJob{}, nil, fmt.Errorf("unit %d: %w", unit, err)
 	}
 	_, spec, err := job.Decode(signed)
 	if err != nil {
-		return err
+		return PreparedJob{}, nil, err
 	}
 	nonce := make([]byte, job.NonceLen)
 	p.mu.Lock()
 	_, err = io.ReadFull(p.rand, nonce)
 	p.mu.Unlock()
 	if err != nil {
-		return err
+		return PreparedJob{}, nil, err
 	}
 	spec.Nonce, spec.Created = nonce, p.a.Now().UnixMilli()
 	prep, err := p.Sign(spec)
 	if err != nil {
-		return err
+		return PreparedJob{}, nil, err
 	}
-	if err := l.Prepare([]PreparedJob{{CID: prep.cidString(), Unit: unit, Copy: maxCopy + 1, Signed: prep.Encode(), Listing: prep.Listing}}, p.a.Now()); err != nil {
-		return err
+	return PreparedJob{CID: prep.cidString(), Unit: unit, Copy: maxCopy + 1, Signed: prep.Encode(), Listing: prep.Listing}, prep, nil
+}
+
+// sendCopies submits copies already recorded (Prepare) and records those
+// r replicas acknowledged; per copy, why it was not (a copy left
+// unacknowledged is retried by a later SubmitPending).
+func (p *Project) sendCopies(ctx context.Context, l *Ledger, preps []*Prepared) []error {
+	errs := make([]error, len(preps))
+	acks := map[string]int{}
+	for i, res := range p.Submit(ctx, preps) {
+		if res.Err != nil {
+			errs[i] = res.Err
+			continue
+		}
+		acks[preps[i].cidString()] = res.Acks
 	}
-	res := p.Submit(ctx, []*Prepared{prep})
-	if res[0].Err != nil {
-		return res[0].Err // recorded: a later SubmitPending retries it
+	if err := l.MarkSubmitted(acks, p.a.Now()); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
 	}
-	return l.MarkSubmitted(map[string]int{prep.cidString(): res[0].Acks}, p.a.Now())
+	return errs
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +23,12 @@ type HarvestOptions struct {
 	MaxCopies int
 	// PageSize is the harvest page size. Default 256.
 	PageSize int
+	// LostAfter is T_lost: how long (on the project's clock, from the
+	// first harvest that found it so) a job listed finished may go with
+	// no node able to serve its result before it is declared lost and its
+	// unit gets another copy (see judgeUnserved). Default DefaultLostAfter
+	// (1 h).
+	LostAfter time.Duration
 }
 
 // HarvestReport tells what a harvest did.
@@ -31,7 +36,11 @@ type HarvestReport struct {
 	Finished  int // finished entries found
 	Recorded  int // new results stored in the ledger
 	Collected int // jobs the nodes were told are collected
-	Refused   int // jobs whose result no node delivered in a form that opens and verifies
+	Refused   int // jobs whose result no node delivered in a form that opens and verifies (not yet declared lost)
+	// Lost counts the jobs this harvest declared lost: no node could serve
+	// their result for LostAfter; each one's unit got another copy (unless
+	// it was valid already) and its nodes were told it is collected.
+	Lost int
 	// RefusedCopies counts the copies single nodes sent that failed to
 	// open or verify (altered, another job's, or not the client's); the
 	// job's other nodes were then asked, so an honest copy may still have
@@ -70,6 +79,14 @@ func (r HarvestReport) Err() error {
 // records the verdicts with the jobs the nodes confirmed collected in one
 // transaction, and issues another copy of a unit whose results disagree.
 //
+// A job no listed node serves is asked of its closest nodes (the
+// project's own lookup); when they answer without a good copy and none
+// holds the job ready or claimed, its loss timer starts (ledger
+// unservable_since, the project's clock). Refused until then, it is
+// declared lost after opts.LostAfter of such harvests: its unit gets
+// another copy, its nodes are told it is collected, and a result that
+// shows up for it later is not fetched (judgeUnserved).
+//
 // Re-running after a crash loses and doubles nothing: results already in
 // the ledger are not fetched again, only confirmed to the nodes, and
 // units whose results an interrupted harvest recorded are validated by
@@ -98,34 +115,10 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 	}
 	for start := 0; start < len(fetch) && ctx.Err() == nil; start += 64 {
 		part := fetch[start:min(start+64, len(fetch))]
-		var results []Result
-		var got []found
-		res, refusedBy, errs := p.fetchResults(ctx, part)
-		for i, f := range part {
-			rep.RefusedCopies += len(refusedBy[i])
-			if err := errs[i]; err != nil {
-				if ctx.Err() != nil {
-					continue // interrupted, not refused: the next harvest fetches it
-				}
-				rep.Refused++
-				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", f.cid, err))
-				continue
-			}
-			if res[i] == nil {
-				continue
-			}
-			for _, e := range refusedBy[i] {
-				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w (another node's copy was recorded)", f.cid, e))
-			}
-			r := res[i]
-			r.CID = f.cid
-			results = append(results, *r)
-			got = append(got, f)
-		}
-		if err := l.RecordResults(results, p.a.Now()); err != nil {
+		got, err := p.fetchPart(ctx, l, part, opts, &rep)
+		if err != nil {
 			return rep, err
 		}
-		rep.Recorded += len(results)
 		for _, f := range got {
 			if !listed[f.cid] {
 				confirm = append(confirm, f)
@@ -149,6 +142,42 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 		return rep, err
 	}
 	return rep, nil
+}
+
+// fetchPart fetches the results of part, records those that came (one
+// synced transaction), and judges the jobs no node served
+// (judgeUnserved); it returns the jobs whose nodes are to be told they
+// are collected: those recorded, and those declared lost.
+func (p *Project) fetchPart(ctx context.Context, l *Ledger, part []found, opts HarvestOptions, rep *HarvestReport) ([]found, error) {
+	var results []Result
+	var got []found
+	var failed []unserved
+	for i, out := range p.fetchResults(ctx, part) {
+		f := part[i]
+		rep.RefusedCopies += len(out.refused)
+		if out.err != nil {
+			if ctx.Err() == nil { // interrupted is not refused: the next harvest fetches it
+				failed = append(failed, unserved{found: f, err: out.err, evidence: out.evidence})
+			}
+			continue
+		}
+		if out.res == nil {
+			continue
+		}
+		for _, e := range out.refused {
+			rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w (another node's copy was recorded)", f.cid, e))
+		}
+		r := out.res
+		r.CID = f.cid
+		results = append(results, *r)
+		got = append(got, f)
+	}
+	if err := l.RecordResults(results, p.a.Now()); err != nil {
+		return nil, err
+	}
+	rep.Recorded += len(results)
+	lost, err := p.judgeUnserved(ctx, l, failed, opts, rep)
+	return append(got, lost...), err
 }
 
 // validate decides every unit whose verdict may have changed (see
@@ -258,163 +287,6 @@ type found struct {
 	key      []byte
 	cid      string
 	replicas []peer.ID // its nodes, from the index entry; empty: look them up
-}
-
-// fetchConcurrency bounds the nodes a harvest fetches results from at once.
-const fetchConcurrency = 8
-
-// eachNode runs f for every node's jobs, at most fetchConcurrency nodes
-// at once, and returns when all are done.
-func eachNode(byNode map[peer.ID][]int, f func(n peer.ID, idx []int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, fetchConcurrency)
-	for n, idx := range byNode {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() {
-				<-sem
-				wg.Done()
-			}()
-			f(n, idx)
-		}()
-	}
-	wg.Wait()
-}
-
-// fetchResults gets the results of jobs: each job is asked first of its
-// first listed replica, in one ResultGet per node (nodes in parallel, at
-// most fetchConcurrency at once); a job whose copy is missing there, or
-// refused, goes on to fetchResult (its other replicas one by one, or a
-// lookup when none are listed). Per job: its result (nil when not
-// fetched), the copies refused, and the error when no good copy came.
-func (p *Project) fetchResults(ctx context.Context, jobs []found) ([]*Result, [][]error, []error) {
-	jobs = slices.Clone(jobs) // replicas are trimmed of nodes that sent forged copies
-	res := make([]*Result, len(jobs))
-	refused := make([][]error, len(jobs))
-	errs := make([]error, len(jobs))
-	byNode := map[peer.ID][]int{}
-	var rest []int
-	for i, f := range jobs {
-		if len(f.replicas) == 0 {
-			rest = append(rest, i)
-			continue
-		}
-		byNode[f.replicas[0]] = append(byNode[f.replicas[0]], i)
-	}
-	o := p.opener()
-	var mu sync.Mutex
-	opened := make([]*unsealed, len(jobs)) // copies whose signatures are left to check, and from which node
-	from := make([]peer.ID, len(jobs))
-	eachNode(byNode, func(n peer.ID, idx []int) {
-		for start := 0; start < len(idx); start += wire.MaxJobsPerStore {
-			part := idx[start:min(start+wire.MaxJobsPerStore, len(idx))]
-			req := &wire.ResultGetRequest{}
-			for _, i := range part {
-				req.Keys = append(req.Keys, jobs[i].key)
-			}
-			var resp wire.ResultGetResponse
-			err := p.a.Endpoint().Call(ctx, n, wire.ProtoResultGet, req, wire.MaxResultsFrame, &resp)
-			var retry []int
-			for j, i := range part {
-				if err != nil || j >= len(resp.Results) || len(resp.Results[j]) == 0 {
-					retry = append(retry, i) // this node again among the others: it may have left it out for size
-					continue
-				}
-				u, oerr := o.unseal(resp.Results[j], jobs[i].key)
-				if oerr != nil {
-					mu.Lock()
-					refused[i] = append(refused[i], fmt.Errorf("copy from node %s refused: %w", n, oerr))
-					jobs[i].replicas = jobs[i].replicas[1:]
-					mu.Unlock()
-					retry = append(retry, i)
-					continue
-				}
-				opened[i], from[i] = u, n // each job is one node's to fill
-			}
-			mu.Lock()
-			rest = append(rest, retry...)
-			mu.Unlock()
-		}
-	})
-	// The signatures of every copy fetched, in one batch.
-	var batch []*unsealed
-	var of []int
-	for i, u := range opened {
-		if u != nil {
-			batch = append(batch, u)
-			of = append(of, i)
-		}
-	}
-	for k, err := range verifySigs(batch) {
-		i := of[k]
-		if err != nil {
-			refused[i] = append(refused[i], fmt.Errorf("copy from node %s refused: %w", from[i], err))
-			jobs[i].replicas = jobs[i].replicas[1:]
-			rest = append(rest, i)
-			continue
-		}
-		res[i] = batch[k].toResult()
-	}
-	for _, i := range rest {
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			continue
-		}
-		f := jobs[i]
-		if len(f.replicas) == 0 && len(refused[i]) > 0 {
-			errs[i] = fmt.Errorf("no good result from any node: %w", errors.Join(refused[i]...))
-			continue
-		}
-		r, more, err := p.fetchResult(ctx, o, f.key, f.replicas)
-		refused[i] = append(refused[i], more...)
-		if err != nil && len(refused[i]) > len(more) {
-			err = fmt.Errorf("%w (also refused: %w)", err, errors.Join(refused[i][:len(refused[i])-len(more)]...))
-		}
-		res[i], errs[i] = r, err
-	}
-	return res, refused, errs
-}
-
-// fetchResult gets a job's result from its replicas (or, without a hint,
-// its closest nodes) and opens it. A copy that does not open or verify
-// (a node altered it, or sent another job's) is refused and the next node
-// asked; refused lists those copies, each naming its node, also when a
-// good copy was found. err wraps result.ErrForged when every copy was
-// forged.
-func (p *Project) fetchResult(ctx context.Context, o *opener, key []byte, replicas []peer.ID) (*Result, []error, error) {
-	if len(replicas) == 0 {
-		var err error
-		if replicas, err = p.a.DHT().ClosestPeers(ctx, key); err != nil {
-			return nil, nil, fmt.Errorf("find its nodes: %w", err)
-		}
-	}
-	var errs, refused []error
-	for _, n := range replicas {
-		if ctx.Err() != nil {
-			errs = append(errs, ctx.Err())
-			break
-		}
-		var resp wire.ResultGetResponse
-		err := p.a.Endpoint().Call(ctx, n, wire.ProtoResultGet, &wire.ResultGetRequest{Keys: [][]byte{key}}, wire.MaxResultsFrame, &resp)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", n, err))
-			continue
-		}
-		if len(resp.Results) != 1 || len(resp.Results[0]) == 0 {
-			errs = append(errs, fmt.Errorf("node %s has no result", n))
-			continue
-		}
-		r, err := o.open(resp.Results[0], key)
-		if err != nil {
-			err = fmt.Errorf("copy from node %s refused: %w", n, err)
-			refused = append(refused, err)
-			errs = append(errs, err)
-			continue
-		}
-		return r, refused, nil
-	}
-	return nil, refused, fmt.Errorf("no good result from any of %d nodes: %w", len(replicas), errors.Join(errs...))
 }
 
 // collect tells each job's nodes it is collected; it returns the jobs at

@@ -80,8 +80,11 @@ func (p *Project) walkFinished(ctx context.Context, l *Ledger, pageSize int, rep
 			switch states[f.cid] {
 			case StatePrepared, StateSubmitted:
 				w.fetch = append(w.fetch, f)
-			case StateHarvested, StateCollected:
-				w.confirm = append(w.confirm, f) // the nodes still list it: tell them again
+			case StateHarvested, StateCollected, StateLost:
+				// The nodes still list it: tell them again. A lost job's
+				// result that showed up late is not fetched: its unit got
+				// another copy.
+				w.confirm = append(w.confirm, f)
 				w.listed[f.cid] = true
 			}
 		}

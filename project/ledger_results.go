@@ -120,8 +120,18 @@ func (l *Ledger) resultClients(tx *sql.Tx, list string) (map[string][]byte, erro
 }
 
 // migrate brings a ledger written by an older version up to the schema:
-// results.killed, filled from the error text of the results it holds.
+// results.killed, filled from the error text of the results it holds, and
+// jobs.unservable_since (migrateUnservable).
 func migrate(db *sql.DB) error {
+	if err := migrateKilled(db); err != nil {
+		return err
+	}
+	return migrateUnservable(db)
+}
+
+// migrateKilled adds results.killed to a ledger without it, filled from
+// the error text of the results it holds.
+func migrateKilled(db *sql.DB) error {
 	var has bool
 	if err := db.QueryRow(`SELECT EXISTS(SELECT 1 FROM pragma_table_info('results') WHERE name = 'killed')`).Scan(&has); err != nil {
 		return fmt.Errorf("read the results table's columns: %w", err)

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// UnitOf returns a job's unit and how many copies of it were issued.
+// UnitOf returns a job's unit and how many copies of it were issued
+// (jobs declared lost left out: they will never return a result).
 func (l *Ledger) UnitOf(cid string) (unit int64, issued int, err error) {
-	err = l.db.QueryRow(`SELECT j.unit, (SELECT COUNT(*) FROM jobs k WHERE k.unit = j.unit) FROM jobs j WHERE j.cid = ?`, cid).Scan(&unit, &issued)
+	err = l.db.QueryRow(`SELECT j.unit, (SELECT COUNT(*) FROM jobs k WHERE k.unit = j.unit AND k.state != ?) FROM jobs j WHERE j.cid = ?`, StateLost, cid).Scan(&unit, &issued)
 	return unit, issued, err
 }
 
@@ -78,7 +79,7 @@ type unitState struct {
 	status    string
 	canonical string
 	asked     int    // copies the file asked for
-	issued    int    // copies issued (jobs of the unit)
+	issued    int    // copies issued (jobs of the unit), those declared lost left out
 	results   []Copy // in harvest order (at, cid), as UnitResults
 	ungraded  int    // results without a grade
 }
@@ -100,9 +101,11 @@ func (u *unitState) undecided() bool {
 // The units queued for validation after a unit, in order, and their
 // results (in the order validation takes them: UnitResults'). CROSS JOIN
 // makes SQLite walk the queued units and look their jobs up, rather than
-// every job in the range of their ids.
+// every job in the range of their ids. A copy issued is a job not
+// declared lost ('lost' is StateLost): a lost job returns no result, so a
+// unit counting it would wait for it for ever.
 const (
-	qQueuedUnits = `SELECT t.unit, u.status, COALESCE(u.canonical, ''), u.copies, (SELECT COUNT(*) FROM jobs k WHERE k.unit = t.unit)
+	qQueuedUnits = `SELECT t.unit, u.status, COALESCE(u.canonical, ''), u.copies, (SELECT COUNT(*) FROM jobs k WHERE k.unit = t.unit AND k.state != 'lost')
 		FROM to_validate t JOIN units u ON u.id = t.unit WHERE t.unit > ? ORDER BY t.unit LIMIT ?`
 	qQueuedResults = `SELECT j.unit, r.cid, r.client_key, r.output, r.exit_code, r.error, r.valid IS NULL
 		FROM to_validate t CROSS JOIN jobs j ON j.unit = t.unit JOIN results r ON r.cid = j.cid
@@ -277,13 +280,16 @@ type Credit struct {
 
 // Stats summarise the ledger.
 type Stats struct {
-	Jobs      map[string]int `json:"jobs"`  // by state
-	Units     map[string]int `json:"units"` // by status
-	Results   int            `json:"results"`
-	LastHour  int            `json:"last_hour"` // results harvested in the last hour
-	Credit    []Credit       `json:"credit"`
-	OldestAge time.Duration  `json:"-"`     // age of the oldest job not yet harvested; JSON oldest_age_s
-	Stuck     []Stuck        `json:"stuck"` // submitted jobs without a result far longer than expected
+	Jobs    map[string]int `json:"jobs"`  // by state
+	Units   map[string]int `json:"units"` // by status
+	Results int            `json:"results"`
+	// Lost counts the jobs declared lost (StateLost): no node could serve
+	// their result for T_lost, and their units got another copy.
+	Lost      int           `json:"lost"`
+	LastHour  int           `json:"last_hour"` // results harvested in the last hour
+	Credit    []Credit      `json:"credit"`
+	OldestAge time.Duration `json:"-"`     // age of the oldest job not yet harvested; JSON oldest_age_s
+	Stuck     []Stuck       `json:"stuck"` // submitted jobs without a result far longer than expected
 }
 
 // Stats reports jobs by state, units by status, throughput, the jobs
@@ -314,6 +320,7 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	if err := count(`SELECT status, COUNT(*) FROM units GROUP BY status`, s.Units); err != nil {
 		return s, err
 	}
+	s.Lost = s.Jobs[StateLost]
 	if err := l.db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(harvested >= ?), 0) FROM results`, now.Add(-time.Hour).UnixMilli()).Scan(&s.Results, &s.LastHour); err != nil {
 		return s, err
 	}

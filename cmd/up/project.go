@@ -196,6 +196,7 @@ type harvestRun struct {
 	interval, timeout time.Duration
 	maxCopies         int
 	validator         string
+	lostAfter         time.Duration
 }
 
 func newProjectHarvestCmd() *cobra.Command {
@@ -208,7 +209,11 @@ result, decrypts it and checks the client's certificate and signature,
 stores it durably in the ledger, and only then tells the job's nodes it is
 collected. With copies >= 2 a unit's results are compared (byte equality,
 or the --validator program) and a quorum makes the canonical result;
-units whose copies disagree get another copy. With --follow it keeps
+units whose copies disagree get another copy. A job listed finished whose
+result none of its nodes can serve for --lost-after (on this machine's
+clock, from the first harvest that found it so; its closest nodes asked,
+none holding it ready or claimed) is declared lost: its unit gets another
+copy and its nodes are told it is collected. With --follow it keeps
 harvesting until interrupted; with --until-done, until every unit of the
 ledger has a canonical result (--timeout bounds the wait).`,
 		Example: `  up project harvest --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... --follow
@@ -224,6 +229,7 @@ ledger has a canonical result (--timeout bounds the wait).`,
 	f.StringVar(&h.validator, "validator", "", "program that compares two copies' outputs: run as PROGRAM A B, exit 0 = they agree (default: byte equality)")
 	f.DurationVar(&h.interval, "interval", 30*time.Second, "time between harvests with --follow")
 	f.IntVar(&h.maxCopies, "max-copies", 0, "most copies a unit may get when results disagree (default: asked + 2)")
+	f.DurationVar(&h.lostAfter, "lost-after", project.DefaultLostAfter, "T_lost: declare a finished job lost when no node has served its result for this long")
 	return cmd
 }
 
@@ -232,6 +238,9 @@ ledger has a canonical result (--timeout bounds the wait).`,
 func (h *harvestRun) run(cmd *cobra.Command) error {
 	if h.interval <= 0 {
 		return usageError{fmt.Errorf("--interval %s must be positive", h.interval)}
+	}
+	if h.lostAfter <= 0 {
+		return usageError{fmt.Errorf("--lost-after %s must be positive", h.lostAfter)}
 	}
 	if h.timeout < 0 || (h.timeout > 0 && !h.untilDone) {
 		return usageError{fmt.Errorf("--timeout %s: want a positive duration, with --until-done", h.timeout)}
@@ -256,15 +265,15 @@ func (h *harvestRun) run(cmd *cobra.Command) error {
 		deadline = time.After(h.timeout)
 	}
 	for {
-		rep, err := p.Harvest(ctx, l, project.HarvestOptions{MaxCopies: h.maxCopies, Equal: equal}, bar(cmd.ErrOrStderr(), h.conn.quiet, "harvest"))
+		rep, err := p.Harvest(ctx, l, project.HarvestOptions{MaxCopies: h.maxCopies, Equal: equal, LostAfter: h.lostAfter}, bar(cmd.ErrOrStderr(), h.conn.quiet, "harvest"))
 		if err != nil {
 			return err
 		}
 		for _, e := range rep.Errors {
 			fmt.Fprintln(cmd.ErrOrStderr(), e)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d units decided, %d extra copies\n",
-			time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Decided, rep.Extra)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d lost, %d units decided, %d extra copies\n",
+			time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Lost, rep.Decided, rep.Extra)
 		failed := harvestFailure(rep)
 		if !h.follow && !h.untilDone {
 			return failed

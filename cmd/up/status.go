@@ -177,6 +177,9 @@ func printProjectStatus(w io.Writer, st project.Stats) error {
 		fmt.Fprintf(w, "  %-13s %d\n", k, st.Units[k])
 	}
 	fmt.Fprintf(w, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
+	if st.Lost > 0 {
+		fmt.Fprintf(w, "lost: %d (no node could serve the result; each unit got another copy)\n", st.Lost)
+	}
 	if st.OldestAge > 0 {
 		fmt.Fprintf(w, "oldest unfinished job: %s\n", st.OldestAge.Round(time.Second))
 	}
