@@ -12,6 +12,7 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
@@ -168,7 +169,7 @@ func TestClaimLapsesAfterTFinish(t *testing.T) {
 	if _, err := b.Claim(ctx, key); !errors.Is(err, claimnet.ErrLost) {
 		t.Fatalf("claim of a claimed job: %v", err)
 	}
-	cn.clock.Advance(time.Hour + 10*time.Minute + time.Second) // T_finish of these jobs, then T_skew
+	cn.clock.Advance(time.Hour + time.Duration(claim.DefaultTSkew)*time.Millisecond + time.Second) // T_finish of these jobs, then T_skew
 	for _, nd := range cn.net.Live() {
 		nd.Pool().ExpireNow()
 	}

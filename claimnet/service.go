@@ -52,6 +52,11 @@ type Config struct {
 	// table knows fewer than r nodes accepts confirm replies from nodes
 	// it cannot place (see claim.CanJudge). Default 1 min.
 	Warmup time.Duration
+	// TCert is how long a claim this node accepted may go without its
+	// certificate (the client's /up/claim/certify, or a sync carrying it)
+	// before the node voids it when another client asks for the job
+	// (void.go). Default 1 min.
+	TCert time.Duration
 	// Now reads the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives structured logs.
@@ -68,6 +73,7 @@ type Record struct {
 	Start    int64
 	Deadline int64
 	Released bool
+	At       int64 // ms on this node's clock: when it accepted the confirm
 }
 
 // Service answers claims for the jobs a node holds.
@@ -99,6 +105,7 @@ type Service struct {
 	mReplies *prometheus.CounterVec
 	mConfirm *prometheus.CounterVec
 	mForged  *prometheus.CounterVec
+	mVoided  prometheus.Counter
 }
 
 // NewService serves the claim protocols on a node.
@@ -117,6 +124,9 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = time.Minute
+	}
+	if cfg.TCert == 0 {
+		cfg.TCert = time.Minute
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -142,7 +152,10 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 		Name: "up_claim_forged_replies_total", Help: "Confirm replies refused as forged (not bound to the node they name), by the certificate that signed them.",
 	}, []string{"signer"})
 	s.positions, s.forgers = newPositions(4096), map[string]int{}
-	ep.Metrics().Registry.MustRegister(s.mReplies, s.mConfirm, s.mForged)
+	s.mVoided = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "up_claims_voided_total", Help: "Claims accepted here that got no certificate within T_cert and were voided when another client asked.",
+	})
+	ep.Metrics().Registry.MustRegister(s.mReplies, s.mConfirm, s.mForged, s.mVoided)
 	s.claims = map[string]*jobClaims{}
 	p.OnChange(s.onChange)
 	clients := []certs.Role{certs.RoleClient}
@@ -217,6 +230,17 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	}
 	now := s.cfg.Now().UnixMilli()
 	h, held := s.pool.Lookup(req.Job)
+	if held && h.State.Phase == job.Claimed && !bytes.Equal(h.State.Client, client) {
+		// Held for another client: the other replicas may have seen that
+		// claim released or ended (a release that missed this node), and
+		// one such stale replica beside one faulty one leaves no quorum.
+		// Ask them now rather than at the next republish, and void the
+		// claim if it never got its certificate (void.go).
+		s.pool.Resync(req.Job)
+		if s.voidUncertified(req.Job, h.State, now) {
+			h, held = s.pool.Lookup(req.Job)
+		}
+	}
 	s.mu.Lock()
 	temp := s.temps[string(req.Job)]
 	if temp != nil && now >= temp.Until {
@@ -233,13 +257,6 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	}
 	s.mu.Unlock()
 	s.mReplies.WithLabelValues(d.Kind.String()).Inc()
-	if d.Kind == claim.Denied && held && h.State.Phase == job.Claimed && !bytes.Equal(h.State.Client, client) {
-		// Denied for a claim held here: the other replicas may have seen
-		// it released or ended (a release that failed to reach this
-		// node), and one such stale replica beside one faulty one leaves
-		// no quorum. Ask them now rather than at the next republish.
-		s.pool.Resync(req.Job)
-	}
 	signed, err := claim.Sign(claim.Statement{Kind: d.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now},
 		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
 	if err != nil {
@@ -329,7 +346,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		s.claims[string(req.Job)] = jc
 	}
 	s.seq++
-	jc.recs = append(jc.recs, Record{Job: req.Job, Client: client, Start: st.Start, Deadline: st.Deadline})
+	jc.recs = append(jc.recs, Record{Job: req.Job, Client: client, Start: st.Start, Deadline: st.Deadline, At: nowMS})
 	jc.seqs = append(jc.seqs, s.seq)
 	s.mu.Unlock()
 	s.mConfirm.WithLabelValues("claimed").Inc()

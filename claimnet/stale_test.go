@@ -2,11 +2,13 @@ package claimnet_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/wire"
@@ -65,5 +67,53 @@ func TestStaleClaimResynced(t *testing.T) {
 	}
 	if _, err := y.Claim(ctx, key); err != nil {
 		t.Fatalf("claim after the resync: %v", err)
+	}
+}
+
+// TestUncertifiedClaimVoided: one replica holds a claim that never got a
+// certificate (its client did not win a quorum, and the release to this
+// replica was lost) and another denies everything: no quorum is left. The
+// stale replica resyncs (no fellow replica holds a certificate), and once
+// the claim is T_cert old it voids the claim when the next client asks,
+// which then wins the job. Before T_cert it keeps it.
+func TestUncertifiedClaimVoided(t *testing.T) {
+	ctx := context.Background()
+	cn := startClaimNet(t, 8, 1, 79)
+	key := cn.keys[0]
+	hs := cn.holdersByDistance(key)
+	if len(hs) != 5 {
+		t.Fatalf("job held by %d nodes, want 5", len(hs))
+	}
+	stale, denier := hs[1], hs[4]
+	denyAll(denier)
+	xa, _ := cn.client(t, "x")
+	now := cn.clock.Now().UnixMilli()
+	h, _ := stale.Pool().Lookup(key)
+	uncertified := job.State{Phase: job.Claimed, Client: []byte(xa.Identity().Key.Public().(ed25519.PublicKey)), Start: now, Deadline: now + h.TFinish}
+	if _, err := stale.Pool().Apply(key, uncertified); err != nil {
+		t.Fatal(err)
+	}
+	_, y := cn.client(t, "y")
+	if _, err := y.Claim(ctx, key); err == nil {
+		t.Fatal("claimed past a stale and a denying replica of five: want no quorum")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !stale.Pool().ResyncedSince(key, now) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stale replica did not resync the job after denying a claim")
+		}
+		time.Sleep(10 * time.Millisecond) // awaiting a background sync
+	}
+	if _, err := y.Claim(ctx, key); err == nil {
+		t.Fatal("the uncertified claim was voided before T_cert")
+	}
+	// No record of accepting it (applied directly): judged from its start,
+	// by the latest clock allowed (T_skew), then T_cert (1 min).
+	cn.clock.Advance(time.Duration(claim.DefaultTSkew)*time.Millisecond + time.Minute + time.Second)
+	if _, err := y.Claim(ctx, key); err != nil {
+		t.Fatalf("claim after T_cert: %v", err)
+	}
+	if st, _ := stale.Pool().State(key); st.Phase != job.Claimed || string(st.Client) == string([]byte(xa.Identity().Key.Public().(ed25519.PublicKey))) {
+		t.Fatalf("the stale replica holds %+v, want y's claim", st)
 	}
 }

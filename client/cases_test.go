@@ -10,6 +10,7 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/indexnet"
@@ -232,7 +233,7 @@ func TestKilledClientJobRedone(t *testing.T) {
 	if _, err := c.RunOne(ctx, "lhc"); !errors.Is(err, indexnet.ErrNoJob) {
 		t.Fatalf("while claimed: %v, want no job", err)
 	}
-	cn.clock.Advance(time.Hour + 10*time.Minute + time.Second) // T_finish, then T_skew
+	cn.clock.Advance(time.Hour + time.Duration(claim.DefaultTSkew)*time.Millisecond + time.Second) // T_finish, then T_skew
 	for _, nd := range cn.net.Live() {
 		nd.Pool().ExpireNow()
 	}

@@ -13,7 +13,26 @@ import (
 // node's clock), so a job is resynced at most once per ResyncInterval.
 type resyncs struct {
 	mu   sync.Mutex
-	last map[string]int64
+	last map[string]int64 // started
+	done map[string]int64 // finished
+}
+
+// finished records that key's resync ended at now.
+func (r *resyncs) finished(key []byte, now int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done == nil {
+		r.done = map[string]int64{}
+	}
+	r.done[string(key)] = now
+}
+
+// doneSince reports whether a resync of key ended at or after t.
+func (r *resyncs) doneSince(key []byte, t int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.done[string(key)]
+	return ok && at >= t
 }
 
 // due reports whether key may be resynced at now, and if so marks it.
@@ -31,6 +50,7 @@ func (r *resyncs) due(key []byte, now, interval int64, max int) bool {
 		for k, at := range r.last {
 			if now-at >= interval || now < at {
 				delete(r.last, k)
+				delete(r.done, k)
 			}
 		}
 		if len(r.last) >= max {
@@ -56,8 +76,15 @@ func (p *Pool) Resync(key []byte) {
 		return
 	}
 	key = append([]byte(nil), key...)
-	p.inflight.Go(func() { p.resync(p.ctx, key) })
+	p.inflight.Go(func() {
+		p.resync(p.ctx, key)
+		p.resynced.finished(key, p.nowMS())
+	})
 }
+
+// ResyncedSince reports whether a Resync of job key ended at or after t
+// (Unix ms on this node's clock).
+func (p *Pool) ResyncedSince(key []byte, t int64) bool { return p.resynced.doneSince(key, t) }
 
 // resync is Resync's round: one sync of the job's state with each live
 // node of its r closest but this one.
