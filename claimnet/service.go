@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -106,6 +107,7 @@ type Service struct {
 	mConfirm *prometheus.CounterVec
 	mForged  *prometheus.CounterVec
 	mVoided  prometheus.Counter
+	voided   atomic.Int64 // mVoided's count, for Counts
 }
 
 // NewService serves the claim protocols on a node.
@@ -170,6 +172,7 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 type Counts struct {
 	Granted, Denied, DontCare int // claim requests, by reply
 	Claimed, Refused          int // confirms, by result
+	Voided                    int // claims voided without a certificate (void.go)
 }
 
 // Counts reports the replies and confirm results of this service (its
@@ -184,6 +187,7 @@ func (s *Service) Counts() Counts {
 		DontCare: n(s.mReplies, "reply", claim.DontCare.String()),
 		Claimed:  n(s.mConfirm, "result", "claimed"),
 		Refused:  n(s.mConfirm, "result", "refused"),
+		Voided:   int(s.voided.Load()),
 	}
 }
 

@@ -58,6 +58,7 @@ func (s *Service) voidUncertified(key []byte, st job.State, now int64) bool {
 	s.releasedLocked(key, func(r Record) bool { return bytes.Equal(r.Client, st.Client) && r.Start == st.Start })
 	s.mu.Unlock()
 	s.mVoided.Inc()
+	s.voided.Add(1)
 	s.cfg.Logger.Info("voided a claim that never got its certificate", "job", key, "accepted_ms_ago", now-at)
 	return true
 }

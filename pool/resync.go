@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
 
@@ -105,4 +106,16 @@ func (p *Pool) resync(ctx context.Context, key []byte) {
 		}
 		p.mResynced.Inc()
 	}
+}
+
+// Stored returns a held job's state as stored (unexpired: a released or
+// lapsed claim is still a claim here) and its proof, for diagnostics.
+func (p *Pool) Stored(key []byte) (job.State, []byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		return job.State{}, nil, false
+	}
+	return e.state, e.proof, true
 }

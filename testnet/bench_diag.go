@@ -62,8 +62,12 @@ func unharvested(net *Network, ledger *project.Ledger, projectName string, max i
 			if !held && len(placed) == 0 && !has {
 				continue
 			}
-			fmt.Fprintf(&b, "  %s: held %v state %s client %q, writer placed %v, holds finished entry %v\n",
-				nd.Name(), held, st.Phase, st.Client, placed, has)
+			stored, proof, _ := nd.Pool().Stored(key)
+			pr, _ := job.DecodeProof(proof)
+			off, jumps := net.ClockOffset(net.Index(nd.ID()))
+			fmt.Fprintf(&b, "  %s (clock %v, jumps %v): held %v state %s client %x, stored %s start %d deadline %d (certificate %v, signature %v), writer placed %v, holds finished entry %v, claims %+v\n",
+				nd.Name(), off, jumps, held, st.Phase, st.Client[:min(4, len(st.Client))], stored.Phase, stored.Start, stored.Deadline,
+				len(pr.Claim) > 0, len(pr.Sig) > 0, placed, has, nd.Claims().Counts())
 		}
 	}
 	return b.String()
