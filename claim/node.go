@@ -159,13 +159,15 @@ func CheckConfirm(st job.State, temp *Temp, client []byte, replies []Reply, need
 
 // Release is the state that releases a permanent claim at now: the same
 // claim with its deadline moved to now, which wins every merge with the
-// old claim and lapses at once into a tombstone (job.Expire) that keeps
-// the job ready.
+// old claim and lapses at once into a tombstone (job.Expire, job.Lapse)
+// that keeps the job ready. A claim past its deadline but still live here
+// (within T_skew of it) has its deadline moved to just before the old
+// one: moved to now it would be later, lose the merge, and live on.
 func Release(st job.State, client []byte, now int64) (job.State, bool) {
 	if st.Phase != job.Claimed || !bytes.Equal(st.Client, client) {
 		return st, false
 	}
 	rel := st
-	rel.Deadline = max(now, rel.Start+1)
+	rel.Deadline = max(min(now, st.Deadline-1), rel.Start+1)
 	return rel, true
 }

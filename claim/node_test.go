@@ -312,6 +312,29 @@ func TestReleaseAtStart(t *testing.T) {
 	}
 }
 
+// TestReleasePastDeadline: a claim past its deadline on this node's clock
+// but still live here (within T_skew) is released with its deadline moved
+// just before the old one, so the release wins the merge and lapses at
+// once; moved to now, it would lose to the claim, which lived on (a node
+// whose clock ran ahead of its client's kept denying the job).
+func TestReleasePastDeadline(t *testing.T) {
+	start := tNow - tFinish - 60_000 // the deadline passed a minute ago
+	st := claimedBy(clientA, start, start+tFinish)
+	if job.Lapse(st, tNow, tFinish, DefaultTSkew).Phase != job.Claimed {
+		t.Fatal("the claim should still be live here within T_skew")
+	}
+	rel, ok := Release(st, clientA, tNow)
+	if !ok || rel.Deadline != st.Deadline-1 {
+		t.Fatalf("Release = %+v, %v; want the deadline moved 1 ms earlier", rel, ok)
+	}
+	if !job.Equal(job.Merge(st, rel), rel) {
+		t.Error("release loses the merge")
+	}
+	if v := job.Lapse(job.Merge(st, rel), tNow, tFinish, DefaultTSkew); v.Phase != job.Ready {
+		t.Errorf("released claim still %v here", v.Phase)
+	}
+}
+
 func TestFrees(t *testing.T) {
 	for _, c := range []struct {
 		name string
