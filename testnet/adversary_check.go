@@ -189,7 +189,7 @@ func attribute(evidence [][]pool.Evidence, bad map[string]bool) (map[string]int,
 		for _, e := range recs {
 			refused[e.Sender]++
 			if !bad[e.Peer] {
-				wrong = append(wrong, fmt.Sprintf("%s (%s) sent %s for job %s: %s", e.Sender, e.Peer, e.Phase, e.Job, e.Reason))
+				wrong = append(wrong, fmt.Sprintf("%s (%s) sent %s for job %s over %s: %s", e.Sender, e.Peer, e.Phase, e.Job, e.Protocol, e.Reason))
 			}
 		}
 	}
