@@ -49,3 +49,13 @@ func (w *Writer) closestFunc() func(pos keyspace.Pos) int {
 		return live
 	}
 }
+
+// ListingRank reports, for diagnostics, this node's rank among the live
+// nodes nearest a job's position (-1: not among the Listers nearest) and,
+// for a backup lister, since when (ms) it has seen the job listable.
+func (w *Writer) ListingRank(pos keyspace.Pos, key []byte) (rank int, backupSince int64) {
+	rank = w.closestFunc()(pos)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return rank, w.backups[string(key)]
+}

@@ -8,8 +8,11 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/wire"
 )
 
 // AdversaryReport is what an adversarial run's checks found.
@@ -189,7 +192,11 @@ func attribute(evidence [][]pool.Evidence, bad map[string]bool) (map[string]int,
 		for _, e := range recs {
 			refused[e.Sender]++
 			if !bad[e.Peer] {
-				wrong = append(wrong, fmt.Sprintf("%s (%s) sent %s for job %s over %s: %s", e.Sender, e.Peer, e.Phase, e.Job, e.Protocol, e.Reason))
+				var it wire.SyncItem
+				_ = codec.Unmarshal(e.Item, &it)
+				pr, _ := job.DecodeProof(it.Proof)
+				wrong = append(wrong, fmt.Sprintf("%s (%s) sent %s for job %s over %s: %s (item %+v, proof of %d bytes: claim %d, sig %d, cert %d)",
+					e.Sender, e.Peer, e.Phase, e.Job, e.Protocol, e.Reason, it.State, len(it.Proof), len(pr.Claim), len(pr.Sig), len(pr.Cert)))
 			}
 		}
 	}

@@ -89,7 +89,7 @@ func TestAdversarialRun(t *testing.T) {
 	if b := os.Getenv("UP_ADVERSARIAL_BEHAVIOURS"); b != "" { // to look for a loss one behaviour at a time
 		behaviours = strings.Split(b, ",")
 	}
-	o.Adversary = testnet.Adversary{Byzantine: 0.1, Behaviours: behaviours, Skewed: 0.3, Skew: 10 * time.Minute}
+	o.Adversary = testnet.Adversary{Byzantine: 0.1, Behaviours: behaviours, Skewed: 0.3, Skew: 10 * time.Minute, Jump: 0.02}
 	var adv testnet.AdversaryReport
 	var checkErr error
 	o.Inspect = func(net *testnet.Network, ledger *project.Ledger) {

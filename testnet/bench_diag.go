@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
 )
@@ -65,9 +66,10 @@ func unharvested(net *Network, ledger *project.Ledger, projectName string, max i
 			stored, proof, _ := nd.Pool().Stored(key)
 			pr, _ := job.DecodeProof(proof)
 			off, jumps := net.ClockOffset(net.Index(nd.ID()))
-			fmt.Fprintf(&b, "  %s (clock %v, jumps %v): held %v state %s client %x, stored %s start %d deadline %d (certificate %v, signature %v), writer placed %v, holds finished entry %v, claims %+v\n",
+			rank, since := nd.Writer().ListingRank(keyspace.KeyPos(key), key)
+			fmt.Fprintf(&b, "  %s (clock %v, jumps %v): held %v state %s client %x, stored %s start %d deadline %d (certificate %v, signature %v), writer placed %v (rank %d, backup since %d), holds finished entry %v, claims %+v\n",
 				nd.Name(), off, jumps, held, st.Phase, st.Client[:min(4, len(st.Client))], stored.Phase, stored.Start, stored.Deadline,
-				len(pr.Claim) > 0, len(pr.Sig) > 0, placed, has, nd.Claims().Counts())
+				len(pr.Claim) > 0, len(pr.Sig) > 0, placed, rank, since, has, nd.Claims().Counts())
 		}
 	}
 	return b.String()
