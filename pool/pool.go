@@ -291,6 +291,23 @@ func (p *Pool) storedItem(key []byte) (wire.SyncItem, bool) {
 	return wire.SyncItem{Key: key, State: st, Proof: proof}, true
 }
 
+// viewItem returns, read together under one lock, a held job's state as
+// this node judges it (view) and its stored state with its proof as a
+// sync sends it: read apart, the state could change in between and a
+// state go out with another state's proof (or none), which its receiver
+// refuses as a forgery of this node.
+func (p *Pool) viewItem(key []byte) (view job.State, it wire.SyncItem, ok bool) {
+	now := p.nowMS()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.jobs[string(key)]
+	if !ok {
+		return job.State{}, wire.SyncItem{}, false
+	}
+	st, proof := p.sendable(e.state, e.proof)
+	return p.view(e, now), wire.SyncItem{Key: key, State: st, Proof: proof}, true
+}
+
 // Get returns a held job's encoded signed spec and state (as State).
 func (p *Pool) Get(key []byte) ([]byte, job.State, error) {
 	env, err := p.Envelope(key)

@@ -123,8 +123,7 @@ func (p *Pool) syncNow(ctx context.Context, key []byte) {
 	self := p.self()
 	tried := map[peer.ID]bool{self: true}
 	for attempt := 0; attempt < 4; attempt++ {
-		st, ok := p.State(key)
-		if !ok {
+		if _, ok := p.stored(key); !ok {
 			return
 		}
 		view := p.dht.NearestLive(ctx, keyPos(key), p.r)
@@ -141,8 +140,11 @@ func (p *Pool) syncNow(ctx context.Context, key []byte) {
 				continue
 			}
 			tried[t] = true
-			items := []wire.SyncItem{{Key: key}}
-			items[0].State, items[0].Proof = p.sendable(st, p.proofOf(key, st))
+			it, ok := p.storedItem(key)
+			if !ok {
+				return
+			}
+			items := []wire.SyncItem{it}
 			var rs RoundStats
 			if err := p.syncWith(ctx, t, items, &rs); err != nil {
 				p.dht.MarkDead(t)
@@ -161,15 +163,6 @@ func (p *Pool) syncNow(ctx context.Context, key []byte) {
 	}
 }
 
-// proofOf returns the proof held for a job's state st, nil when st is
-// not the state held (a claim lapsed on this node's clock).
-func (p *Pool) proofOf(key []byte, st job.State) []byte {
-	if it, ok := p.storedItem(key); ok && job.Equal(it.State, st) {
-		return it.Proof
-	}
-	return nil
-}
-
 // handleResultGet returns results and states of held jobs.
 func (p *Pool) handleResultGet(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
 	var req wire.ResultGetRequest
@@ -179,12 +172,11 @@ func (p *Pool) handleResultGet(_ context.Context, _ *overlay.Admitted, body []by
 	resp := &wire.ResultGetResponse{Results: make([][]byte, len(req.Keys))}
 	size := 0
 	for i, k := range req.Keys {
-		if st, ok := p.State(k); ok {
-			proof := p.proofOf(k, st)
-			if out, _ := p.sendable(st, proof); !job.Equal(out, st) {
-				continue // a claim this node cannot prove
+		if st, it, ok := p.viewItem(k); ok {
+			if !job.Equal(it.State, st) {
+				continue // a claim lapsed here, or one this node cannot prove
 			}
-			resp.States = append(resp.States, wire.SyncItem{Key: k, State: st, Proof: proof})
+			resp.States = append(resp.States, it)
 		}
 		if b, ok := p.Result(k); ok && size+len(b) < wire.MaxResultsFrame-(1<<20) {
 			resp.Results[i] = b

@@ -90,12 +90,10 @@ func (p *Pool) ResyncedSince(key []byte, t int64) bool { return p.resynced.doneS
 // resync is Resync's round: one sync of the job's state with each live
 // node of its r closest but this one.
 func (p *Pool) resync(ctx context.Context, key []byte) {
-	st, ok := p.State(key)
+	item, ok := p.storedItem(key) // state and proof read together
 	if !ok {
 		return
 	}
-	item := wire.SyncItem{Key: key}
-	item.State, item.Proof = p.sendable(st, p.proofOf(key, st))
 	for _, t := range p.dht.NearestLive(ctx, keyPos(key), p.r) {
 		if t == p.self() {
 			continue
