@@ -107,7 +107,10 @@ type Service struct {
 	mConfirm *prometheus.CounterVec
 	mForged  *prometheus.CounterVec
 	mVoided  prometheus.Counter
-	voided   atomic.Int64 // mVoided's count, for Counts
+	// beforeConfirmApply, set by tests only, runs between a confirm's
+	// check and its merge (the window a concurrent release can fall in).
+	beforeConfirmApply func(key []byte)
+	voided             atomic.Int64 // mVoided's count, for Counts
 }
 
 // NewService serves the claim protocols on a node.
@@ -332,6 +335,9 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		s.mConfirm.WithLabelValues("refused").Inc()
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: %w", req.Job, err))
 	}
+	if s.beforeConfirmApply != nil {
+		s.beforeConfirmApply(req.Job)
+	}
 	merged, err := s.pool.Apply(req.Job, st)
 	if err != nil {
 		return nil, err
@@ -343,6 +349,17 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: the claim was released", req.Job))
 	}
 	s.mu.Lock()
+	if s.temps[string(req.Job)] != temp {
+		// The client released the job while this confirm was applied: the
+		// release ended the temporary claim and found no claim to end, so
+		// the claim would outlive it here, uncertified, denying everyone.
+		s.mu.Unlock()
+		if rel, mine := claim.Release(st, client, nowMS); mine {
+			_, _ = s.pool.Apply(req.Job, rel)
+		}
+		s.mConfirm.WithLabelValues("refused").Inc()
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: the claim was released meanwhile", req.Job))
+	}
 	delete(s.temps, string(req.Job))
 	jc := s.claims[string(req.Job)]
 	if jc == nil {

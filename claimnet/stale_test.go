@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,5 +116,38 @@ func TestUncertifiedClaimVoided(t *testing.T) {
 	}
 	if st, _ := stale.Pool().State(key); st.Phase != job.Claimed || string(st.Client) == string([]byte(xa.Identity().Key.Public().(ed25519.PublicKey))) {
 		t.Fatalf("the stale replica holds %+v, want y's claim", st)
+	}
+}
+
+// TestReleaseDuringConfirm: the client's release reaches a node while
+// that node is applying the client's confirm (after its check, before its
+// merge). The release ends the temporary claim and finds no claim yet;
+// the confirm must not then leave a claim behind that no one will release
+// (it denied every other client, uncertified, until T_cert).
+func TestReleaseDuringConfirm(t *testing.T) {
+	ctx := context.Background()
+	cn := startClaimNet(t, 8, 1, 89)
+	key := cn.keys[0]
+	hs := cn.holdersByDistance(key)
+	xa, x := cn.client(t, "x")
+	x.SetSigner(xa.Identity().Key)
+	victim := hs[2]
+	released := make(chan error, 1)
+	var once sync.Once
+	victim.Claims().SetBeforeConfirmApply(func(k []byte) {
+		once.Do(func() {
+			req := &wire.ReleaseRequest{Job: k}
+			var resp wire.Ping
+			released <- xa.Endpoint().Call(ctx, victim.ID(), wire.ProtoRelease, req, 1024, &resp)
+		})
+	})
+	if _, err := x.Claim(ctx, key); err != nil {
+		t.Logf("claim: %v", err) // the victim refused its confirm: 4 of 5 may still win
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("release during the confirm: %v", err)
+	}
+	if st, _ := victim.Pool().State(key); st.Phase == job.Claimed {
+		t.Fatalf("the node holds %+v after a release that came during its confirm", st)
 	}
 }

@@ -1,0 +1,5 @@
+package claimnet
+
+// SetBeforeConfirmApply sets a hook run between a confirm's check and its
+// merge, so a test can put a release in that window.
+func (s *Service) SetBeforeConfirmApply(f func(key []byte)) { s.beforeConfirmApply = f }
