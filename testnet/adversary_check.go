@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/job"
@@ -20,9 +21,10 @@ type AdversaryReport struct {
 	Byzantine map[string]string // node name → behaviour
 	// Jumped names the nodes whose clock jumped beyond T_skew: faults too.
 	Jumped []string
-	// DoubleClaims: jobs whose unreleased claims, over the honest nodes'
-	// claim logs, name more than one client.
-	DoubleClaims int
+	// DoubleClaims: jobs with at most F faulty replicas that two clients
+	// each hold by a claim that could have won (doubleClaims);
+	// DoubleClaimsOverF the same among jobs with more.
+	DoubleClaims, DoubleClaimsOverF int
 	// DoubleCredit: (unit, client) pairs credited more than once.
 	DoubleCredit int
 	// Refused counts, by sender, the forgeries honest nodes refused.
@@ -65,8 +67,8 @@ func (r AdversaryReport) Problems() []string {
 func (r AdversaryReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "byzantine %v, jumped clocks %v\n", r.Byzantine, r.Jumped)
-	fmt.Fprintf(&b, "double claims %d, double credit %d, forgeries refused by sender %v, misattributed %d\n",
-		r.DoubleClaims, r.DoubleCredit, r.Refused, len(r.Misattributed))
+	fmt.Fprintf(&b, "double claims %d (and %d beyond f), double credit %d, forgeries refused by sender %v, misattributed %d\n",
+		r.DoubleClaims, r.DoubleClaimsOverF, r.DoubleCredit, r.Refused, len(r.Misattributed))
 	fmt.Fprintf(&b, "%d of %d jobs have more than f = %d faulty replicas among their r closest\n", r.OverF, r.Jobs, r.F)
 	fmt.Fprintf(&b, "%d jobs not harvested (%d within f)\n", len(r.Unharvested), r.UnharvestedWithinF)
 	for _, u := range r.Unharvested {
@@ -101,7 +103,19 @@ func (n *Network) CheckAdversary(ledger *project.Ledger, r, f int) (AdversaryRep
 		logs = append(logs, nd.Claims().Log())
 		evidence = append(evidence, nd.Pool().Evidence())
 	}
-	rep.DoubleClaims = doubleClaims(logs)
+	for _, k := range doubleClaims(logs, claim.Quorum(r)-f) {
+		bad := 0
+		for _, id := range n.TrueClosest(k, r) {
+			if faulty[id.String()] {
+				bad++
+			}
+		}
+		if bad <= f {
+			rep.DoubleClaims++
+		} else {
+			rep.DoubleClaimsOverF++
+		}
+	}
 	rep.Refused, rep.Misattributed = attribute(evidence, bad)
 	if err := n.checkJobs(ledger, r, faulty, &rep); err != nil {
 		return rep, err
@@ -151,36 +165,53 @@ func (n *Network) checkJobs(ledger *project.Ledger, r int, faulty map[string]boo
 	return rows.Err()
 }
 
-// doubleClaims counts the jobs whose unreleased claims, over the logs,
-// name more than one client.
-func doubleClaims(logs [][]claimnet.Record) int {
+// doubleClaims returns the jobs that two clients each hold by a claim
+// that could have won: one that at least need honest nodes accepted and
+// none saw released, over the honest nodes' claim logs. A winner has q
+// acceptances of which at most f are Byzantine, so need = q − f; a claim
+// accepted by fewer honest nodes failed (its client released it), or was
+// superseded by a later winner's at the nodes that hold it.
+func doubleClaims(logs [][]claimnet.Record, need int) [][]byte {
+	type version struct {
+		client string
+		start  int64
+	}
 	released := map[string]bool{}
-	clients := map[string]map[string]bool{}
-	for _, log := range logs {
-		for _, rec := range log {
-			k := string(rec.Job) + "\x00" + string(rec.Client) + "\x00" + strconv.FormatInt(rec.Start, 10)
-			released[k] = released[k] || rec.Released
-		}
+	key := func(rec claimnet.Record) string {
+		return string(rec.Job) + "\x00" + string(rec.Client) + "\x00" + strconv.FormatInt(rec.Start, 10)
 	}
 	for _, log := range logs {
 		for _, rec := range log {
-			k := string(rec.Job) + "\x00" + string(rec.Client) + "\x00" + strconv.FormatInt(rec.Start, 10)
-			if released[k] {
+			released[key(rec)] = released[key(rec)] || rec.Released
+		}
+	}
+	accepts := map[string]map[version]int{}
+	jobs := map[string][]byte{}
+	for _, log := range logs {
+		for _, rec := range log {
+			if released[key(rec)] {
 				continue
 			}
-			if clients[string(rec.Job)] == nil {
-				clients[string(rec.Job)] = map[string]bool{}
+			if accepts[string(rec.Job)] == nil {
+				accepts[string(rec.Job)] = map[version]int{}
 			}
-			clients[string(rec.Job)][string(rec.Client)] = true
+			accepts[string(rec.Job)][version{string(rec.Client), rec.Start}]++
+			jobs[string(rec.Job)] = rec.Job
 		}
 	}
-	n := 0
-	for _, cs := range clients {
-		if len(cs) > 1 {
-			n++
+	var out [][]byte
+	for j, vs := range accepts {
+		clients := map[string]bool{}
+		for v, n := range vs {
+			if n >= need {
+				clients[v.client] = true
+			}
+		}
+		if len(clients) > 1 {
+			out = append(out, jobs[j])
 		}
 	}
-	return n
+	return out
 }
 
 // attribute counts the evidence records by sender and lists those whose
