@@ -11,9 +11,25 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/wire"
 )
+
+// denierNet starts a claim network of 8 nodes and one job with five
+// holders (returned nearest first), the farthest of which denies every
+// claim: a job one more faulty replica makes unclaimable.
+func denierNet(t *testing.T, seed uint64) (*claimNet, []byte, []*node.Node) {
+	t.Helper()
+	cn := startClaimNet(t, 8, 1, seed)
+	key := cn.keys[0]
+	hs := cn.holdersByDistance(key)
+	if len(hs) != 5 {
+		t.Fatalf("job held by %d nodes, want 5", len(hs))
+	}
+	denyAll(hs[4])
+	return cn, key, hs
+}
 
 // TestStaleClaimResynced: a client wins a job and gives it back, but its
 // release never reaches one replica, which keeps the claim; another
@@ -25,14 +41,8 @@ import (
 // client's claim succeeds.
 func TestStaleClaimResynced(t *testing.T) {
 	ctx := context.Background()
-	cn := startClaimNet(t, 8, 1, 73)
-	key := cn.keys[0]
-	hs := cn.holdersByDistance(key)
-	if len(hs) != 5 {
-		t.Fatalf("job held by %d nodes, want 5", len(hs))
-	}
-	stale, denier := hs[1], hs[4]
-	denyAll(denier)
+	cn, key, hs := denierNet(t, 73)
+	stale := hs[1]
 	xa, x := cn.client(t, "x")
 	x.SetSigner(xa.Identity().Key) // its release carries its signature: the tombstone's proof
 	won, err := x.Claim(ctx, key)
@@ -79,14 +89,8 @@ func TestStaleClaimResynced(t *testing.T) {
 // which then wins the job. Before T_cert it keeps it.
 func TestUncertifiedClaimVoided(t *testing.T) {
 	ctx := context.Background()
-	cn := startClaimNet(t, 8, 1, 79)
-	key := cn.keys[0]
-	hs := cn.holdersByDistance(key)
-	if len(hs) != 5 {
-		t.Fatalf("job held by %d nodes, want 5", len(hs))
-	}
-	stale, denier := hs[1], hs[4]
-	denyAll(denier)
+	cn, key, hs := denierNet(t, 79)
+	stale := hs[1]
 	xa, _ := cn.client(t, "x")
 	now := cn.clock.Now().UnixMilli()
 	h, _ := stale.Pool().Lookup(key)
