@@ -44,7 +44,14 @@ func unharvested(net *Network, ledger *project.Ledger, projectName string, max i
 				unit := fmt.Sprintf("%q %q %q", spec.Project, spec.App, spec.Args)
 				for i, w := range workers {
 					w.mu.Lock()
-					fmt.Fprintf(&b, "  worker %d: ran the unit %v, runs %d, released %d, failed claims %v\n", i+1, w.units[unit], w.runs.Load(), w.released.Load(), w.claimErrs)
+					var failed []string
+					prefix := fmt.Sprintf("job %x: ", key[len(key)-4:])
+					for e, n := range w.claimErrs {
+						if strings.HasPrefix(e, prefix) {
+							failed = append(failed, fmt.Sprintf("%s ×%d", strings.TrimPrefix(e, prefix), n))
+						}
+					}
+					fmt.Fprintf(&b, "  worker %d: ran the unit %v, runs %d, released %d, failed claims of this job %v\n", i+1, w.units[unit], w.runs.Load(), w.released.Load(), failed)
 					w.mu.Unlock()
 				}
 				for _, kw := range spec.Keywords {

@@ -213,7 +213,7 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 		projDone <- func() error {
 			for harvested.Load() < int64(o.Jobs) {
 				if ctx.Err() != nil {
-					logf("unharvested jobs:\n%s", unharvested(net, ledger, p.Name(), 5, ws))
+					logf("unharvested jobs:\n%s", unharvested(net, ledger, p.Name(), 8, ws))
 					return fmt.Errorf("harvested %d of %d jobs before the timeout: %w", harvested.Load(), o.Jobs, ctx.Err())
 				}
 				ts := time.Now()

@@ -38,7 +38,7 @@ type benchWorker struct {
 	runs, empty, released atomic.Int64
 	firstErr              atomic.Pointer[error]
 
-	claimErrs map[string]int // claims that failed, by error (guarded by mu)
+	claimErrs map[string]int // claims that failed, by "job <last 4 bytes hex>: error" (at most 4,096; guarded by mu)
 }
 
 func (w *benchWorker) fail(err error) {
@@ -79,7 +79,7 @@ func (w *benchWorker) loop(ctx context.Context, claimed func(time.Duration)) {
 				if w.claimErrs == nil {
 					w.claimErrs = map[string]int{}
 				}
-				if len(w.claimErrs) < 32 {
+				if len(w.claimErrs) < 4096 {
 					w.claimErrs[fmt.Sprintf("job %x: %v", h.Job[len(h.Job)-4:], err)]++
 				}
 				w.mu.Unlock()
