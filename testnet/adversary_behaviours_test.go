@@ -33,7 +33,7 @@ type behaviourRun struct {
 func runBehaviour(t *testing.T, b string, edit func(*testnet.BenchOptions), inspect func(*testnet.Network, *behaviourRun)) behaviourRun {
 	t.Helper()
 	o := testnet.BenchOptions{Nodes: 8, R: 5, Clients: 2, Jobs: 24, Copies: 2, Rate: 8, Dir: t.TempDir(), Seed: 5,
-		Timeout: 2 * time.Minute, Log: testLog{t}}
+		Timeout: 2 * time.Minute, Log: testLog{t}, BackupDelay: 5 * time.Second}
 	o.Adversary = testnet.Adversary{Byzantine: 1.0 / 8, Behaviours: []string{b}, Interval: 200 * time.Millisecond}
 	if edit != nil {
 		edit(&o)

@@ -73,6 +73,10 @@ type BenchOptions struct {
 	Seed     uint64
 	Timeout  time.Duration // default 5 min
 	Log      io.Writer     // progress lines; nil: none
+	// BackupDelay, when set, is the index's backup listers' delay
+	// (indexnet.WriterConfig.BackupDelay; else scaled with TCollect, or
+	// the 10 min default).
+	BackupDelay time.Duration
 	// Adversary makes some nodes Byzantine and some clocks wrong.
 	Adversary Adversary
 	// Inspect, when set, is called after the last harvest, or at the

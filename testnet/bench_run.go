@@ -64,6 +64,9 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 	if o.TCollect > 0 {
 		opts.Index.Writer.BackupDelay = o.TCollect * 10 / 120 // 10 min of 2 h
 	}
+	if o.BackupDelay > 0 {
+		opts.Index.Writer.BackupDelay = o.BackupDelay
+	}
 	net, err := Start(ctx, opts)
 	if err != nil {
 		return rep, err
