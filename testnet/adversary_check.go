@@ -233,3 +233,32 @@ func attribute(evidence [][]pool.Evidence, bad map[string]bool) (map[string]int,
 	}
 	return refused, wrong
 }
+
+// faultyCounter returns a function counting, for a job's CID, the faulty
+// nodes (Byzantine, or a jumped clock) among its r closest live nodes; -1
+// for a CID that does not parse.
+func (n *Network) faultyCounter(r int) func(c string) int {
+	faulty, byz := map[string]bool{}, n.Byzantine()
+	for i := range n.Len() {
+		nd := n.Node(i)
+		if nd == nil {
+			continue
+		}
+		if _, jumps := n.ClockOffset(i); jumps || byz[i] != "" {
+			faulty[nd.ID().String()] = true
+		}
+	}
+	return func(s string) int {
+		c, err := cid.Decode(s)
+		if err != nil {
+			return -1
+		}
+		bad := 0
+		for _, id := range n.TrueClosest(c.Bytes(), r) {
+			if faulty[id.String()] {
+				bad++
+			}
+		}
+		return bad
+	}
+}

@@ -1,7 +1,9 @@
 package testnet
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,9 +17,11 @@ import (
 // unharvested describes, for a bench that timed out, where each job the
 // ledger still holds as submitted stands on every live node: its replica
 // state, where the node's writer placed its entries, and which index nodes
-// hold its finished entry. At most max jobs are described.
+// hold its finished entry. At most max jobs are described, those with the
+// fewest faulty nodes (Byzantine, or a jumped clock) among their r closest
+// first: on an adversarial network the jobs beyond f are expected to stall.
 func unharvested(net *Network, ledger *project.Ledger, projectName string, max int, workers []*benchWorker) string {
-	rows, err := ledger.DB().Query(`SELECT cid FROM jobs WHERE state = 'submitted' LIMIT ?`, max)
+	rows, err := ledger.DB().Query(`SELECT cid FROM jobs WHERE state = 'submitted'`)
 	if err != nil {
 		return fmt.Sprintf("ledger: %v", err)
 	}
@@ -29,6 +33,13 @@ func unharvested(net *Network, ledger *project.Ledger, projectName string, max i
 		}
 	}
 	rows.Close()
+	count := net.faultyCounter(net.replication())
+	faulty := make(map[string]int, len(cids))
+	for _, s := range cids {
+		faulty[s] = count(s)
+	}
+	slices.SortStableFunc(cids, func(a, b string) int { return cmp.Compare(faulty[a], faulty[b]) })
+	cids = cids[:min(max, len(cids))]
 	finished := job.FinishedKeyword(projectName)
 	var b strings.Builder
 	for _, s := range cids {
@@ -37,7 +48,7 @@ func unharvested(net *Network, ledger *project.Ledger, projectName string, max i
 			continue
 		}
 		key := c.Bytes()
-		fmt.Fprintf(&b, "job %s (closest first: %v):\n", s, net.TrueClosest(key, 8))
+		fmt.Fprintf(&b, "job %s (%d faulty among its %d closest; closest first: %v):\n", s, faulty[s], net.replication(), net.TrueClosest(key, 8))
 		var signed []byte
 		if err := ledger.DB().QueryRow(`SELECT signed FROM jobs WHERE cid = ?`, s).Scan(&signed); err == nil {
 			if _, spec, err := job.Decode(signed); err == nil {
