@@ -44,7 +44,9 @@ func TestRestartedNodeDoesNotRefuse(t *testing.T) {
 	for _, p := range rt.ListPeers() {
 		rt.RemovePeer(p)
 	}
-	if n := fresh.DHT().RoutingTableSize(); n != 0 {
+	// A peer may be added back at once (a connection in flight); what
+	// matters is that the node knows fewer than r, as after a restart.
+	if n := fresh.DHT().RoutingTableSize(); n >= fresh.DHT().Replication() {
 		t.Fatalf("routing table of %d after emptying it", n)
 	}
 	_, cl := cn.client(t, "w")

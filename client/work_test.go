@@ -220,10 +220,11 @@ func TestManyClients(t *testing.T) {
 	if done != len(keys) {
 		t.Errorf("clients completed %d jobs, want each of the %d once", done, len(keys))
 	}
-	// The views differed (newcomers did not care) and clients contended
-	// (nodes denied, clients aborted).
-	if counts.DontCare == 0 || counts.Denied == 0 || lost == 0 {
-		t.Errorf("no contention shown: %d don't-care and %d denied replies, %d claims lost", counts.DontCare, counts.Denied, lost)
+	// Clients contended (nodes denied, clients aborted). Newcomers may or
+	// may not have been asked before they were handed the jobs (don't-care
+	// replies, logged above): that depends on timing.
+	if counts.Denied == 0 || lost == 0 {
+		t.Errorf("no contention shown: %d denied replies, %d claims lost", counts.Denied, lost)
 	}
 	// Aborting clients find other jobs. (A client may lose its last
 	// attempts near the end, when the jobs left are taken: with quorum
