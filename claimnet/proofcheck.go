@@ -69,23 +69,10 @@ func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Pro
 		}
 		signed[i], stmts[i] = s, *st
 	}
-	r := c.d.Replication()
-	view := c.d.NearestLocal(keyspace.KeyPos(key), r+3)
-	judge := claim.CanJudge(c.d.RoutingTableSize(), r, now.UnixMilli()-c.started, c.warmup)
-	near := func(node string) bool {
-		if !judge {
-			return true // the routing table is still filling: no ground to refuse
-		}
-		for _, p := range view {
-			if string(p) == node {
-				return true
-			}
-		}
-		return false
-	}
+	near, need := nearRule(c.d, keyspace.KeyPos(key), now.UnixMilli()-c.started, c.warmup)
 	// The statements first (cheap), the signatures only of a certificate
 	// that would prove the state.
-	if err := claim.CheckClaimProof(key, st, stmts, rel, claim.Quorum(min(r, len(view))), near, tFinish); err != nil {
+	if err := claim.CheckClaimProof(key, st, stmts, rel, need, near, tFinish); err != nil {
 		return err
 	}
 	sigs := newBatch(c.keys, 2*len(accepts))

@@ -312,21 +312,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		return nil, overlay.StatusErr(wire.StatusUnauthorized,
 			fmt.Errorf("reply of node %s: %w", peer.ID(replies[bad].Node), claim.ErrBadSignature))
 	}
-	r := s.d.Replication()
-	view := s.d.NearestLocal(h.Pos, r+3)
-	judge := claim.CanJudge(s.d.RoutingTableSize(), r, nowMS-s.started, s.cfg.Warmup.Milliseconds())
-	near := func(node string) bool {
-		if !judge {
-			return true // the routing table is still filling: no ground to refuse
-		}
-		for _, p := range view {
-			if string(p) == node {
-				return true
-			}
-		}
-		return false
-	}
-	need := claim.Quorum(min(r, len(view))) // grants; up to f of the r may deny or be silent
+	near, need := nearRule(s.d, h.Pos, nowMS-s.started, s.cfg.Warmup.Milliseconds()) // up to f of the r may deny or be silent
 	s.mu.Lock()
 	temp := s.temps[string(req.Job)]
 	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TSkew.Milliseconds())

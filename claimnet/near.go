@@ -1,0 +1,30 @@
+package claimnet
+
+import (
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
+)
+
+// nearRule is the confirm's rule, shared by confirms and claim
+// certificates: near reports whether a replying node is among the job's
+// closest in d's view (its r + 3 nearest to pos; every node while the
+// routing table is still filling, claim.CanJudge, upMS and warmupMS in
+// ms), and need is the quorum of grants or acceptances that view asks for.
+func nearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(node string) bool, need int) {
+	r := d.Replication()
+	view := d.NearestLocal(pos, r+3)
+	judge := claim.CanJudge(d.RoutingTableSize(), r, upMS, warmupMS)
+	near = func(node string) bool {
+		if !judge {
+			return true // the routing table is still filling: no ground to refuse
+		}
+		for _, p := range view {
+			if string(p) == node {
+				return true
+			}
+		}
+		return false
+	}
+	return near, claim.Quorum(min(r, len(view)))
+}
