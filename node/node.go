@@ -159,7 +159,13 @@ func (n *Node) Join(ctx context.Context, peers []peer.AddrInfo) error {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, n.cfg.HelloTimeout)
 			defer cancel()
-			_, err := in.ep.Join(cctx, ai) // follows a node that moved since ai was written
+			adm, err := in.ep.Join(cctx, ai) // follows a node that moved since ai was written
+			if err == nil && adm.Role() == certs.RoleNode {
+				// kad-dht adds a peer only after its own asynchronous
+				// check; an admitted node we just reached goes in now, so
+				// the self lookup below has someone to ask.
+				_, _ = in.dht.AddToRoutingTable(adm.Peer)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
