@@ -21,6 +21,7 @@ type Decision struct {
 	Kind   Kind
 	Temp   *Temp
 	Reason string // why it denied
+	Busy   bool   // denied only for another client's temporary claim (Statement.Busy)
 }
 
 // Decide answers a client's claim request at now (ms). held says whether
@@ -41,7 +42,7 @@ func Decide(held bool, st job.State, temp *Temp, client []byte, now, tClaim int6
 		return Decision{Kind: Denied, Reason: "job is " + st.Phase.String()}
 	}
 	if temp != nil && now < temp.Until && !bytes.Equal(temp.Client, client) {
-		return Decision{Kind: Denied, Reason: "temporarily claimed by another client"}
+		return Decision{Kind: Denied, Reason: "temporarily claimed by another client", Busy: true}
 	}
 	return Decision{Kind: Granted, Temp: &Temp{Client: client, Until: now + tClaim}}
 }
@@ -113,6 +114,7 @@ var (
 func CheckConfirm(st job.State, temp *Temp, client []byte, replies []Reply, need int, near func(node string) bool,
 	start, tFinish, now, tSkew int64) (job.State, error) {
 	claimed := job.State{Phase: job.Claimed, Client: client, Start: start, Deadline: start + tFinish}
+	reclaim := false
 	if st.Phase == job.Claimed && bytes.Equal(st.Client, client) {
 		if st.Deadline != st.Start+tFinish {
 			// Released (its deadline moved to the release) but not yet
@@ -120,9 +122,15 @@ func CheckConfirm(st job.State, temp *Temp, client []byte, replies []Reply, need
 			// that ends at once, while the job goes to another.
 			return job.State{}, fmt.Errorf("%w: the client released this claim", ErrBadConfirm)
 		}
-		return st, nil // confirmed before: idempotent
-	}
-	if st.Phase != job.Ready {
+		if start <= st.Start {
+			return st, nil // confirmed before (or an older attempt's confirm): idempotent
+		}
+		// A later attempt of the same client (an earlier one's release
+		// missed this node, which granted because the job is the
+		// client's): checked as a new claim, except that no temporary
+		// claim is needed; it supersedes the old claim in every merge.
+		reclaim = true
+	} else if st.Phase != job.Ready {
 		return job.State{}, fmt.Errorf("%w: job is %s", ErrBadConfirm, st.Phase)
 	}
 	// A claim must order after the tombstone of the claim that ended last
@@ -131,7 +139,7 @@ func CheckConfirm(st job.State, temp *Temp, client []byte, replies []Reply, need
 	if start < st.Start || (start == st.Start && bytes.Compare(client, st.Client) <= 0) {
 		return job.State{}, fmt.Errorf("%w: claim start %d not after the ended claim's %d", ErrBadConfirm, start, st.Start)
 	}
-	if temp == nil || !bytes.Equal(temp.Client, client) || now >= temp.Until {
+	if !reclaim && (temp == nil || !bytes.Equal(temp.Client, client) || now >= temp.Until) {
 		return job.State{}, ErrNoTempClaim
 	}
 	if start < now-tSkew || start > now+tSkew {

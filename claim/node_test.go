@@ -197,11 +197,13 @@ func TestCheckConfirm(t *testing.T) {
 
 func TestCheckConfirmIdempotent(t *testing.T) {
 	prev := claimedBy(clientA, tNow-1000, tNow-1000+tFinish)
-	// Confirmed before: the existing claim stands, whatever the confirm
-	// says (the temp was dropped when the claim became permanent).
+	// Confirmed before (the same start, or an older attempt's confirm
+	// arriving late): the existing claim stands, whatever the confirm says
+	// (the temp was dropped when the claim became permanent).
 	for _, c := range []confirmIn{
-		{st: prev, near: func(string) bool { return false }, start: tNow + 10*tClaim, need: 9},
-		func() confirmIn { c := base(); c.st = prev; return c }(),
+		{st: prev, near: func(string) bool { return false }, start: prev.Start, need: 9},
+		{st: prev, near: func(string) bool { return false }, start: prev.Start - 1, need: 9},
+		func() confirmIn { c := base(); c.st, c.start = prev, prev.Start; return c }(),
 	} {
 		got, err := c.run()
 		if err != nil || !job.Equal(got, prev) {
@@ -217,6 +219,26 @@ func TestCheckConfirmIdempotent(t *testing.T) {
 	} {
 		if got, err := c.run(); !errors.Is(err, ErrBadConfirm) {
 			t.Fatalf("re-confirm of a released claim = %+v, %v; want refused", got, err)
+		}
+	}
+	// A later attempt of the same client (its earlier attempt's release
+	// missed this node): a new claim, checked as one but for the temporary
+	// claim, which a node holding the client's claim does not grant.
+	c0 := base()
+	c0.st, c0.temp = prev, nil
+	if got, err := c0.run(); err != nil || !job.Equal(got, claimedBy(clientA, c0.start, c0.start+tFinish)) {
+		t.Fatalf("later attempt of the same client = %+v, %v; want its new claim", got, err)
+	}
+	for name, edit := range map[string]func(*confirmIn){
+		"too few grants": func(c *confirmIn) { c.need = 9 },
+		"node not near":  func(c *confirmIn) { c.near = func(string) bool { return false } },
+		"start too late": func(c *confirmIn) { c.start = tNow + tSkew + 1 },
+	} {
+		c := base()
+		c.st, c.temp = prev, nil
+		edit(&c)
+		if got, err := c.run(); !errors.Is(err, ErrBadConfirm) {
+			t.Fatalf("later attempt, %s = %+v, %v; want refused", name, got, err)
 		}
 	}
 	// Only the claim's own client gets that.

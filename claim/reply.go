@@ -44,7 +44,18 @@ type Statement struct {
 	Client []byte // the client's account public key
 	Node   []byte // the replying node's peer ID
 	At     int64  // reply time, Unix ms
-	Start  int64  // the accepted claim's start (Accepted only; 0 otherwise)
+	// Start is, in an acceptance, the accepted claim's start; in a grant,
+	// the start of the last claim this node saw end on the job (0 when
+	// none), which a new claim's start must exceed (CheckConfirm): a client
+	// whose clock is behind the ended claim's client's starts after it
+	// rather than be refused. 0 in denials and don't-cares.
+	Start int64
+	// Busy, in a denial only, says the job is free but another client's
+	// claim attempt holds its temporary claim here: that attempt may yet
+	// win, and a client denied so waits for it to end before it asks the
+	// next node (Claimer), instead of racing it for the rest of the
+	// quorum where both would lose.
+	Busy bool
 }
 
 // Signed is a Statement signed by the node's account key, with the node's
@@ -105,7 +116,8 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 	if err := codec.Unmarshal(s.Statement, &st); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if st.Kind < Granted || st.Kind > Accepted || (st.Kind == Accepted) != (st.Start > 0) || st.Start < 0 || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
+	if st.Kind < Granted || st.Kind > Accepted || (st.Kind == Accepted && st.Start <= 0) || (st.Kind != Accepted && st.Kind != Granted && st.Start != 0) || st.Start < 0 ||
+		(st.Busy && st.Kind != Denied) || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
 		len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
 		len(s.Sig) != ed25519.SignatureSize || len(s.Cert) == 0 ||
 		len(s.Position) == 0 || len(s.Position) > maxPositionLen || len(s.PeerSig) == 0 || len(s.PeerSig) > maxPeerSigLen {

@@ -29,7 +29,7 @@ func mustSignReply(t testing.TB, st Statement, cert []byte, key ed25519.PrivateK
 
 func sameStatement(a, b *Statement) bool {
 	return a.Kind == b.Kind && bytes.Equal(a.Job, b.Job) && bytes.Equal(a.Client, b.Client) &&
-		bytes.Equal(a.Node, b.Node) && a.At == b.At
+		bytes.Equal(a.Node, b.Node) && a.At == b.At && a.Start == b.Start && a.Busy == b.Busy
 }
 
 // envelope encodes a Signed as is, for hand-made replies.
@@ -148,6 +148,14 @@ func TestDecodeFieldBounds(t *testing.T) {
 		{"kind 0", func(st *Statement, _ *[]byte) { st.Kind = 0 }, false},
 		{"kind 4", func(st *Statement, _ *[]byte) { st.Kind = 4 }, false},
 		{"kind 255", func(st *Statement, _ *[]byte) { st.Kind = 255 }, false},
+		{"accepted with start", func(st *Statement, _ *[]byte) { st.Kind, st.Start = Accepted, tNow }, true},
+		{"grant naming an ended claim's start", func(st *Statement, _ *[]byte) { st.Start = tNow }, true},
+		{"grant with negative start", func(st *Statement, _ *[]byte) { st.Start = -1 }, false},
+		{"denial with start", func(st *Statement, _ *[]byte) { st.Kind, st.Start = Denied, tNow }, false},
+		{"don't-care with start", func(st *Statement, _ *[]byte) { st.Kind, st.Start = DontCare, tNow }, false},
+		{"busy denial", func(st *Statement, _ *[]byte) { st.Kind, st.Busy = Denied, true }, true},
+		{"busy grant", func(st *Statement, _ *[]byte) { st.Busy = true }, false},
+		{"busy acceptance", func(st *Statement, _ *[]byte) { st.Kind, st.Start, st.Busy = Accepted, tNow, true }, false},
 		{"job empty", func(st *Statement, _ *[]byte) { st.Job = nil }, false},
 		{"job 1 byte", func(st *Statement, _ *[]byte) { st.Job = []byte{0} }, true},
 		{"job at bound", func(st *Statement, _ *[]byte) { st.Job = make([]byte, maxIDLen) }, true},
@@ -258,20 +266,21 @@ func TestDecodeRejectsOtherEncodings(t *testing.T) {
 		"statement empty":    withStatement(nil),
 		"statement a map":    withStatement(mapStmt),
 		"statement trailing": withStatement(append(bytes.Clone(stmt), 0)),
-		"statement 5 items":  withStatement(append([]byte{0x85}, stmt[1:len(stmt)-1]...)),
-		"statement 7 items":  withStatement(append(append([]byte{0x87}, stmt[1:]...), 0)),
-		"kind 256":           withStatement(append([]byte{0x86, 0x19, 0x01, 0x00}, stmt[2:]...)),
-		"kind negative":      withStatement(append([]byte{0x86, 0x20}, stmt[2:]...)),
+		"statement 6 items":  withStatement(append([]byte{0x86}, stmt[1:len(stmt)-1]...)),
+		"statement 8 items":  withStatement(append(append([]byte{0x88}, stmt[1:]...), 0)),
+		"kind 256":           withStatement(append([]byte{0x87, 0x19, 0x01, 0x00}, stmt[2:]...)),
+		"kind negative":      withStatement(append([]byte{0x87, 0x20}, stmt[2:]...)),
 		"job a text string":  withStatement(bytes.Replace(stmt, []byte{0x47, 'j'}, []byte{0x67, 'j'}, 1)),
-		"time a string":      withStatement(append(bytes.Clone(stmt[:len(stmt)-10]), 0x61, 'x', 0)),
-		"time a float":       withStatement(append(bytes.Clone(stmt[:len(stmt)-10]), 0xf9, 0x3c, 0x00, 0)),
+		"time a string":      withStatement(append(bytes.Clone(stmt[:len(stmt)-11]), 0x61, 'x', 0, 0xf4)),
+		"time a float":       withStatement(append(bytes.Clone(stmt[:len(stmt)-11]), 0xf9, 0x3c, 0x00, 0, 0xf4)),
+		"busy a number":      withStatement(append(bytes.Clone(stmt[:len(stmt)-1]), 1)),
 		// Valid CBOR for the same statement, but not its canonical
 		// encoding: one statement has one encoding.
-		"time widened":         withStatement(append(bytes.Clone(stmt[:len(stmt)-10]), 0x1b, 0, 0, 0, 0, 0, 0, 0, 1, 0)),
-		"kind widened":         withStatement(append([]byte{0x86, 0x18, 0x01}, stmt[2:]...)),
+		"time widened":         withStatement(append(bytes.Clone(stmt[:len(stmt)-11]), 0x1b, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0xf4)),
+		"kind widened":         withStatement(append([]byte{0x87, 0x18, 0x01}, stmt[2:]...)),
 		"statement indefinite": withStatement(append(append([]byte{0x9f}, stmt[1:]...), 0xff)),
 	}
-	if stmt[0] != 0x86 || stmt[1] != byte(Granted) || stmt[len(stmt)-10] != 0x1b || stmt[len(stmt)-1] != 0 {
+	if stmt[0] != 0x87 || stmt[1] != byte(Granted) || stmt[len(stmt)-11] != 0x1b || stmt[len(stmt)-2] != 0 || stmt[len(stmt)-1] != 0xf4 {
 		t.Fatalf("unexpected encoding of the test statement: %x", stmt)
 	}
 	for name, b := range tests {

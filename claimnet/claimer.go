@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -244,6 +245,9 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 	}
 	drv := claim.NewDriver(ids, r)
 	out := &Claim{Job: jobKey}
+	var deniers []string    // short IDs of the nodes that denied, for the error
+	var after int64         // the latest ended claim's start a grant names: ours must start after it
+	var unaccepted []string // granting nodes that did not accept the confirm, and why, for the error
 	act := drv.Next()
 	for {
 		switch {
@@ -258,32 +262,34 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 				continue
 			}
 			out.Nodes = append(out.Nodes, n)
-			if st.Kind == claim.Granted {
+			switch st.Kind {
+			case claim.Granted:
 				out.Granted = append(out.Granted, n)
+				after = max(after, st.Start)
+			case claim.Denied:
+				deniers = append(deniers, shortID(string(n)))
 			}
 			act = drv.Answer(act.Ask, true, st.Kind, reply)
 			if st.Kind == claim.Denied && act.Ask != "" {
-				// Going on past a deny: wait as long as the request took
-				// (at most a second). A client denied by an honest replica
-				// (another client holds it) then lets that client, already
-				// on its way to the next node, get there first instead of
-				// racing it for the rest of the quorum, where both would
-				// lose.
 				select {
-				case <-time.After(min(max(took, 20*time.Millisecond), time.Second)):
+				case <-time.After(denyWait(took, st.Busy, r-len(out.Nodes))):
 				case <-ctx.Done():
 					return nil, fmt.Errorf("claim %x: %w", jobKey, ctx.Err())
 				}
 			}
 		case len(act.Confirm) > 0:
-			out.Start = c.nextStart(jobKey)
+			out.Start = c.nextStart(jobKey, after)
 			req := &wire.ConfirmRequest{Job: jobKey, Start: out.Start}
 			for _, g := range drv.Replies() {
 				req.Replies = append(req.Replies, g.Bytes)
 			}
 			targets := act.Confirm
 			act = claim.Action{}
-			for n, accept := range c.confirm(ctx, targets, req) {
+			accepts, errs := c.confirm(ctx, targets, req)
+			for n, accept := range accepts {
+				if accept == nil {
+					unaccepted = append(unaccepted, fmt.Sprintf("%s: %v", shortID(n), errs[n]))
+				}
 				if accept != nil {
 					out.Accepts = append(out.Accepts, accept)
 				}
@@ -301,15 +307,39 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 				c.fanOut(ctx, claimNodes(out), wire.ProtoCertify, &wire.CertifyRequest{Job: jobKey, Start: out.Start, Accepts: out.Accepts})
 				return out, nil
 			case claim.Lost:
-				return nil, fmt.Errorf("claim %x: %w", jobKey, ErrLost)
+				return nil, fmt.Errorf("claim %x: %w (denied by %s)", jobKey, ErrLost, strings.Join(deniers, ", "))
 			case claim.Unknown:
 				return nil, fmt.Errorf("claim %x: %w", jobKey, ErrUnknown)
 			case claim.Failed:
-				return nil, fmt.Errorf("claim %x: too few nodes granted it or accepted the confirm for a quorum of %d", jobKey, claim.Quorum(min(r, len(nodes))))
+				why := ""
+				if len(unaccepted) > 0 {
+					slices.Sort(unaccepted)
+					why = " (not accepted by " + strings.Join(unaccepted, "; ") + ")"
+				}
+				return nil, fmt.Errorf("claim %x: too few nodes granted it or accepted the confirm for a quorum of %d%s", jobKey, claim.Quorum(min(r, len(nodes))), why)
 			}
 			return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
 		}
 	}
+}
+
+// denyWait is how long a client denied by a node waits before it asks
+// the next one (going on past a denial, since up to f nodes may lie). A
+// denial for another client's live attempt (busy) waits for that attempt
+// to end: about one round trip (took, as long as the denied request took)
+// for each of the left asks and one for the confirm, at most 2 s; the
+// other client, already on its way to the next node, then wins or fails
+// alone instead of both racing for the rest of the quorum, where with one
+// more denial (one faulty replica) both would lose. A liar saying busy
+// only delays the client by that. Any other denial waits one round trip
+// (at most 1 s): the node may hold a stale claim, and a client that holds
+// the job is on its way too.
+func denyWait(took time.Duration, busy bool, left int) time.Duration {
+	rtt := max(took, 20*time.Millisecond)
+	if !busy {
+		return min(rtt, time.Second)
+	}
+	return min(rtt*time.Duration(max(left, 0)+1), 2*time.Second)
 }
 
 // ask1 asks node n for the job, giving it the ask timeout, and returns
@@ -348,16 +378,18 @@ func (c *Claimer) ask1(ctx context.Context, jobKey []byte, n peer.ID) (*claim.St
 	return st, resp.Reply, took, nil
 }
 
-// nextStart is the start of a new claim of the job: now, but always after
-// every start this claimer used for the job before. A claim is known by
+// nextStart is the start of a new claim of the job: now, but after
+// `after` (the latest ended claim's start the grants named, which may be
+// ahead of this clock when that claim's client's clock was) and always
+// after every start this claimer used for the job before. A claim is known by
 // (client, start), and a released claim's tombstone beats a claim of the
 // same start: an attempt that reused the start of one it just released
 // (the fallback after a failed hinted attempt, within the same
 // millisecond) could have its new claim ended by the old release reaching
 // a replica later, and the job handed to a second client while the first
 // runs it.
-func (c *Claimer) nextStart(jobKey []byte) int64 {
-	start := c.now().UnixMilli()
+func (c *Claimer) nextStart(jobKey []byte, after int64) int64 {
+	start := max(c.now().UnixMilli(), after+1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if last, ok := c.starts[string(jobKey)]; ok && start <= last {
@@ -374,7 +406,7 @@ func (c *Claimer) nextStart(jobKey []byte) int64 {
 // timeout, and returns each node's signed acceptance: nil when it refused,
 // did not answer, or answered with anything but its acceptance of this
 // claim.
-func (c *Claimer) confirm(ctx context.Context, nodes []string, req *wire.ConfirmRequest) map[string][]byte {
+func (c *Claimer) confirm(ctx context.Context, nodes []string, req *wire.ConfirmRequest) (map[string][]byte, map[string]error) {
 	resps := make(map[string]*wire.ConfirmResponse, len(nodes))
 	for _, n := range nodes {
 		resps[n] = &wire.ConfirmResponse{}
@@ -390,9 +422,17 @@ func (c *Claimer) confirm(ctx context.Context, nodes []string, req *wire.Confirm
 		if _, st, err := claim.Decode(b); err == nil && st.Kind == claim.Accepted && peer.ID(st.Node) == peer.ID(n) &&
 			string(st.Job) == string(req.Job) && st.Start == req.Start {
 			out[n] = b
+		} else {
+			errs[n] = errors.New("answered with no acceptance of this claim")
 		}
 	}
-	return out
+	return out, errs
+}
+
+// shortID is the tail of a peer ID, for error messages.
+func shortID(n string) string {
+	s := peer.ID(n).String()
+	return "…" + s[max(len(s)-6, 0):]
 }
 
 // releaseReq is the release of a job whose claim started at start (0:

@@ -111,6 +111,7 @@ type Service struct {
 	// check and its merge (the window a concurrent release can fall in).
 	beforeConfirmApply func(key []byte)
 	voided             atomic.Int64 // mVoided's count, for Counts
+	why                whyTally     // denials and refusals by reason, for Counts
 }
 
 // NewService serves the claim protocols on a node.
@@ -176,6 +177,9 @@ type Counts struct {
 	Granted, Denied, DontCare int // claim requests, by reply
 	Claimed, Refused          int // confirms, by result
 	Voided                    int // claims voided without a certificate (void.go)
+	// Why counts denials ("deny: <reason>") and refused confirms
+	// ("refuse: <reason>") by a short fixed reason.
+	Why map[string]int
 }
 
 // Counts reports the replies and confirm results of this service (its
@@ -191,6 +195,7 @@ func (s *Service) Counts() Counts {
 		Claimed:  n(s.mConfirm, "result", "claimed"),
 		Refused:  n(s.mConfirm, "result", "refused"),
 		Voided:   int(s.voided.Load()),
+		Why:      s.why.snapshot(),
 	}
 }
 
@@ -264,13 +269,26 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	}
 	s.mu.Unlock()
 	s.mReplies.WithLabelValues(d.Kind.String()).Inc()
-	signed, err := claim.Sign(claim.Statement{Kind: d.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now},
+	if d.Kind == claim.Denied {
+		s.why.add("deny: " + d.Reason)
+	}
+	stmt := claim.Statement{Kind: d.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now, Busy: d.Busy}
+	if d.Kind == claim.Granted && h.State.Phase == job.Ready {
+		stmt.Start = h.State.Start // the ended claim's: the new one must start after it
+	}
+	signed, err := claim.Sign(stmt,
 		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
 	if err != nil {
 		return nil, err
 	}
 	s.own.add(signed, now)
 	return &wire.ClaimResponse{Reply: signed}, nil
+}
+
+// refused counts a refused confirm, with its reason.
+func (s *Service) refused(err error) {
+	s.mConfirm.WithLabelValues("refused").Inc()
+	s.why.add(refuseReason(err))
 }
 
 func (s *Service) sweepLocked(now int64) {
@@ -301,13 +319,13 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 			s.attribute(b, from.Identity.Name, peer.ID(r.Node), err)
 		}
 		if err != nil {
-			s.mConfirm.WithLabelValues("refused").Inc()
+			s.refused(err)
 			return nil, overlay.StatusErr(wire.StatusUnauthorized, err)
 		}
 		replies = append(replies, r)
 	}
 	if bad := sigs.verify(); bad >= 0 {
-		s.mConfirm.WithLabelValues("refused").Inc()
+		s.refused(claim.ErrBadSignature)
 		s.attribute(req.Replies[bad], from.Identity.Name, peer.ID(replies[bad].Node), claim.ErrBadSignature)
 		return nil, overlay.StatusErr(wire.StatusUnauthorized,
 			fmt.Errorf("reply of node %s: %w", peer.ID(replies[bad].Node), claim.ErrBadSignature))
@@ -318,7 +336,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TSkew.Milliseconds())
 	s.mu.Unlock()
 	if err != nil {
-		s.mConfirm.WithLabelValues("refused").Inc()
+		s.refused(err)
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: %w", req.Job, err))
 	}
 	if s.beforeConfirmApply != nil {
@@ -331,7 +349,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	// The claim holds only if it is the job's state now (a release or a
 	// result may have been merged in meanwhile).
 	if merged.Phase != job.Claimed || string(merged.Client) != string(client) || merged.Start != st.Start || merged.Deadline != st.Deadline {
-		s.mConfirm.WithLabelValues("refused").Inc()
+		s.refused(errors.New("the claim was released"))
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: the claim was released", req.Job))
 	}
 	s.mu.Lock()
@@ -343,7 +361,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		if rel, mine := claim.Release(st, client, nowMS); mine {
 			_, _ = s.pool.Apply(req.Job, rel)
 		}
-		s.mConfirm.WithLabelValues("refused").Inc()
+		s.refused(errors.New("the claim was released meanwhile"))
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: the claim was released meanwhile", req.Job))
 	}
 	delete(s.temps, string(req.Job))

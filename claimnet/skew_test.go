@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/node"
@@ -99,6 +100,42 @@ func TestClaimWithSkewedReplicaClocks(t *testing.T) {
 				t.Fatalf("job %d: replica state %+v", round, st)
 			}
 			by = st.Client
+		}
+	}
+}
+
+// TestClaimAfterFastClientReleased: a client whose clock runs 8 min fast
+// claims a job and releases it. Its claim's tombstone starts 8 min ahead of
+// the other clients' clocks, and a claim must start after it; the grants
+// say where it starts, so a client with a true clock claims the job at
+// once instead of waiting 8 min for its clock to pass it.
+func TestClaimAfterFastClientReleased(t *testing.T) {
+	cn, _ := startSkewedClaimNet(t, 7, 1, 67)
+	ctx := context.Background()
+	key := cn.keys[0]
+	fastNow := func() time.Time { return cn.clock.Now().Add(8 * time.Minute) }
+	a, err := cn.net.NewAgent(ctx, certs.RoleClient, "fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	fast := claimnet.NewClaimer(a.Endpoint(), a.DHT(), fastNow, 0)
+	cl, err := fast.Claim(ctx, key)
+	if err != nil {
+		t.Fatalf("fast client's claim: %v", err)
+	}
+	fast.Release(ctx, cl)
+	_, honest := cn.client(t, "true-clock")
+	cl2, err := honest.Claim(ctx, key)
+	if err != nil {
+		t.Fatalf("claim after the fast client released it: %v", err)
+	}
+	if cl2.Start <= cl.Start {
+		t.Fatalf("new claim starts at %d, not after the released one's %d", cl2.Start, cl.Start)
+	}
+	for _, st := range cn.states(key) {
+		if st.Phase != job.Claimed || st.Start != cl2.Start {
+			t.Fatalf("replica state %v, want the second claim (start %d)", st, cl2.Start)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -106,7 +107,7 @@ func isTransportError(err error) bool {
 func (e *Endpoint) handleHello(s network.Stream) {
 	defer s.Close()
 	p := s.Conn().RemotePeer()
-	_ = s.SetDeadline(e.cfg.Now().Add(e.cfg.HelloTimeout))
+	_ = s.SetDeadline(time.Now().Add(e.cfg.HelloTimeout)) // this machine's timer, not the protocol clock
 	var theirs wire.Hello
 	err := wire.ReadFrame(bufio.NewReader(s), wire.MaxHelloFrame, &theirs)
 	if err != nil && (s.Conn().IsClosed() || isTransportError(err)) {

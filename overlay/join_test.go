@@ -17,6 +17,13 @@ import (
 // tcpEndpoint is an Endpoint of role node on a loopback TCP host.
 func tcpEndpoint(t *testing.T, ca *certs.Authority, seed uint64) *Endpoint {
 	t.Helper()
+	return tcpEndpointClock(t, ca, seed, certs.RoleNode, nil)
+}
+
+// tcpEndpointClock is tcpEndpoint with a role and a protocol clock (nil:
+// time.Now).
+func tcpEndpointClock(t *testing.T, ca *certs.Authority, seed uint64, role certs.Role, clock func() time.Time) *Endpoint {
+	t.Helper()
 	key, _, err := crypto.GenerateEd25519Key(detRand(seed + 7000))
 	if err != nil {
 		t.Fatal(err)
@@ -26,10 +33,10 @@ func tcpEndpoint(t *testing.T, ca *certs.Authority, seed uint64) *Endpoint {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	acc := newAccount(t, ca, certs.RoleNode, seed+100, now.Add(-time.Hour), now.Add(24*time.Hour))
+	acc := newAccount(t, ca, role, seed+100, now.Add(-time.Hour), now.Add(24*time.Hour))
 	pos := certs.SignPosition(acc.key, certs.Position{PeerID: []byte(h.ID()), Seq: 1, IssuedAt: now})
 	e, err := New(h, Config{Verifier: certs.NewVerifier(ca.Cert), Cert: acc.cert.Raw, Position: pos.Marshal(),
-		HelloTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		HelloTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler), Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -57,7 +58,7 @@ func (e *Endpoint) Handle(pid protocol.ID, maxReq int, roles []certs.Role, h Han
 			_ = writeReply(s, status, msg, nil)
 			return
 		}
-		_ = s.SetDeadline(e.cfg.Now().Add(e.cfg.HelloTimeout))
+		_ = s.SetDeadline(time.Now().Add(e.cfg.HelloTimeout)) // this machine's timer, not the protocol clock
 		body, err := wire.ReadRawFrame(bufio.NewReader(s), maxReq)
 		if err != nil {
 			e.m.RPCFailed.WithLabelValues(string(pid), "in").Inc()

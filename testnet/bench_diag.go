@@ -85,8 +85,12 @@ func unharvested(net *Network, ledger *project.Ledger, projectName string, max i
 			pr, _ := job.DecodeProof(proof)
 			off, jumps := net.ClockOffset(net.Index(nd.ID()))
 			rank, since := nd.Writer().ListingRank(keyspace.KeyPos(key), key)
-			fmt.Fprintf(&b, "  %s (clock %v, jumps %v): held %v state %s client %x, stored %s start %d deadline %d (certificate %v, signature %v), writer placed %v (rank %d, backup since %d), holds finished entry %v, claims %+v\n",
-				nd.Name(), off, jumps, held, st.Phase, st.Client[:min(4, len(st.Client))], stored.Phase, stored.Start, stored.Deadline,
+			who := "peer …" + nd.ID().String()[len(nd.ID().String())-6:]
+			if beh, ok := net.Byzantine()[net.Index(nd.ID())]; ok {
+				who += ", byzantine " + beh
+			}
+			fmt.Fprintf(&b, "  %s (%s; clock %v, jumps %v): held %v state %s client %x, stored %s start %d deadline %d (certificate %v, signature %v), writer placed %v (rank %d, backup since %d), holds finished entry %v, claims %+v\n",
+				nd.Name(), who, off, jumps, held, st.Phase, st.Client[:min(4, len(st.Client))], stored.Phase, stored.Start, stored.Deadline,
 				len(pr.Claim) > 0, len(pr.Sig) > 0, placed, rank, since, has, nd.Claims().Counts())
 		}
 	}
