@@ -83,6 +83,11 @@ type BenchOptions struct {
 	// timeout, with the network and the ledger still open (a test's
 	// checks).
 	Inspect func(*Network, *project.Ledger)
+	// GiveUp, when set, is asked every 10 s once every job is submitted;
+	// true ends the run as the timeout would (a test that expects some
+	// jobs never to finish, such as those with more than f faulty
+	// replicas, need not wait the timeout out).
+	GiveUp func(*Network, *project.Ledger) bool
 	// AfterEmpty, when set with TCollect, is called after the wait for
 	// the node stores to empty, with the network still open.
 	AfterEmpty func(*Network)

@@ -244,6 +244,7 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 		}()
 	}()
 	progress := time.NewTicker(2 * time.Second)
+	ticks := 0
 	var heap heapTrack
 	var runErr error
 	for pending := 2; pending > 0; {
@@ -255,6 +256,11 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 				cancel()
 			}
 		case <-progress.C:
+			ticks++
+			if o.GiveUp != nil && ticks%5 == 0 && submitted.Load() >= int64(o.Jobs) && o.GiveUp(net, ledger) {
+				logf("  giving up: the jobs left are not expected to finish")
+				cancel()
+			}
 			h := harvested.Load()
 			live := heap.sample(h >= int64(o.Jobs)/5 && time.Since(t0) > o.TCollect)
 			logf("  %6.1f s: %d submitted, %d harvested, live heap %.0f MiB", time.Since(t0).Seconds(), submitted.Load(), h, float64(live)/(1<<20))
