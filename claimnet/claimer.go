@@ -239,88 +239,110 @@ func orderFor(jobKey []byte, nodes []peer.ID) []peer.ID {
 
 func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*Claim, error) {
 	r := c.d.Replication()
-	ids := make([]string, len(nodes))
-	for i, n := range nodes {
-		ids[i] = string(n)
-	}
-	drv := claim.NewDriver(ids, r)
-	out := &Claim{Job: jobKey}
-	var deniers []string    // short IDs of the nodes that denied, for the error
-	var after int64         // the latest ended claim's start a grant names: ours must start after it
-	var unaccepted []string // granting nodes that did not accept the confirm, and why, for the error
-	act := drv.Next()
+	a := &attempt{drv: claim.NewDriver(ids(nodes), r), out: &Claim{Job: jobKey}, r: r, quorum: claim.Quorum(min(r, len(nodes)))}
+	act := a.drv.Next()
 	for {
 		switch {
 		case act.Ask != "":
-			n := peer.ID(act.Ask)
-			st, reply, took, err := c.ask1(ctx, jobKey, n)
-			if err != nil {
+			var err error
+			if act, err = c.askStep(ctx, a, peer.ID(act.Ask)); err != nil {
 				return nil, fmt.Errorf("claim %x: %w", jobKey, err)
 			}
-			if st == nil {
-				act = drv.Answer(act.Ask, false, 0, nil)
-				continue
-			}
-			out.Nodes = append(out.Nodes, n)
-			switch st.Kind {
-			case claim.Granted:
-				out.Granted = append(out.Granted, n)
-				after = max(after, st.Start)
-			case claim.Denied:
-				deniers = append(deniers, shortID(string(n)))
-			}
-			act = drv.Answer(act.Ask, true, st.Kind, reply)
-			if st.Kind == claim.Denied && act.Ask != "" {
-				select {
-				case <-time.After(denyWait(took, st.Busy, r-len(out.Nodes))):
-				case <-ctx.Done():
-					return nil, fmt.Errorf("claim %x: %w", jobKey, ctx.Err())
-				}
-			}
 		case len(act.Confirm) > 0:
-			out.Start = c.nextStart(jobKey, after)
-			req := &wire.ConfirmRequest{Job: jobKey, Start: out.Start}
-			for _, g := range drv.Replies() {
-				req.Replies = append(req.Replies, g.Bytes)
-			}
-			targets := act.Confirm
-			act = claim.Action{}
-			accepts, errs := c.confirm(ctx, targets, req)
-			for n, accept := range accepts {
-				if accept == nil {
-					unaccepted = append(unaccepted, fmt.Sprintf("%s: %v", shortID(n), errs[n]))
-				}
-				if accept != nil {
-					out.Accepts = append(out.Accepts, accept)
-				}
-				a := drv.Confirmed(n, accept != nil)
-				if a.Done != claim.Pending || len(a.Release) > 0 {
-					act = a
-				}
-			}
+			act = c.confirmStep(ctx, a, act.Confirm)
 		default:
-			if len(act.Release) > 0 {
-				c.fanOut(ctx, act.Release, wire.ProtoRelease, c.releaseReq(jobKey, out.Start))
-			}
-			switch act.Done {
-			case claim.Won:
-				c.fanOut(ctx, claimNodes(out), wire.ProtoCertify, &wire.CertifyRequest{Job: jobKey, Start: out.Start, Accepts: out.Accepts})
-				return out, nil
-			case claim.Lost:
-				return nil, fmt.Errorf("claim %x: %w (denied by %s)", jobKey, ErrLost, strings.Join(deniers, ", "))
-			case claim.Unknown:
-				return nil, fmt.Errorf("claim %x: %w", jobKey, ErrUnknown)
-			case claim.Failed:
-				why := ""
-				if len(unaccepted) > 0 {
-					slices.Sort(unaccepted)
-					why = " (not accepted by " + strings.Join(unaccepted, "; ") + ")"
-				}
-				return nil, fmt.Errorf("claim %x: too few nodes granted it or accepted the confirm for a quorum of %d%s", jobKey, claim.Quorum(min(r, len(nodes))), why)
-			}
-			return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
+			return c.finish(ctx, a, act)
 		}
 	}
+}
+
+// attempt is one claim attempt: its driver, the claim it builds, and what
+// the nodes said, for the confirm and for the error.
+type attempt struct {
+	drv        *claim.Driver
+	out        *Claim
+	r, quorum  int
+	deniers    []string // short IDs of the nodes that denied
+	after      int64    // the latest ended claim's start a grant named: ours must start after it
+	unaccepted []string // granting nodes that did not accept the confirm, and why
+}
+
+// askStep asks node n and feeds its answer to the driver; after a denial
+// it waits (denyWait) before the next ask.
+func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Action, error) {
+	st, reply, took, err := c.ask1(ctx, a.out.Job, n)
+	if err != nil {
+		return claim.Action{}, err
+	}
+	if st == nil {
+		return a.drv.Answer(string(n), false, 0, nil), nil
+	}
+	a.out.Nodes = append(a.out.Nodes, n)
+	switch st.Kind {
+	case claim.Granted:
+		a.out.Granted = append(a.out.Granted, n)
+		a.after = max(a.after, st.Start)
+	case claim.Denied:
+		a.deniers = append(a.deniers, shortID(string(n)))
+	}
+	act := a.drv.Answer(string(n), true, st.Kind, reply)
+	if st.Kind == claim.Denied && act.Ask != "" {
+		select {
+		case <-time.After(denyWait(took, st.Busy, a.r-len(a.out.Nodes))):
+		case <-ctx.Done():
+			return claim.Action{}, ctx.Err()
+		}
+	}
+	return act, nil
+}
+
+// confirmStep sends the confirm, with every reply gathered, to the
+// granting nodes and feeds their answers to the driver.
+func (c *Claimer) confirmStep(ctx context.Context, a *attempt, targets []string) claim.Action {
+	a.out.Start = c.nextStart(a.out.Job, a.after)
+	req := &wire.ConfirmRequest{Job: a.out.Job, Start: a.out.Start}
+	for _, g := range a.drv.Replies() {
+		req.Replies = append(req.Replies, g.Bytes)
+	}
+	act := claim.Action{}
+	accepts, errs := c.confirm(ctx, targets, req)
+	for n, accept := range accepts {
+		if accept != nil {
+			a.out.Accepts = append(a.out.Accepts, accept)
+		} else {
+			a.unaccepted = append(a.unaccepted, fmt.Sprintf("%s: %v", shortID(n), errs[n]))
+		}
+		if next := a.drv.Confirmed(n, accept != nil); next.Done != claim.Pending || len(next.Release) > 0 {
+			act = next
+		}
+	}
+	return act
+}
+
+// finish ends an attempt as the driver decided: releases what it must,
+// sends a won claim's certificate to its nodes, and says why it failed.
+func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Claim, error) {
+	jobKey := a.out.Job
+	if len(act.Release) > 0 {
+		c.fanOut(ctx, act.Release, wire.ProtoRelease, c.releaseReq(jobKey, a.out.Start))
+	}
+	switch act.Done {
+	case claim.Won:
+		c.fanOut(ctx, claimNodes(a.out), wire.ProtoCertify, &wire.CertifyRequest{Job: jobKey, Start: a.out.Start, Accepts: a.out.Accepts})
+		return a.out, nil
+	case claim.Lost:
+		return nil, fmt.Errorf("claim %x: %w (denied by %s)", jobKey, ErrLost, strings.Join(a.deniers, ", "))
+	case claim.Unknown:
+		return nil, fmt.Errorf("claim %x: %w", jobKey, ErrUnknown)
+	case claim.Failed:
+		why := ""
+		if len(a.unaccepted) > 0 {
+			slices.Sort(a.unaccepted)
+			why = " (not accepted by " + strings.Join(a.unaccepted, "; ") + ")"
+		}
+		return nil, fmt.Errorf("claim %x: too few nodes granted it or accepted the confirm for a quorum of %d%s", jobKey, a.quorum, why)
+	}
+	return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
 }
 
 // denyWait is how long a client denied by a node waits before it asks

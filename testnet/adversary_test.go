@@ -3,6 +3,7 @@ package testnet_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,9 @@ func TestAdversarialRun(t *testing.T) {
 		adv, checkErr = net.CheckAdversary(ledger, 5, 1)
 	}
 	o.GiveUp = func(net *testnet.Network, ledger *project.Ledger) bool {
+		if slices.Contains(behaviours, "replay") && net.AdversaryCounts()["replay/store-sent"] == 0 {
+			return false // replays begin T_collect after a harvest: wait for them to be refused
+		}
 		rep, err := net.CheckAdversary(ledger, 5, 1)
 		return err == nil && len(rep.Unharvested) > 0 && rep.UnharvestedWithinF == 0
 	}
