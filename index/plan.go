@@ -32,3 +32,57 @@ func RuledOut(st job.State, keyword, project string) bool {
 	}
 	return true
 }
+
+// Reconciled is what a writer does with one job's entries in a round
+// (Reconcile).
+type Reconciled struct {
+	Withdraw []string // written and no longer wanted
+	Place    []string // wanted and not written: to be placed in a region anew
+	Rewrite  []string // written and wanted, rewritten in place (due, or reset)
+	// Reschedule says the job's next rewrite time is to be drawn again:
+	// its rewrite was due, or none of its entries stays written.
+	Reschedule bool
+	// Forget says the writer may drop what it keeps of the job: nothing
+	// is wanted, so nothing stays written.
+	Forget bool
+}
+
+// Reconcile compares the keywords a job's entries are written under with
+// those wanted (Desired) and says what to do: withdraw what is written and
+// not wanted, place what is wanted and not written, and rewrite what is
+// both when due (the job's rewrite time has come on a full round) or
+// reset (the job came back to ready after a claim, and the entries'
+// quarantine is to end). Placing a missing entry carries the reset too:
+// the withdrawal that removed it may have failed. Keywords come out in
+// the order of want, withdrawals in the order of written. Pure.
+func Reconcile(written, want []string, due, reset bool) Reconciled {
+	var r Reconciled
+	kept := 0
+	for _, kw := range written {
+		if !contains(want, kw) {
+			r.Withdraw = append(r.Withdraw, kw)
+		} else {
+			kept++
+		}
+	}
+	for _, kw := range want {
+		switch {
+		case !contains(written, kw):
+			r.Place = append(r.Place, kw)
+		case due || reset:
+			r.Rewrite = append(r.Rewrite, kw)
+		}
+	}
+	r.Reschedule = due || kept == 0
+	r.Forget = len(want) == 0
+	return r
+}
+
+func contains(set []string, s string) bool {
+	for _, x := range set {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

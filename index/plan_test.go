@@ -1,6 +1,7 @@
 package index
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -36,6 +37,80 @@ func TestDesiredAndRuledOut(t *testing.T) {
 			if got := RuledOut(st, kw, "lhc"); got != want {
 				t.Errorf("RuledOut(%s, %q) = %v, want %v", tc.phase, kw, got, want)
 			}
+		}
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	for _, tt := range []struct {
+		name             string
+		written, want    []string
+		due, reset       bool
+		withdraw, place  []string
+		rewrite          []string
+		reschedule, drop bool
+	}{
+		{name: "new job", want: []string{"a", "b"}, place: []string{"a", "b"}, reschedule: true},
+		{name: "all written, not due", written: []string{"a", "b"}, want: []string{"a", "b"}},
+		{name: "all written, due", written: []string{"a", "b"}, want: []string{"b", "a"}, due: true,
+			rewrite: []string{"b", "a"}, reschedule: true},
+		{name: "reset rewrites at once", written: []string{"a"}, want: []string{"a"}, reset: true, rewrite: []string{"a"}},
+		{name: "one missing", written: []string{"a"}, want: []string{"a", "b"}, place: []string{"b"}},
+		{name: "claimed: withdraw all", written: []string{"a", "b"}, withdraw: []string{"a", "b"}, reschedule: true, drop: true},
+		{name: "finished: swap keywords", written: []string{"a", "b"}, want: []string{"lhc:finished"},
+			withdraw: []string{"a", "b"}, place: []string{"lhc:finished"}, reschedule: true},
+		{name: "nothing either way", reschedule: true, drop: true},
+		{name: "due with one to withdraw", written: []string{"a", "x"}, want: []string{"a"}, due: true,
+			withdraw: []string{"x"}, rewrite: []string{"a"}, reschedule: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Reconcile(tt.written, tt.want, tt.due, tt.reset)
+			want := Reconciled{Withdraw: tt.withdraw, Place: tt.place, Rewrite: tt.rewrite, Reschedule: tt.reschedule, Forget: tt.drop}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Reconcile(%v, %v, due %v, reset %v) = %+v, want %+v", tt.written, tt.want, tt.due, tt.reset, got, want)
+			}
+		})
+	}
+}
+
+// TestReconcileConverges: whatever is written, applying a reconcile (the
+// withdrawals and placements succeed) leaves exactly what is wanted
+// written, and a second reconcile, not due, does nothing.
+func TestReconcileConverges(t *testing.T) {
+	kws := []string{"a", "b", "c", "d"}
+	for mask := range 1 << 8 {
+		var written, want []string
+		for i, kw := range kws {
+			if mask&(1<<i) != 0 {
+				written = append(written, kw)
+			}
+			if mask&(1<<(i+4)) != 0 {
+				want = append(want, kw)
+			}
+		}
+		r := Reconcile(written, want, false, false)
+		after := map[string]bool{}
+		for _, kw := range written {
+			after[kw] = true
+		}
+		for _, kw := range r.Withdraw {
+			delete(after, kw)
+		}
+		for _, kw := range r.Place {
+			after[kw] = true
+		}
+		if len(after) != len(want) {
+			t.Fatalf("written %v, want %v: after the reconcile %v", written, want, after)
+		}
+		var now []string
+		for _, kw := range want {
+			if !after[kw] {
+				t.Fatalf("written %v, want %v: %q not written after the reconcile", written, want, kw)
+			}
+			now = append(now, kw)
+		}
+		if again := Reconcile(now, want, false, false); len(again.Withdraw)+len(again.Place)+len(again.Rewrite) != 0 {
+			t.Fatalf("written %v, want %v: a second reconcile does %+v", written, want, again)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
-	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
@@ -247,189 +245,6 @@ func (w *Writer) Round(ctx context.Context) WriteStats {
 		return true
 	})
 	return w.process(ctx, helds, nil, true)
-}
-
-// op is one planned write or withdraw.
-type op struct {
-	key      string
-	keyword  string
-	listing  []byte
-	certRef  []byte
-	replicas [][]byte
-	reset    bool
-	final    bool // a withdrawal the job's state calls for (wire.IndexRef.Final)
-	point    keyspace.Pos
-}
-
-// process plans and sends the writes and withdraws for the given held
-// jobs (rewriting those due when rewrite is set) and for the jobs gone
-// from the pool: those in gone, or, on a full round (gone nil), every
-// job written for that is no longer held.
-func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string]bool, rewrite bool) WriteStats {
-	now := w.cfg.Now().UnixMilli()
-	writes := map[peer.ID][]op{}
-	withdraws := map[peer.ID][]op{}
-	var unplaced []op
-	held := map[string]bool{}
-	for _, h := range helds {
-		held[string(h.Key)] = true
-	}
-	// A full round probes the nodes ahead of this one, so the next closest
-	// takes over from a dead writer within one T_rewrite.
-	var probe *dht.Prober
-	if rewrite {
-		probe = w.d.NewProber()
-		w.dropDeadTargets(ctx, probe)
-	}
-	rankOf := w.closestFunc() // one pass over the routing table, no sorting
-	if probe != nil {
-		selfNearest := w.d.SelfNearestFunc()
-		rankOf = func(pos keyspace.Pos) int {
-			if selfNearest(pos) {
-				return 0
-			}
-			return w.rank(ctx, pos, probe)
-		}
-	}
-	for _, h := range helds {
-		k := string(h.Key)
-		// A node that joined nearer the job takes its listing over once it
-		// holds the job: until then this node keeps the entries it wrote.
-		rank := rankOf(h.Pos)
-		closest := rank == 0 || w.backupDue(k, rank, h.State, now) || w.pool.ListingHeld(h.Key) && w.listed(k)
-		var listing []byte
-		var keywords []string
-		var certRef []byte
-		var replicas [][]byte
-		if closest && (h.State.Phase == job.Ready || h.State.Phase == job.Finished) {
-			env, err := w.pool.Envelope(h.Key)
-			if err != nil {
-				continue
-			}
-			_, l, err := job.DecodeListing(env.Listing)
-			if err != nil {
-				continue
-			}
-			_, spec, err := job.Decode(env.Signed)
-			if err != nil {
-				continue
-			}
-			listing, keywords, certRef = env.Listing, l.Keywords, spec.CertRef
-			for _, p := range w.d.NearestLocal(h.Pos, w.d.Replication()) {
-				if !w.d.IsMarkedDead(p) {
-					replicas = append(replicas, []byte(p))
-				}
-			}
-		}
-		want := index.Desired(closest, h.State, keywords, h.Project)
-		w.mu.Lock()
-		st := w.state[k]
-		if st == nil {
-			st = &written{where: map[string]placed{}}
-			w.state[k] = st
-		}
-		due := rewrite && now >= st.next
-		// A job claimed and given back before its entries were withdrawn:
-		// rewrite them at once, ending the quarantine its claimer caused.
-		reset := h.State.Phase == job.Ready && w.claimed[k]
-		if h.State.Phase == job.Ready {
-			delete(w.claimed, k)
-		}
-		for kw, pl := range st.where {
-			if !slices.Contains(want, kw) {
-				withdraws[pl.at] = append(withdraws[pl.at], op{key: k, keyword: kw, final: index.RuledOut(h.State, kw, h.Project)})
-				delete(st.where, kw)
-			}
-		}
-		for _, kw := range want {
-			pl, ok := st.where[kw]
-			switch {
-			case !ok:
-				// reset too: the withdrawal that emptied st.where may have
-				// failed or been refused (the entry was last written by
-				// another node), leaving the served entry quarantined there.
-				unplaced = append(unplaced, op{key: k, keyword: kw, listing: listing, certRef: certRef, replicas: replicas, reset: reset})
-			case due || reset:
-				writes[pl.at] = append(writes[pl.at], op{key: k, keyword: kw, listing: listing, certRef: certRef, replicas: replicas, reset: reset, point: pl.point})
-			}
-		}
-		if due || len(st.where) == 0 {
-			st.next = now + w.jitter()
-		}
-		if len(want) == 0 && len(st.where) == 0 {
-			delete(w.state, k)
-		}
-		w.mu.Unlock()
-	}
-	// Jobs gone from the pool: withdraw what was written for them.
-	w.mu.Lock()
-	for k, st := range w.state {
-		if !held[k] && (gone == nil || gone[k]) {
-			delete(w.backups, k)
-			for kw, pl := range st.where {
-				withdraws[pl.at] = append(withdraws[pl.at], op{key: k, keyword: kw})
-			}
-			delete(w.state, k)
-		}
-	}
-	w.mu.Unlock()
-	var stats WriteStats
-	for _, o := range unplaced {
-		x, at, err := w.regions.Target(ctx, o.keyword)
-		if err != nil {
-			stats.Failed++
-			continue
-		}
-		o.point = x
-		writes[at] = append(writes[at], o)
-	}
-	for at, ops := range withdraws {
-		if err := w.withdraw(ctx, at, ops); err != nil {
-			stats.Failed++
-			continue
-		}
-		stats.Withdrawn += len(ops)
-	}
-	// Write. An entry whose index node redirects it (a node moved in next
-	// to its point) follows the redirect; one whose node failed is placed
-	// anew at once (the node is marked dead and the region views dropped).
-	for attempt := 0; attempt < 3 && len(writes) > 0; attempt++ {
-		retry := map[peer.ID][]op{}
-		for at, ops := range writes {
-			res := w.write(ctx, at, ops)
-			for i, o := range ops {
-				w.mu.Lock()
-				st := w.state[o.key]
-				if st != nil && res[i].ok {
-					if _, was := st.where[o.keyword]; was {
-						stats.Rewritten++
-					} else {
-						stats.Written++
-					}
-					st.where[o.keyword] = placed{at: at, point: o.point}
-				} else if st != nil {
-					delete(st.where, o.keyword)
-				}
-				w.mu.Unlock()
-				switch {
-				case res[i].ok:
-				case res[i].moved != "" && res[i].moved != at && attempt < 2:
-					retry[res[i].moved] = append(retry[res[i].moved], o)
-				case attempt == 0 && res[i].moved == "":
-					if x, next, err := w.regions.Target(ctx, o.keyword); err == nil && next != at {
-						o.point = x
-						retry[next] = append(retry[next], o)
-						continue
-					}
-					stats.Failed++
-				default:
-					stats.Failed++
-				}
-			}
-		}
-		writes = retry
-	}
-	return stats
 }
 
 // listed reports whether this writer has entries of job k written.

@@ -1,0 +1,240 @@
+package indexnet
+
+import (
+	"context"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/index"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/pool"
+)
+
+// op is one planned write or withdraw.
+type op struct {
+	key      string
+	keyword  string
+	listing  []byte
+	certRef  []byte
+	replicas [][]byte
+	reset    bool
+	final    bool // a withdrawal the job's state calls for (wire.IndexRef.Final)
+	point    keyspace.Pos
+}
+
+// plan is a round's planned operations: writes and withdrawals by index
+// node, and entries still to be placed in their keyword's region.
+type plan struct {
+	writes, withdraws map[peer.ID][]op
+	unplaced          []op
+}
+
+// process plans and sends the writes and withdraws for the given held
+// jobs (rewriting those due when rewrite is set) and for the jobs gone
+// from the pool: those in gone, or, on a full round (gone nil), every
+// job written for that is no longer held.
+func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string]bool, rewrite bool) WriteStats {
+	now := w.cfg.Now().UnixMilli()
+	pl := &plan{writes: map[peer.ID][]op{}, withdraws: map[peer.ID][]op{}}
+	held := map[string]bool{}
+	for _, h := range helds {
+		held[string(h.Key)] = true
+	}
+	rankOf := w.rankFunc(ctx, rewrite)
+	for _, h := range helds {
+		w.planJob(h, rankOf(h.Pos), rewrite, now, pl)
+	}
+	w.planGone(held, gone, pl)
+	return w.send(ctx, pl)
+}
+
+// rankFunc returns this node's rank among the live nodes nearest a point.
+// A full round probes the nodes ahead of this one, so the next closest
+// takes over from a dead writer within one T_rewrite.
+func (w *Writer) rankFunc(ctx context.Context, rewrite bool) func(keyspace.Pos) int {
+	if !rewrite {
+		return w.closestFunc() // one pass over the routing table, no sorting
+	}
+	probe := w.d.NewProber()
+	w.dropDeadTargets(ctx, probe)
+	selfNearest := w.d.SelfNearestFunc()
+	return func(pos keyspace.Pos) int {
+		if selfNearest(pos) {
+			return 0
+		}
+		return w.rank(ctx, pos, probe)
+	}
+}
+
+// planJob adds what one held job's entries need (index.Reconcile) to pl.
+// A node that joined nearer the job takes its listing over once it holds
+// the job: until then this node keeps the entries it wrote.
+func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *plan) {
+	k := string(h.Key)
+	closest := rank == 0 || w.backupDue(k, rank, h.State, now) || w.pool.ListingHeld(h.Key) && w.listed(k)
+	var tmpl op // what every write of the job carries
+	var keywords []string
+	if closest && (h.State.Phase == job.Ready || h.State.Phase == job.Finished) {
+		var ok bool
+		if tmpl, keywords, ok = w.listingOf(h); !ok {
+			return
+		}
+	}
+	want := index.Desired(closest, h.State, keywords, h.Project)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.state[k]
+	if st == nil {
+		st = &written{where: map[string]placed{}}
+		w.state[k] = st
+	}
+	// A job claimed and given back before its entries were withdrawn:
+	// rewrite them at once, ending the quarantine its claimer caused.
+	tmpl.reset = h.State.Phase == job.Ready && w.claimed[k]
+	if h.State.Phase == job.Ready {
+		delete(w.claimed, k)
+	}
+	was := make([]string, 0, len(st.where))
+	for kw := range st.where {
+		was = append(was, kw)
+	}
+	r := index.Reconcile(was, want, rewrite && now >= st.next, tmpl.reset)
+	for _, kw := range r.Withdraw {
+		at := st.where[kw].at
+		pl.withdraws[at] = append(pl.withdraws[at], op{key: k, keyword: kw, final: index.RuledOut(h.State, kw, h.Project)})
+		delete(st.where, kw)
+	}
+	tmpl.key = k
+	for _, kw := range r.Place {
+		o := tmpl
+		o.keyword = kw
+		pl.unplaced = append(pl.unplaced, o)
+	}
+	for _, kw := range r.Rewrite {
+		o, at := tmpl, st.where[kw]
+		o.keyword, o.point = kw, at.point
+		pl.writes[at.at] = append(pl.writes[at.at], o)
+	}
+	if r.Reschedule {
+		st.next = now + w.jitter()
+	}
+	if r.Forget {
+		delete(w.state, k)
+	}
+}
+
+// listingOf is what a held job's writes carry — its signed listing, the
+// project's certificate reference and its live replicas — and the
+// listing's keywords; false when the job's envelope does not decode.
+func (w *Writer) listingOf(h pool.Held) (op, []string, bool) {
+	env, err := w.pool.Envelope(h.Key)
+	if err != nil {
+		return op{}, nil, false
+	}
+	_, l, err := job.DecodeListing(env.Listing)
+	if err != nil {
+		return op{}, nil, false
+	}
+	_, spec, err := job.Decode(env.Signed)
+	if err != nil {
+		return op{}, nil, false
+	}
+	o := op{listing: env.Listing, certRef: spec.CertRef}
+	for _, p := range w.d.NearestLocal(h.Pos, w.d.Replication()) {
+		if !w.d.IsMarkedDead(p) {
+			o.replicas = append(o.replicas, []byte(p))
+		}
+	}
+	return o, l.Keywords, true
+}
+
+// planGone withdraws what was written for the jobs gone from the pool
+// (those in gone, or every one not held when gone is nil).
+func (w *Writer) planGone(held, gone map[string]bool, pl *plan) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, st := range w.state {
+		if !held[k] && (gone == nil || gone[k]) {
+			delete(w.backups, k)
+			for kw, p := range st.where {
+				pl.withdraws[p.at] = append(pl.withdraws[p.at], op{key: k, keyword: kw})
+			}
+			delete(w.state, k)
+		}
+	}
+}
+
+// send places the unplaced entries, sends the withdrawals, then the
+// writes.
+func (w *Writer) send(ctx context.Context, pl *plan) WriteStats {
+	var stats WriteStats
+	for _, o := range pl.unplaced {
+		x, at, err := w.regions.Target(ctx, o.keyword)
+		if err != nil {
+			stats.Failed++
+			continue
+		}
+		o.point = x
+		pl.writes[at] = append(pl.writes[at], o)
+	}
+	for at, ops := range pl.withdraws {
+		if err := w.withdraw(ctx, at, ops); err != nil {
+			stats.Failed++
+			continue
+		}
+		stats.Withdrawn += len(ops)
+	}
+	w.sendWrites(ctx, pl.writes, &stats)
+	return stats
+}
+
+// sendWrites writes the entries. An entry whose index node redirects it
+// (a node moved in next to its point) follows the redirect; one whose
+// node failed is placed anew at once (the node is marked dead and the
+// region views dropped).
+func (w *Writer) sendWrites(ctx context.Context, writes map[peer.ID][]op, stats *WriteStats) {
+	for attempt := 0; attempt < 3 && len(writes) > 0; attempt++ {
+		retry := map[peer.ID][]op{}
+		for at, ops := range writes {
+			res := w.write(ctx, at, ops)
+			for i, o := range ops {
+				w.recordWrite(o, at, res[i].ok, stats)
+				switch {
+				case res[i].ok:
+				case res[i].moved != "" && res[i].moved != at && attempt < 2:
+					retry[res[i].moved] = append(retry[res[i].moved], o)
+				case attempt == 0 && res[i].moved == "":
+					if x, next, err := w.regions.Target(ctx, o.keyword); err == nil && next != at {
+						o.point = x
+						retry[next] = append(retry[next], o)
+						continue
+					}
+					stats.Failed++
+				default:
+					stats.Failed++
+				}
+			}
+		}
+		writes = retry
+	}
+}
+
+// recordWrite keeps where an entry now is written (ok), or forgets it.
+func (w *Writer) recordWrite(o op, at peer.ID, ok bool, stats *WriteStats) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.state[o.key]
+	switch {
+	case st == nil:
+	case ok:
+		if _, was := st.where[o.keyword]; was {
+			stats.Rewritten++
+		} else {
+			stats.Written++
+		}
+		st.where[o.keyword] = placed{at: at, point: o.point}
+	default:
+		delete(st.where, o.keyword)
+	}
+}
