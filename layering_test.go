@@ -3,12 +3,12 @@
 package up_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -322,7 +322,7 @@ func loadImportGraph() (graph, testImports importGraph, err error) {
 		return nil, nil, fmt.Errorf("go list the module's packages: %w", err)
 	}
 	graph, testImports = importGraph{}, importGraph{}
-	decoder := json.NewDecoder(strings.NewReader(string(out)))
+	decoder := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p listedPackage
 		if err := decoder.Decode(&p); errors.Is(err, io.EOF) {
@@ -330,7 +330,7 @@ func loadImportGraph() (graph, testImports importGraph, err error) {
 		} else if err != nil {
 			return nil, nil, fmt.Errorf("decode go list output: %w", err)
 		}
-		graph[p.ImportPath] = slices.Clone(p.Imports)
+		graph[p.ImportPath] = p.Imports
 		testImports[p.ImportPath] = p.TestImports
 	}
 	return graph, testImports, nil
