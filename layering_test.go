@@ -1,0 +1,337 @@
+// Package up_test holds the module's one layering test: which packages may
+// import which, checked over the import graph `go list` reports.
+package up_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// noClockFilesRandomness are the imports a package that is pure in the
+// strict sense (no network, no files, no clock, no randomness) must never
+// have, whatever its allow-list says.
+var noClockFilesRandomness = []string{"net", "os", "time", "math/rand", "math/rand/v2", "crypto/rand"}
+
+// purePackages are the packages that hold decisions and encodings only:
+// each has its allow-list of direct imports, and none may depend,
+// transitively, on libp2p or net.
+var purePackages = []purePackage{
+	{
+		// The package is pure: no network, no files, no clock, no randomness.
+		path: module + "/claim",
+		allowed: []string{
+			"bytes",
+			"crypto/ed25519",
+			"errors",
+			"fmt",
+			"github.com/up-pool/up/codec",
+			"github.com/up-pool/up/job",
+		},
+		neverImports: noClockFilesRandomness,
+	},
+	{
+		// The package is pure, standard library only.
+		path: module + "/client/sched",
+		allowed: []string{
+			"errors", "fmt", "maps", "math", "math/rand/v2",
+			"slices", "sort", "time",
+		},
+		standardOnly: true,
+	},
+	{
+		// The package is pure: nothing it depends on, transitively, may be
+		// outside the standard library.
+		path: module + "/dht/keyspace",
+		allowed: []string{
+			"crypto/sha256",
+			"encoding/binary",
+			"encoding/hex",
+			"errors",
+			"fmt",
+			"math/bits",
+			"math/rand/v2",
+			"slices",
+			"sort",
+		},
+		standardOnly: true,
+	},
+	{
+		// The index core stays pure: no networking, no libp2p.
+		path: module + "/index",
+		allowed: []string{
+			"bytes",
+			"cmp",
+			"errors",
+			"fmt",
+			"math",
+			"math/rand/v2",
+			"slices",
+			"strings",
+			"github.com/google/btree",
+			"github.com/up-pool/up/job",
+			"github.com/up-pool/up/dht/keyspace",
+		},
+	},
+	{
+		// The package is pure: no network, no files, no clock, no
+		// randomness; nothing it depends on (its codec included) pulls in
+		// libp2p.
+		path: module + "/job",
+		allowed: []string{
+			"bytes",
+			"cmp",
+			"crypto/ed25519",
+			"crypto/sha256",
+			"encoding/binary",
+			"errors",
+			"fmt",
+			"slices",
+			"unicode",
+			"unicode/utf8",
+			"github.com/ipfs/go-cid",
+			"github.com/multiformats/go-multihash",
+			"github.com/up-pool/up/codec",
+		},
+		neverImports: noClockFilesRandomness,
+	},
+	{
+		// The package is pure: nothing it depends on, transitively, may be
+		// outside the standard library and this module's keyspace package,
+		// or be networking; math/rand/v2 only in tests.
+		path: module + "/loadbalance",
+		allowed: []string{
+			"fmt",
+			"math",
+			"slices",
+			"sort",
+			"github.com/up-pool/up/dht/keyspace",
+		},
+		standardOnly:    true,
+		besidesStandard: []string{module + "/dht/keyspace"},
+		allowedInTests:  []string{"math/rand/v2", "os/exec", "strings", "testing"},
+	},
+	{
+		// A result sealed and signed in memory: no network, no files, no
+		// clock, no randomness of its own. io is there because Seal takes
+		// its randomness as an io.Reader from the caller; x/crypto's
+		// curve25519 and nacl/box seal the inner record.
+		path: module + "/result",
+		allowed: []string{
+			"crypto/ed25519",
+			"crypto/sha256",
+			"errors",
+			"fmt",
+			"io",
+			"strings",
+			"github.com/up-pool/up/codec",
+			"golang.org/x/crypto/curve25519",
+			"golang.org/x/crypto/nacl/box",
+		},
+		neverImports: noClockFilesRandomness,
+	},
+	{
+		// The bytes parties exchange: message types and framing only, no
+		// network, no files, no clock, no randomness. bufio and io are the
+		// frame readers and writers over streams the caller owns. It
+		// imports fxamacker/cbor directly, for cbor.RawMessage in two
+		// message types, though codec otherwise owns the CBOR encoding.
+		path: module + "/wire",
+		allowed: []string{
+			"bufio",
+			"crypto/ed25519",
+			"fmt",
+			"io",
+			"math",
+			"slices",
+			"strings",
+			"github.com/fxamacker/cbor/v2",
+			"github.com/up-pool/up/codec",
+			"github.com/up-pool/up/job",
+		},
+		neverImports: noClockFilesRandomness,
+	},
+}
+
+// Names of the shell rules, which pending violations refer to.
+const (
+	ruleOverlay    = "a. overlay links no pool, claimnet or indexnet"
+	ruleNode       = "b. only cmd/up and the harness import node"
+	ruleClientSide = "c. client-side packages link no store or pool"
+	ruleSimulator  = "d. the simulator links no libp2p, pebble or prometheus"
+)
+
+// shellRules are the forbidden edges between the network shells.
+var shellRules = []dependencyRule{
+	{
+		// The overlay is the bottom of the network stack: the services
+		// built on it must not leak back into it.
+		name:       ruleOverlay,
+		from:       treeOf("overlay"),
+		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet")},
+		transitive: true,
+	},
+	{
+		// node is the daemon's wiring; only the binary and the harness
+		// that starts daemons in-process may build one.
+		name:      ruleNode,
+		from:      treeOf(""),
+		except:    treeOf("cmd/up", "testnet", "node"),
+		forbidden: []packageSet{treeOf("node")},
+	},
+	{
+		// A worker or a project holds no replicas: it must not link the
+		// node's job store or its pebble database.
+		name:       ruleClientSide,
+		from:       treeOf("agent", "client", "project"),
+		forbidden:  []packageSet{treeOf("store"), treeOf("pool")},
+		transitive: true,
+	},
+	{
+		// The simulator runs the pure decision code alone, in one process,
+		// on simulated time: no real network, database or metrics.
+		name: ruleSimulator,
+		from: treeOf("testnet/sim"),
+		forbidden: []packageSet{
+			containing("libp2p"),
+			externalTree("pebble", "github.com/cockroachdb/pebble"),
+			externalTree("prometheus", "github.com/prometheus"),
+		},
+		transitive: true,
+	},
+}
+
+// pendingViolation is a violation that holds today and is to be cut: the
+// test fails if it no longer occurs (delete the entry), so this list only
+// shrinks.
+type pendingViolation struct {
+	rule      string
+	pkg       string // relative to the module
+	forbidden string // the forbidden set's name
+	chain     string // the shortest import chain today
+}
+
+// key matches violation.key.
+func (p pendingViolation) key() string {
+	return p.rule + " | " + p.pkg + " | " + p.forbidden
+}
+
+// pending are today's violations of the shell rules (issue 18).
+var pending = []pendingViolation{
+	// The client-side packages reach the node's replica store through the
+	// network services they share with nodes (claimnet, indexnet).
+	{ruleClientSide, "agent", "pool", "agent -> indexnet -> pool"},
+	{ruleClientSide, "agent", "store", "agent -> indexnet -> pool -> store"},
+	{ruleClientSide, "client", "pool", "client -> claimnet -> pool"},
+	{ruleClientSide, "client", "store", "client -> claimnet -> pool -> store"},
+	{ruleClientSide, "project", "pool", "project -> agent -> indexnet -> pool"},
+	{ruleClientSide, "project", "store", "project -> agent -> indexnet -> pool -> store"},
+	// The simulator imports pool for pool.Decide, the republish rule, which
+	// takes libp2p peer.IDs; it imports core/peer itself too.
+	{ruleSimulator, "testnet/sim", "libp2p", "testnet/sim -> github.com/libp2p/go-libp2p/core/peer"},
+	{ruleSimulator, "testnet/sim", "pebble", "testnet/sim -> pool -> store -> github.com/cockroachdb/pebble/v2"},
+	{ruleSimulator, "testnet/sim", "prometheus", "testnet/sim -> pool -> github.com/prometheus/client_golang/prometheus"},
+}
+
+// TestLayering checks the module's import graph against purePackages and
+// shellRules; run it with -v to see the chains of the pending violations.
+func TestLayering(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	graph, testImports, err := loadImportGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(graph) < len(purePackages) {
+		t.Fatalf("go list reported %d packages; the check is not working", len(graph))
+	}
+	found := checkLayering(graph, testImports, layeringRules{pure: purePackages, deps: shellRules})
+	compareWithPending(t, found, pending)
+}
+
+// compareWithPending fails on every problem ratchet finds and logs the
+// chain of every pending violation that still holds.
+func compareWithPending(t *testing.T, found []violation, pending []pendingViolation) {
+	t.Helper()
+	problems, stillPending := ratchet(found, pending)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	for _, v := range stillPending {
+		t.Logf("pending, %s: %s", v.rule, v.route())
+	}
+}
+
+// ratchet compares found with pending. Its problems are every violation
+// that is not pending, every pending one whose chain changed, and every
+// pending one that no longer occurs; stillPending are the pending ones
+// that hold as recorded.
+func ratchet(found []violation, pending []pendingViolation) (problems []string, stillPending []violation) {
+	expected := make(map[string]pendingViolation, len(pending))
+	for _, p := range pending {
+		expected[p.key()] = p
+	}
+	occurred := make(map[string]bool, len(found))
+	for _, v := range found {
+		occurred[v.key()] = true
+		p, ok := expected[v.key()]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s: %s reaches %s: %s", v.rule, shortPath(v.pkg), v.forbidden, v.route()))
+		case p.chain != v.route():
+			problems = append(problems, fmt.Sprintf("%s: pending %s -> %s now goes %s (was %s); update its chain",
+				v.rule, p.pkg, p.forbidden, v.route(), p.chain))
+		default:
+			stillPending = append(stillPending, v)
+		}
+	}
+	for _, p := range pending {
+		if !occurred[p.key()] {
+			problems = append(problems, fmt.Sprintf("%s: pending %s (%s) no longer occurs; delete it from pending",
+				p.rule, p.chain, p.forbidden))
+		}
+	}
+	return problems, stillPending
+}
+
+// listedPackage is what loadImportGraph reads of each package go list
+// reports.
+type listedPackage struct {
+	ImportPath  string
+	Imports     []string
+	TestImports []string
+}
+
+// loadImportGraph runs go list once over the module and returns its
+// non-test import graph, every dependency included, and the imports of
+// each package's own test files.
+func loadImportGraph() (graph, testImports importGraph, err error) {
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,TestImports", "./...")
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return nil, nil, fmt.Errorf("go list the module's packages: %w: %s", err, strings.TrimSpace(string(exit.Stderr)))
+		}
+		return nil, nil, fmt.Errorf("go list the module's packages: %w", err)
+	}
+	graph, testImports = importGraph{}, importGraph{}
+	decoder := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		if err := decoder.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("decode go list output: %w", err)
+		}
+		graph[p.ImportPath] = p.Imports
+		testImports[p.ImportPath] = p.TestImports
+	}
+	return graph, testImports, nil
+}
