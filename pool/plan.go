@@ -78,3 +78,75 @@ func HandOnTo(self peer.ID, newcomers, view []peer.ID, known, r int) []peer.ID {
 	}
 	return to
 }
+
+// RoundJob is one job as a republish round plans it: what the node knows
+// of it, and the job's r nearest live nodes in the node's view, closest
+// first (liveness is an input: the shell probes before it plans).
+type RoundJob struct {
+	Holding
+	View []peer.ID
+}
+
+// RoundPlan is what a republish round does, decided before any message.
+type RoundPlan struct {
+	Sync        map[peer.ID][]string // the jobs to sync to each node
+	Responsible []string             // jobs among whose r closest this node is: their Responsible becomes now
+	Replicas    map[string][]peer.ID // the other r − 1 of each job this node republishes
+	Handed      map[string]bool      // jobs handed on to their closest (not among the r closest here)
+	Drop        []string             // jobs to delete once handed on
+	Closest     int                  // jobs this node republishes
+}
+
+// PlanRound plans a republish round (Decide for each job): the closest
+// of a job's r syncs it to the other r − 1 (repairing and updating them),
+// the others to the closest (so a closest that lost the job, or just
+// became the closest, gets it); a node no longer among the r closest
+// hands the job on to its closest, and drops it past the replica expiry
+// (ms) once handed on. It is pure.
+func PlanRound(self peer.ID, jobs []RoundJob, now, replicaExpiry int64) RoundPlan {
+	pl := RoundPlan{Sync: map[peer.ID][]string{}, Replicas: map[string][]peer.ID{}, Handed: map[string]bool{}}
+	for _, j := range jobs {
+		switch d := Decide(self, j.View, j.Holding, now, replicaExpiry); d {
+		case Republish:
+			pl.Closest++
+			pl.Responsible = append(pl.Responsible, j.Key)
+			for _, t := range j.View[1:] {
+				pl.Sync[t] = append(pl.Sync[t], j.Key)
+			}
+			pl.Replicas[j.Key] = j.View[1:]
+		case Keep:
+			pl.Responsible = append(pl.Responsible, j.Key)
+			pl.Sync[j.View[0]] = append(pl.Sync[j.View[0]], j.Key)
+		case Linger, Drop:
+			if len(j.View) > 0 {
+				pl.Sync[j.View[0]] = append(pl.Sync[j.View[0]], j.Key)
+				pl.Handed[j.Key] = true
+			}
+			if d == Drop {
+				pl.Drop = append(pl.Drop, j.Key)
+			}
+		}
+	}
+	return pl
+}
+
+// Replan is where a job goes after its sync to failed failed (failed is
+// now marked dead), given the job's new view (closest first): to the
+// other r − 1 when this node is now the closest; to the closest when this
+// node is among the r and the closest is not failed; a job handed on, to
+// its new closest; nowhere else. It is pure.
+func Replan(self, failed peer.ID, view []peer.ID, handed bool) []peer.ID {
+	if !slices.Contains(view, self) {
+		if handed && len(view) > 0 && view[0] != failed {
+			return view[:1]
+		}
+		return nil
+	}
+	if view[0] == self {
+		return view[1:]
+	}
+	if view[0] != failed {
+		return view[:1]
+	}
+	return nil
+}

@@ -50,3 +50,65 @@ func TestHandOnTo(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRound: the closest syncs to the other r − 1, the others to the
+// closest, a node out of the r hands the job on to its closest and drops
+// it only past the replica expiry.
+func TestPlanRound(t *testing.T) {
+	const self, a, b, c = peer.ID("self"), peer.ID("a"), peer.ID("b"), peer.ID("c")
+	const now, expiry = 1_000_000, 60_000
+	jobs := []pool.RoundJob{
+		{Holding: pool.Holding{Key: "closest", Responsible: now - 1}, View: []peer.ID{self, a, b}},
+		{Holding: pool.Holding{Key: "second", Responsible: now - 1}, View: []peer.ID{a, self, b}},
+		{Holding: pool.Holding{Key: "linger", Responsible: now - expiry}, View: []peer.ID{a, b, c}},
+		{Holding: pool.Holding{Key: "drop", Responsible: now - expiry - 1}, View: []peer.ID{b, a, c}},
+		{Holding: pool.Holding{Key: "alone-out", Responsible: now - expiry - 1}, View: nil},
+	}
+	pl := pool.PlanRound(self, jobs, now, expiry)
+	want := map[peer.ID][]string{a: {"closest", "second", "linger"}, b: {"closest", "drop"}}
+	if len(pl.Sync) != len(want) {
+		t.Fatalf("sync targets %v, want %v", pl.Sync, want)
+	}
+	for tgt, keys := range want {
+		if !slices.Equal(pl.Sync[tgt], keys) {
+			t.Errorf("sync to %s: %v, want %v", tgt, pl.Sync[tgt], keys)
+		}
+	}
+	if pl.Closest != 1 || !slices.Equal(pl.Responsible, []string{"closest", "second"}) {
+		t.Errorf("closest %d, responsible %v", pl.Closest, pl.Responsible)
+	}
+	if !slices.Equal(pl.Replicas["closest"], []peer.ID{a, b}) || len(pl.Replicas) != 1 {
+		t.Errorf("replicas %v", pl.Replicas)
+	}
+	if !pl.Handed["linger"] || !pl.Handed["drop"] || len(pl.Handed) != 2 {
+		t.Errorf("handed %v", pl.Handed)
+	}
+	if !slices.Equal(pl.Drop, []string{"drop", "alone-out"}) {
+		t.Errorf("drop %v", pl.Drop)
+	}
+}
+
+// TestReplan: after a failed sync, a job goes to its new closest (or, when
+// this node is now the closest, to the other r − 1), never back to the
+// node that failed, and a job this node only hands on goes to its closest.
+func TestReplan(t *testing.T) {
+	const self, dead, a, b = peer.ID("self"), peer.ID("dead"), peer.ID("a"), peer.ID("b")
+	for _, tt := range []struct {
+		name   string
+		view   []peer.ID
+		handed bool
+		want   []peer.ID
+	}{
+		{"now the closest", []peer.ID{self, a, b}, false, []peer.ID{a, b}},
+		{"another closest", []peer.ID{a, self, b}, false, []peer.ID{a}},
+		{"the dead still closest", []peer.ID{dead, self, a}, false, nil},
+		{"out, not handed", []peer.ID{a, b}, false, nil},
+		{"out, handed", []peer.ID{a, b}, true, []peer.ID{a}},
+		{"out, handed, dead closest", []peer.ID{dead, b}, true, nil},
+		{"out, handed, nobody", nil, true, nil},
+	} {
+		if got := pool.Replan(self, dead, tt.view, tt.handed); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Replan = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
@@ -78,112 +80,29 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	now := p.nowMS()
 	self := p.self()
 	var st RoundStats
-	type held struct {
-		key   string
-		h     Holding
-		pos   [32]byte
-		proof []byte
-	}
-	p.mu.Lock()
-	all := make([]held, 0, len(p.jobs))
-	for k, e := range p.jobs {
-		if job.Expired(e.expires, now) {
-			continue // ExpireNow drops it; no replica is repaired with it
-		}
-		all = append(all, held{key: k, h: Holding{Key: k, State: e.state, Responsible: e.responsible}, pos: e.pos, proof: e.proof})
-	}
-	p.mu.Unlock()
-	st.Held = len(all)
-	// Every holder among a job's r closest syncs it: the closest to the
-	// other r-1 (repairing and updating them), the others to the closest
-	// (so a closest that lost the job, or just became the closest, gets
-	// it). Liveness is probed once per peer per round.
+	jobs, poss, items := p.roundJobs(now)
+	st.Held = len(jobs)
+	// Liveness is probed once per peer per round, before the plan.
 	probe := p.dht.NewProber()
-	plan := map[peer.ID][]wire.SyncItem{}
-	replicas := map[string][]peer.ID{} // the other r-1 of the jobs this node republishes
-	var drop [][]byte                  // deleted once handed on
-	st.handed = map[string]bool{}
-	for _, j := range all {
-		view := probe.NearestLive(ctx, j.pos, p.r)
-		item := wire.SyncItem{Key: []byte(j.key)}
-		item.State, item.Proof = p.sendable(j.h.State, j.proof)
-		switch d := Decide(self, view, j.h, now, p.cfg.ReplicaExpiry.Milliseconds()); d {
-		case Republish:
-			st.Closest++
-			p.markResponsible(j.key, now)
-			for _, t := range view[1:] {
-				plan[t] = append(plan[t], item)
-			}
-			replicas[j.key] = view[1:]
-		case Keep:
-			p.markResponsible(j.key, now)
-			plan[view[0]] = append(plan[view[0]], item)
-		case Linger, Drop:
-			if len(view) > 0 {
-				plan[view[0]] = append(plan[view[0]], item)
-				st.handed[j.key] = true
-			}
-			if d == Drop {
-				drop = append(drop, []byte(j.key))
-			}
+	for i := range jobs {
+		jobs[i].View = probe.NearestLive(ctx, poss[i], p.r)
+	}
+	pl := PlanRound(self, jobs, now, p.cfg.ReplicaExpiry.Milliseconds())
+	st.Closest, st.handed = pl.Closest, pl.Handed
+	for _, k := range pl.Responsible {
+		p.markResponsible(k, now)
+	}
+	sends := make(map[peer.ID][]wire.SyncItem, len(pl.Sync))
+	for t, keys := range pl.Sync {
+		for _, k := range keys {
+			sends[t] = append(sends[t], items[k])
 		}
 	}
-	// A target that fails is marked dead and its items re-planned onto the
-	// new views, a few times at most. Jobs handed on go to their new
-	// closest, and are dropped only once synced (see handedOn).
-	synced := map[string]peer.ID{}
-	for attempt := 0; attempt < 4 && len(plan) > 0; attempt++ {
-		next := map[peer.ID][]wire.SyncItem{}
-		for t, items := range plan {
-			if err := p.syncWith(ctx, t, items, &st); err != nil {
-				st.Failed++
-				p.dht.MarkDead(t)
-				for _, it := range items {
-					view := probe.NearestLive(ctx, keyPos(it.Key), p.r)
-					if !slices.Contains(view, self) {
-						if st.handed[string(it.Key)] && len(view) > 0 && view[0] != t {
-							next[view[0]] = append(next[view[0]], it)
-						}
-						continue
-					}
-					if view[0] == self {
-						for _, u := range view[1:] {
-							next[u] = append(next[u], it)
-						}
-					} else if view[0] != t {
-						next[view[0]] = append(next[view[0]], it)
-					}
-				}
-				continue
-			}
-			markSynced(synced, st.handed, t, items)
-		}
-		plan = next
-	}
-	// A replica synced before another answered with a newer state got the
-	// old one: send what changed here this round to the other replicas once
-	// more, so one round leaves all r on the same state.
-	if len(st.changed) > 0 {
-		again := map[peer.ID][]wire.SyncItem{}
-		for _, key := range st.changed {
-			targets, ok := replicas[string(key)]
-			if !ok {
-				continue
-			}
-			cur, held := p.storedItem(key)
-			if !held {
-				continue
-			}
-			for _, t := range targets {
-				again[t] = append(again[t], cur)
-			}
-		}
-		for t, items := range again {
-			if err := p.syncWith(ctx, t, items, &st); err != nil {
-				st.Failed++
-			}
-		}
-		st.changed = nil
+	synced := p.syncPlanned(ctx, sends, probe, &st)
+	p.resendChanged(ctx, pl.Replicas, &st)
+	drop := make([][]byte, len(pl.Drop))
+	for i, k := range pl.Drop {
+		drop[i] = []byte(k)
 	}
 	for _, key := range p.handedOn(ctx, drop, synced) {
 		if err := p.Forget(key); err == nil {
@@ -194,6 +113,85 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	st.handed = nil
 	st.Elapsed = time.Since(start)
 	return st
+}
+
+// roundJobs are the unexpired jobs held, for a round's plan, their
+// positions, and the item each sends (its state and proof, as sendable).
+func (p *Pool) roundJobs(now int64) ([]RoundJob, []keyspace.Pos, map[string]wire.SyncItem) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	jobs := make([]RoundJob, 0, len(p.jobs))
+	poss := make([]keyspace.Pos, 0, len(p.jobs))
+	items := make(map[string]wire.SyncItem, len(p.jobs))
+	for k, e := range p.jobs {
+		if job.Expired(e.expires, now) {
+			continue // ExpireNow drops it; no replica is repaired with it
+		}
+		jobs = append(jobs, RoundJob{Holding: Holding{Key: k, State: e.state, Responsible: e.responsible}})
+		poss = append(poss, e.pos)
+		item := wire.SyncItem{Key: []byte(k)}
+		item.State, item.Proof = p.sendable(e.state, e.proof)
+		items[k] = item
+	}
+	return jobs, poss, items
+}
+
+// syncPlanned sends each target its items. A target that fails is marked
+// dead and its items re-planned (Replan) onto the new views, a few times
+// at most. Jobs handed on go to their new closest, and are dropped only
+// once synced (see handedOn): it returns, per job handed on, the node
+// that took it.
+func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem, probe *dht.Prober, st *RoundStats) map[string]peer.ID {
+	self := p.self()
+	synced := map[string]peer.ID{}
+	for attempt := 0; attempt < 4 && len(plan) > 0; attempt++ {
+		next := map[peer.ID][]wire.SyncItem{}
+		for t, items := range plan {
+			if err := p.syncWith(ctx, t, items, st); err != nil {
+				st.Failed++
+				p.dht.MarkDead(t)
+				for _, it := range items {
+					view := probe.NearestLive(ctx, keyPos(it.Key), p.r)
+					for _, u := range Replan(self, t, view, st.handed[string(it.Key)]) {
+						next[u] = append(next[u], it)
+					}
+				}
+				continue
+			}
+			markSynced(synced, st.handed, t, items)
+		}
+		plan = next
+	}
+	return synced
+}
+
+// resendChanged sends what changed here this round to the other replicas
+// once more: a replica synced before another answered with a newer state
+// got the old one, and one round must leave all r on the same state.
+func (p *Pool) resendChanged(ctx context.Context, replicas map[string][]peer.ID, st *RoundStats) {
+	if len(st.changed) == 0 {
+		return
+	}
+	again := map[peer.ID][]wire.SyncItem{}
+	for _, key := range st.changed {
+		targets, ok := replicas[string(key)]
+		if !ok {
+			continue
+		}
+		cur, held := p.storedItem(key)
+		if !held {
+			continue
+		}
+		for _, t := range targets {
+			again[t] = append(again[t], cur)
+		}
+	}
+	for t, items := range again {
+		if err := p.syncWith(ctx, t, items, st); err != nil {
+			st.Failed++
+		}
+	}
+	st.changed = nil
 }
 
 func (p *Pool) markResponsible(key string, now int64) {
