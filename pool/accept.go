@@ -62,129 +62,215 @@ func (a *accepted) refuse(status wire.Status, format string, args ...any) {
 // Refused jobs leave the store unchanged.
 func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.Admitted, src *source) []accepted {
 	now := p.cfg.Now()
-	nowMS := now.UnixMilli()
-	offered := make(map[string][]byte, len(msgCerts))
+	run := &acceptRun{p: p, now: now, nowMS: now.UnixMilli(), from: from, offered: make(map[string][]byte, len(msgCerts)),
+		batch: p.st.NewBatch(), newCerts: map[string][]byte{}}
 	for _, der := range msgCerts {
-		offered[string(job.CertRef(der))] = der
+		run.offered[string(job.CertRef(der))] = der
 	}
 	out := make([]accepted, len(envs))
-	batch := p.st.NewBatch()
-	newCerts := map[string][]byte{}
-	var fresh []staged
-	var merges []int
 	for i, env := range envs {
-		a := &out[i]
-		signed, spec, err := job.Decode(env.Signed)
-		if err != nil {
-			a.refuse(wire.StatusBadRequest, "job %d: %v", i, err)
-			continue
-		}
-		a.key = signed.Key()
-		if exp := spec.Expires(); job.Expired(exp, nowMS) {
-			a.refuse(wire.StatusGone, "job %s expired at %s on its project's clock", signed.CID(),
-				time.UnixMilli(exp).UTC().Format(time.RFC3339))
-			continue
-		}
-		st := env.State // kept unexpired: see Apply
-		if from != nil {
-			if spec.Project != from.Identity.Name {
-				a.refuse(wire.StatusUnauthorized, "job %s: project %q may not submit jobs of project %q", signed.CID(), from.Identity.Name, spec.Project)
-				continue
-			}
-			if st.Phase != job.Ready || st.IsTombstone() {
-				a.refuse(wire.StatusBadRequest, "job %s: a project submits never-claimed ready jobs, not %s (client %x, start %d)",
-					signed.CID(), st.Phase, st.Client, st.Start)
-				continue
-			}
-		}
-		p.mu.Lock()
-		_, held := p.jobs[string(a.key)]
-		der, known := p.certs[string(spec.CertRef)]
-		inPool := known
-		p.mu.Unlock()
-		if held {
-			merges = append(merges, i)
-			continue
-		}
-		if _, _, gone := p.gone(a.key, nowMS); gone {
-			a.refuse(wire.StatusGone, "job %s was collected and deleted here", signed.CID())
-			continue
-		}
-		if !known {
-			if der, known = offered[string(spec.CertRef)]; !known {
-				a.refuse(wire.StatusBadRequest, "job %s: certificate of project %q not sent", signed.CID(), spec.Project)
-				continue
-			}
-		}
-		id, err := p.ep.Admission().Verifier().VerifyCert(der, now, certs.RoleProject)
-		if err != nil {
-			a.refuse(wire.StatusUnauthorized, "job %s: project certificate: %v", signed.CID(), err)
-			continue
-		}
-		if id.Name != spec.Project {
-			a.refuse(wire.StatusUnauthorized, "job %s: names project %q but its certificate is %q's", signed.CID(), spec.Project, id.Name)
-			continue
-		}
-		if err := signed.Verify(id.PublicKey); err != nil {
-			a.refuse(wire.StatusUnauthorized, "job %s of project %q: %v", signed.CID(), spec.Project, err)
-			continue
-		}
-		// The listing is the index's business (index nodes verify its
-		// signature); here it must only name this job truthfully.
-		_, listing, err := job.DecodeListing(env.Listing)
-		if err != nil {
-			a.refuse(wire.StatusBadRequest, "job %s: listing: %v", signed.CID(), err)
-			continue
-		}
-		if !listing.Matches(signed, spec) {
-			a.refuse(wire.StatusBadRequest, "job %s: listing does not match the job", signed.CID())
-			continue
-		}
-		if job.NeedsProof(st) {
-			// The signed spec proves the job; its state must prove itself.
-			merges = append(merges, i)
-			st = job.State{}
-		}
-		rec := record{Signed: env.Signed, State: st, Responsible: nowMS, Listing: env.Listing}
-		b, err := codec.Marshal(&rec)
-		if err != nil {
-			a.refuse(wire.StatusInternal, "job %s: %v", signed.CID(), err)
-			continue
-		}
-		batch.Put(store.Key(jobNS, a.key), b)
-		if !inPool {
-			newCerts[string(spec.CertRef)] = der
-		}
-		a.isNew = true
-		e := newEntry(string(a.key), spec, st, nowMS)
-		v := p.view(e, nowMS)
-		e.lapsed = st.Phase == job.Claimed && v.Phase != job.Claimed
-		fresh = append(fresh, staged{key: string(a.key), e: e, state: v})
+		run.stage(i, env, &out[i])
 	}
-	for ref, der := range newCerts {
-		batch.Put(store.Key(certNS, []byte(ref)), der)
+	run.commit(out)
+	p.mergeOffered(run.merges, envs, out, src)
+	refused := 0
+	for i := range out {
+		if out[i].status != wire.StatusOK {
+			refused++
+		}
 	}
-	if batch.Len() > 0 {
-		if err := batch.Commit(true); err != nil {
+	if refused > 0 {
+		p.mRefused.Add(float64(refused))
+	}
+	source := "node"
+	if from != nil {
+		source = "project"
+	} else if len(run.fresh) > 0 {
+		p.handOn(run.fresh)
+	}
+	var changes []change
+	for _, f := range run.fresh {
+		changes = append(changes, change{key: []byte(f.key), st: f.state})
+	}
+	p.notify(changes...)
+	p.mStored.WithLabelValues(source).Add(float64(len(run.fresh)))
+	return out
+}
+
+// acceptRun is one accept call's work: the jobs staged for one synced
+// batch, and those whose state is merged after it.
+type acceptRun struct {
+	p        *Pool
+	now      time.Time
+	nowMS    int64
+	from     *overlay.Admitted // the sending project; nil when a node sends
+	offered  map[string][]byte // project certificates sent along, by reference
+	batch    *store.Batch
+	newCerts map[string][]byte // certificates this batch adds to the pool, by reference
+	fresh    []staged          // new jobs, entering the pool once the batch is synced
+	merges   []int             // offered jobs whose state is merged (held already, or to be proven)
+}
+
+// stage verifies offered job i and puts it in the batch, or records why
+// it is refused in a; a job already held only has its state merged.
+func (r *acceptRun) stage(i int, env wire.JobEnvelope, a *accepted) {
+	v, ok := r.verify(i, env, a)
+	if !ok {
+		return
+	}
+	st := env.State // kept unexpired: see Apply
+	if job.NeedsProof(st) {
+		// The signed spec proves the job; its state must prove itself.
+		r.merges = append(r.merges, i)
+		st = job.State{}
+	}
+	rec := record{Signed: env.Signed, State: st, Responsible: r.nowMS, Listing: env.Listing}
+	b, err := codec.Marshal(&rec)
+	if err != nil {
+		a.refuse(wire.StatusInternal, "job %s: %v", v.signed.CID(), err)
+		return
+	}
+	r.batch.Put(store.Key(jobNS, a.key), b)
+	if !v.inPool {
+		r.newCerts[string(v.spec.CertRef)] = v.der
+	}
+	a.isNew = true
+	e := newEntry(string(a.key), v.spec, st, r.nowMS)
+	view := r.p.view(e, r.nowMS)
+	e.lapsed = st.Phase == job.Claimed && view.Phase != job.Claimed
+	r.fresh = append(r.fresh, staged{key: string(a.key), e: e, state: view})
+}
+
+// verifiedJob is an offered job that passed verify.
+type verifiedJob struct {
+	signed *job.Signed
+	spec   *job.Spec
+	der    []byte // the project's certificate
+	inPool bool   // the pool holds that certificate already
+}
+
+// verify checks offered job i: well formed, not expired, sent by its own
+// project (as never-claimed ready) or by a node, not collected here,
+// signed by its project's certified key, its listing naming it. A job
+// held already is queued for its state's merge only (false, not refused):
+// its key is the hash of its signed bytes.
+func (r *acceptRun) verify(i int, env wire.JobEnvelope, a *accepted) (verifiedJob, bool) {
+	signed, spec, err := job.Decode(env.Signed)
+	if err != nil {
+		a.refuse(wire.StatusBadRequest, "job %d: %v", i, err)
+		return verifiedJob{}, false
+	}
+	a.key = signed.Key()
+	if exp := spec.Expires(); job.Expired(exp, r.nowMS) {
+		a.refuse(wire.StatusGone, "job %s expired at %s on its project's clock", signed.CID(),
+			time.UnixMilli(exp).UTC().Format(time.RFC3339))
+		return verifiedJob{}, false
+	}
+	if !r.fromItsProject(signed, spec, env.State, a) {
+		return verifiedJob{}, false
+	}
+	r.p.mu.Lock()
+	_, held := r.p.jobs[string(a.key)]
+	der, known := r.p.certs[string(spec.CertRef)]
+	r.p.mu.Unlock()
+	v := verifiedJob{signed: signed, spec: spec, der: der, inPool: known}
+	if held {
+		r.merges = append(r.merges, i)
+		return verifiedJob{}, false
+	}
+	if _, _, gone := r.p.gone(a.key, r.nowMS); gone {
+		a.refuse(wire.StatusGone, "job %s was collected and deleted here", signed.CID())
+		return verifiedJob{}, false
+	}
+	if !known {
+		if v.der, known = r.offered[string(spec.CertRef)]; !known {
+			a.refuse(wire.StatusBadRequest, "job %s: certificate of project %q not sent", signed.CID(), spec.Project)
+			return verifiedJob{}, false
+		}
+	}
+	return v, r.signedByProject(v, env, a)
+}
+
+// fromItsProject checks, when a project sends the job, that it is the
+// job's own project and offers it never claimed; a node's job passes.
+func (r *acceptRun) fromItsProject(signed *job.Signed, spec *job.Spec, st job.State, a *accepted) bool {
+	if r.from == nil {
+		return true
+	}
+	if spec.Project != r.from.Identity.Name {
+		a.refuse(wire.StatusUnauthorized, "job %s: project %q may not submit jobs of project %q", signed.CID(), r.from.Identity.Name, spec.Project)
+		return false
+	}
+	if st.Phase != job.Ready || st.IsTombstone() {
+		a.refuse(wire.StatusBadRequest, "job %s: a project submits never-claimed ready jobs, not %s (client %x, start %d)",
+			signed.CID(), st.Phase, st.Client, st.Start)
+		return false
+	}
+	return true
+}
+
+// signedByProject checks the job's project certificate and signature,
+// and that its listing names it truthfully (the listing's own signature
+// is the index nodes' business).
+func (r *acceptRun) signedByProject(v verifiedJob, env wire.JobEnvelope, a *accepted) bool {
+	id, err := r.p.ep.Admission().Verifier().VerifyCert(v.der, r.now, certs.RoleProject)
+	if err != nil {
+		a.refuse(wire.StatusUnauthorized, "job %s: project certificate: %v", v.signed.CID(), err)
+		return false
+	}
+	if id.Name != v.spec.Project {
+		a.refuse(wire.StatusUnauthorized, "job %s: names project %q but its certificate is %q's", v.signed.CID(), v.spec.Project, id.Name)
+		return false
+	}
+	if err := v.signed.Verify(id.PublicKey); err != nil {
+		a.refuse(wire.StatusUnauthorized, "job %s of project %q: %v", v.signed.CID(), v.spec.Project, err)
+		return false
+	}
+	_, listing, err := job.DecodeListing(env.Listing)
+	if err != nil {
+		a.refuse(wire.StatusBadRequest, "job %s: listing: %v", v.signed.CID(), err)
+		return false
+	}
+	if !listing.Matches(v.signed, v.spec) {
+		a.refuse(wire.StatusBadRequest, "job %s: listing does not match the job", v.signed.CID())
+		return false
+	}
+	return true
+}
+
+// commit syncs the batch and puts the staged jobs and new certificates in
+// the pool; when the store fails, every new job is refused instead.
+func (r *acceptRun) commit(out []accepted) {
+	for ref, der := range r.newCerts {
+		r.batch.Put(store.Key(certNS, []byte(ref)), der)
+	}
+	if r.batch.Len() > 0 {
+		if err := r.batch.Commit(true); err != nil {
 			for i := range out {
 				if out[i].isNew {
 					out[i].isNew = false
 					out[i].refuse(wire.StatusInternal, "store: %v", err)
 				}
 			}
-			fresh = nil
+			r.fresh = nil
 		}
 	}
-	p.mu.Lock()
-	for ref, der := range newCerts {
-		p.certs[ref] = der
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	for ref, der := range r.newCerts {
+		r.p.certs[ref] = der
 	}
-	for _, f := range fresh {
-		if _, dup := p.jobs[f.key]; !dup {
-			p.jobs[f.key] = f.e
+	for _, f := range r.fresh {
+		if _, dup := r.p.jobs[f.key]; !dup {
+			r.p.jobs[f.key] = f.e
 		}
 	}
-	p.mu.Unlock()
+}
+
+// mergeOffered merges the offered states of the jobs in merges (held
+// already, or stored as never claimed) like a sync's; a state whose
+// proof needs the sender's envelope waits for it in the background.
+func (p *Pool) mergeOffered(merges []int, envs []wire.JobEnvelope, out []accepted, src *source) {
 	var unproven []wire.SyncItem
 	for _, i := range merges {
 		if out[i].status != wire.StatusOK {
@@ -204,26 +290,4 @@ func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.
 	if len(unproven) > 0 {
 		p.inflight.Go(func() { p.fetchResults(p.ctx, src, unproven, nil) })
 	}
-	refused := 0
-	for i := range out {
-		if out[i].status != wire.StatusOK {
-			refused++
-		}
-	}
-	if refused > 0 {
-		p.mRefused.Add(float64(refused))
-	}
-	source := "node"
-	if from != nil {
-		source = "project"
-	} else if len(fresh) > 0 {
-		p.handOn(fresh)
-	}
-	var changes []change
-	for _, f := range fresh {
-		changes = append(changes, change{key: []byte(f.key), st: f.state})
-	}
-	p.notify(changes...)
-	p.mStored.WithLabelValues(source).Add(float64(len(fresh)))
-	return out
 }
