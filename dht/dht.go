@@ -67,6 +67,25 @@ func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
 	}
 	d.registerMetrics(ep.Metrics().Registry)
 	adm := ep.Admission()
+	kad, err := kaddht.New(ep.Host(), d.kadOptions(adm)...)
+	if err != nil {
+		return nil, fmt.Errorf("start kad-dht: %w", err)
+	}
+	d.kad = kad
+	d.hookPeerAdded()
+	d.followAdmission(ep, adm)
+	go d.sweepLoop(adm)
+	if cfg.Mode == ModeServer {
+		ep.Handle(wire.ProtoNear, wire.MaxNearFrame, nil, d.handleNear)
+	}
+	return d, nil
+}
+
+// kadOptions configures kad-dht: U.P.'s protocol prefix, no providers or
+// values, and admission deciding who may enter the routing table and be
+// queried; every request is counted by type and role.
+func (d *DHT) kadOptions(adm *overlay.Admission) []kaddht.Option {
+	cfg := d.cfg
 	mode := kaddht.ModeServer
 	if cfg.Mode == ModeClient {
 		mode = kaddht.ModeClient
@@ -98,14 +117,14 @@ func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
 	if len(cfg.Bootstrap) > 0 {
 		opts = append(opts, kaddht.BootstrapPeers(cfg.Bootstrap...))
 	}
-	kad, err := kaddht.New(ep.Host(), opts...)
-	if err != nil {
-		return nil, fmt.Errorf("start kad-dht: %w", err)
-	}
-	d.kad = kad
-	d.hookPeerAdded()
-	// Admission decides routing-table membership: a node enters as soon as
-	// it has proven itself, and leaves when it loses admission.
+	return opts
+}
+
+// followAdmission lets admission decide routing-table membership: a node
+// enters as soon as it has proven itself, and leaves when it loses
+// admission.
+func (d *DHT) followAdmission(ep *overlay.Endpoint, adm *overlay.Admission) {
+	kad := d.kad
 	ep.OnAdmit(func(a *overlay.Admitted) {
 		if a.Role() == certs.RoleNode {
 			revived := d.wasMarkedDead(a.Peer)
@@ -129,11 +148,6 @@ func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
 		default:
 		}
 	})
-	go d.sweepLoop(adm)
-	if cfg.Mode == ModeServer {
-		ep.Handle(wire.ProtoNear, wire.MaxNearFrame, nil, d.handleNear)
-	}
-	return d, nil
 }
 
 func (d *DHT) registerMetrics(r *prometheus.Registry) {

@@ -262,51 +262,70 @@ func Load(dir string, role certs.Role, now time.Time) (*Identity, error) {
 		return nil, fmt.Errorf("%s: %w", p.Cert(), err)
 	}
 	id.Name = ident.Name
+	if err := id.loadPeer(); err != nil {
+		return nil, err
+	}
+	if role == certs.RoleProject {
+		if err := id.loadResultKey(); err != nil {
+			return nil, err
+		}
+	}
+	return id, nil
+}
+
+// loadPeer reads the peer key and the signed position record, and checks
+// that the record is signed by the account key and names the peer.
+func (id *Identity) loadPeer() error {
+	p := id.Paths
 	peerPEM, err := readFile(p.PeerKey(), "peer identity")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	blk, _ := pem.Decode(peerPEM)
 	if blk == nil || blk.Type != peerKeyPEMType {
-		return nil, fmt.Errorf("%s: no %s PEM block: %w", p.PeerKey(), peerKeyPEMType, certs.ErrMalformed)
+		return fmt.Errorf("%s: no %s PEM block: %w", p.PeerKey(), peerKeyPEMType, certs.ErrMalformed)
 	}
 	if id.PeerKey, err = crypto.UnmarshalPrivateKey(blk.Bytes); err != nil {
-		return nil, fmt.Errorf("%s: %w", p.PeerKey(), err)
+		return fmt.Errorf("%s: %w", p.PeerKey(), err)
 	}
 	if id.PeerID, err = peer.IDFromPrivateKey(id.PeerKey); err != nil {
-		return nil, fmt.Errorf("%s: %w", p.PeerKey(), err)
+		return fmt.Errorf("%s: %w", p.PeerKey(), err)
 	}
 	// The peer ID comes from the public half only: a damaged secret half
 	// would load with the right ID and fail every handshake later.
 	if err := checkKeyPair(id.PeerKey); err != nil {
-		return nil, fmt.Errorf("%s: %w", p.PeerKey(), err)
+		return fmt.Errorf("%s: %w", p.PeerKey(), err)
 	}
 	posBytes, err := readFile(p.Position(), "position record")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if id.Position, err = certs.UnmarshalSignedPosition(posBytes); err != nil {
-		return nil, fmt.Errorf("%s: %w", p.Position(), err)
+		return fmt.Errorf("%s: %w", p.Position(), err)
 	}
 	if err := id.Position.Verify(id.Key.Public().(ed25519.PublicKey)); err != nil {
-		return nil, fmt.Errorf("%s not signed by %s: %w", p.Position(), p.Key(), err)
+		return fmt.Errorf("%s not signed by %s: %w", p.Position(), p.Key(), err)
 	}
 	if string(id.Position.Position.PeerID) != string(id.PeerID) {
-		return nil, fmt.Errorf("%s names another peer than %s", p.Position(), p.PeerKey())
+		return fmt.Errorf("%s names another peer than %s", p.Position(), p.PeerKey())
 	}
-	if role == certs.RoleProject {
-		b, err := readFile(p.ResultKey(), "result key")
-		if err != nil {
-			return nil, err
-		}
-		blk, _ := pem.Decode(b)
-		if blk == nil || blk.Type != resultKeyPEMType || len(blk.Bytes) != 32 {
-			return nil, fmt.Errorf("%s: no %s PEM block of 32 bytes: %w", p.ResultKey(), resultKeyPEMType, certs.ErrMalformed)
-		}
-		id.ResultKey = new([32]byte)
-		copy(id.ResultKey[:], blk.Bytes)
+	return nil
+}
+
+// loadResultKey reads a project's result key.
+func (id *Identity) loadResultKey() error {
+	p := id.Paths
+	b, err := readFile(p.ResultKey(), "result key")
+	if err != nil {
+		return err
 	}
-	return id, nil
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != resultKeyPEMType || len(blk.Bytes) != 32 {
+		return fmt.Errorf("%s: no %s PEM block of 32 bytes: %w", p.ResultKey(), resultKeyPEMType, certs.ErrMalformed)
+	}
+	id.ResultKey = new([32]byte)
+	copy(id.ResultKey[:], blk.Bytes)
+	return nil
 }
 
 // checkKeyPair reports a private key whose signatures do not verify under

@@ -44,43 +44,15 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	}()
 	metrics := overlay.NewMetrics()
 	blocklist := overlay.NewBlocklist(cfg.Now)
-	switch {
-	case in.host != nil:
-	case cfg.NewHost != nil:
-		if in.host, err = cfg.NewHost(id.PeerKey); err != nil {
-			return nil, err
-		}
-	default:
-		hc := overlay.HostConfig{Key: id.PeerKey, Listen: cfg.Listen, Blocklist: blocklist, Bandwidth: cfg.Bandwidth}
-		if cfg.LibP2PMetrics {
-			hc.Registerer = metrics.Registry
-		}
-		if in.host, err = overlay.NewHost(hc); err != nil {
+	if in.host == nil {
+		if in.host, err = n.newHost(metrics, blocklist); err != nil {
 			return nil, err
 		}
 	}
 	if in.host.ID() != id.PeerID {
 		return nil, fmt.Errorf("host identity %s is not the data directory's %s", in.host.ID(), id.PeerID)
 	}
-	in.ep, err = overlay.New(in.host, overlay.Config{
-		Verifier:     id.NewVerifier(),
-		Cert:         id.Cert.Raw,
-		Position:     id.Position.Marshal(),
-		HelloTimeout: cfg.HelloTimeout,
-		Now:          cfg.Now,
-		Logger:       log,
-		Metrics:      metrics,
-		Blocklist:    blocklist,
-		// Another node's moves: at most one per cool-down (less a minute of
-		// clock skew).
-		MinMoveInterval: max(time.Duration(n.balanceCfg().Params.MinMoveInterval)*time.Millisecond-time.Minute, 0),
-		OnCRL: func(rl *certs.RevocationList) {
-			if err := id.SaveCRL(rl); err != nil {
-				log.Error("save revocation list", "err", err)
-			}
-		},
-	})
-	if err != nil {
+	if in.ep, err = n.newEndpoint(in.host, metrics, blocklist); err != nil {
 		return nil, err
 	}
 	if in.dht, err = dht.New(in.ep, cfg.DHT); err != nil {
@@ -101,12 +73,64 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	if in.pool, err = pool.New(in.ep, in.dht, n.store, poolCfg); err != nil {
 		return nil, err
 	}
-	ic := cfg.Index
+	n.openIndex(in)
+	cc := cfg.Claim
+	if cc.Logger == nil {
+		cc.Logger = log
+	}
+	in.claims = claimnet.NewService(in.ep, in.dht, in.pool, id, cc)
+	in.claims.OnFreed(in.writer.Unquarantine) // a failed claim does not idle the job for the quarantine
+	n.rememberPeers(in)
+	n.serveBalance(in)
+	return in, nil
+}
+
+// newHost is the node's libp2p host: Config.NewHost's, or overlay's with
+// the node's listen addresses, blocklist and bandwidth limit.
+func (n *Node) newHost(metrics *overlay.Metrics, blocklist *overlay.Blocklist) (host.Host, error) {
+	cfg := n.cfg
+	if cfg.NewHost != nil {
+		return cfg.NewHost(n.id.PeerKey)
+	}
+	hc := overlay.HostConfig{Key: n.id.PeerKey, Listen: cfg.Listen, Blocklist: blocklist, Bandwidth: cfg.Bandwidth}
+	if cfg.LibP2PMetrics {
+		hc.Registerer = metrics.Registry
+	}
+	return overlay.NewHost(hc)
+}
+
+// newEndpoint is the node's overlay endpoint on h, admitting peers by the
+// node's CA and saving each newer revocation list a peer sends.
+func (n *Node) newEndpoint(h host.Host, metrics *overlay.Metrics, blocklist *overlay.Blocklist) (*overlay.Endpoint, error) {
+	cfg, id, log := n.cfg, n.id, n.log
+	return overlay.New(h, overlay.Config{
+		Verifier:     id.NewVerifier(),
+		Cert:         id.Cert.Raw,
+		Position:     id.Position.Marshal(),
+		HelloTimeout: cfg.HelloTimeout,
+		Now:          cfg.Now,
+		Logger:       log,
+		Metrics:      metrics,
+		Blocklist:    blocklist,
+		// Another node's moves: at most one per cool-down (less a minute of
+		// clock skew).
+		MinMoveInterval: max(time.Duration(n.balanceCfg().Params.MinMoveInterval)*time.Millisecond-time.Minute, 0),
+		OnCRL: func(rl *certs.RevocationList) {
+			if err := id.SaveCRL(rl); err != nil {
+				log.Error("save revocation list", "err", err)
+			}
+		},
+	})
+}
+
+// openIndex starts the instance's index server, writer and finder.
+func (n *Node) openIndex(in *instance) {
+	ic := n.cfg.Index
 	if ic.Server.Logger == nil {
-		ic.Server.Logger = log
+		ic.Server.Logger = n.log
 	}
 	if ic.Writer.Logger == nil {
-		ic.Writer.Logger = log
+		ic.Writer.Logger = n.log
 	}
 	in.index = indexnet.NewServer(in.ep, ic.Server)
 	d, hst := in.dht, in.host
@@ -126,18 +150,9 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 		}
 		return ""
 	})
-	regions := indexnet.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(id.PeerID), ic.Writer.Seed+1), cfg.Now)
+	regions := indexnet.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(n.id.PeerID), ic.Writer.Seed+1), n.cfg.Now)
 	in.writer = indexnet.NewWriter(in.pool, in.dht, regions, in.index, ic.Writer)
 	in.finder = indexnet.NewClient(in.dht, regions, in.index, ic.FindTries)
-	cc := cfg.Claim
-	if cc.Logger == nil {
-		cc.Logger = log
-	}
-	in.claims = claimnet.NewService(in.ep, in.dht, in.pool, id, cc)
-	in.claims.OnFreed(in.writer.Unquarantine) // a failed claim does not idle the job for the quarantine
-	n.rememberPeers(in)
-	n.serveBalance(in)
-	return in, nil
 }
 
 // close stops the instance's services, kad-dht and host (not the store).
