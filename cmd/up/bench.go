@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/up-pool/up/testnet"
 )
@@ -22,9 +23,14 @@ type benchFlags struct {
 	heapProfile string
 }
 
-func newBenchCmd() *cobra.Command {
-	fl := benchFlags{o: testnet.BenchOptions{Nodes: 16, R: 5, Clients: 4, Slots: 2, Jobs: 500, Keywords: 1, Copies: 1,
+// defaultBenchFlags are the defaults of 'up bench'.
+func defaultBenchFlags() benchFlags {
+	return benchFlags{o: testnet.BenchOptions{Nodes: 16, R: 5, Clients: 4, Slots: 2, Jobs: 500, Keywords: 1, Copies: 1,
 		Batch: 32, Exec: testnet.ExecInProcess, Seed: 1, Timeout: 5 * time.Minute}}
+}
+
+func newBenchCmd() *cobra.Command {
+	fl := defaultBenchFlags()
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the cost of a job's whole lifecycle on an in-process network",
@@ -57,75 +63,20 @@ start 'up app exec' per job.`,
 			if err != nil {
 				return fmt.Errorf("find the up binary: %w", err)
 			}
-			o := fl.o
-			for _, c := range []struct {
-				name string
-				v    int
-			}{{"nodes", o.Nodes}, {"replication", o.R}, {"clients", o.Clients}, {"slots", o.Slots}, {"jobs", o.Jobs},
-				{"keywords", o.Keywords}, {"copies", o.Copies}, {"batch", o.Batch}} {
-				if c.v == 0 {
-					return usageError{fmt.Errorf("--%s 0: must be at least 1", c.name)}
-				}
-			}
-			if o.Timeout <= 0 {
-				return usageError{fmt.Errorf("--timeout %v: must be positive", o.Timeout)}
-			}
-			o.Launcher = []string{self, "app", "exec"}
-			o.ProjectShare = !fl.noShare
-			dir := o.Dir
-			if dir == "" {
-				o.Dir = "x" // validated before a directory is made
-			}
-			if err := o.Validate(); err != nil {
-				return usageError{fmt.Errorf("--%w", err)}
-			}
-			if dir == "" {
-				if dir, err = os.MkdirTemp("", "up-bench-"); err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-			}
-			o.Dir = dir
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			o.Log = cmd.ErrOrStderr()
-			if fl.profile != "" {
-				pf, err := os.Create(fl.profile)
-				if err != nil {
-					return err
-				}
-				defer pf.Close()
-				o.CPUProfile = pf
-			}
-			if fl.heapProfile != "" {
-				hf, err := os.Create(fl.heapProfile)
-				if err != nil {
-					return err
-				}
-				defer hf.Close()
-				o.HeapProfile = hf
-			}
-			rep, err := testnet.RunBench(ctx, o)
+			o, err := fl.options(self)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if fl.asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else {
-				rep.Format(out)
-			}
-			if err := rep.Consistent(); err != nil {
-				return fmt.Errorf("bench: the figures do not add up: %w", err)
-			}
-			return nil
+			return runBench(cmd, fl, o)
 		},
 	}
-	f := cmd.Flags()
+	bindBenchFlags(cmd.Flags(), &fl)
+	return cmd
+}
+
+// bindBenchFlags registers the flags of 'up bench' on f, defaulting to
+// what fl holds.
+func bindBenchFlags(f *pflag.FlagSet, fl *benchFlags) {
 	f.IntVar(&fl.o.Nodes, "nodes", fl.o.Nodes, "number of nodes")
 	f.IntVar(&fl.o.R, "replication", fl.o.R, "r, the number of closest nodes that hold each job")
 	f.IntVar(&fl.o.R, "r", fl.o.R, "deprecated: use --replication")
@@ -147,5 +98,83 @@ start 'up app exec' per job.`,
 	f.Uint64Var(&fl.o.Seed, "seed", fl.o.Seed, "seed of identities, so a run replays its keyspace")
 	f.DurationVar(&fl.o.Timeout, "timeout", fl.o.Timeout, "give up after this long")
 	f.DurationVar(&fl.o.TCollect, "tcollect", 0, "nodes' T_collect (0: the production 2 h, no check); when set, wait for the stores and indexes to empty and report what is left")
-	return cmd
+}
+
+// options checks the flags and turns them into bench options whose
+// clients launch 'self app exec'; bad flags are usage errors. Dir stays
+// empty when --dir is: the run makes a temporary one. It touches no file.
+func (fl benchFlags) options(self string) (testnet.BenchOptions, error) {
+	o := fl.o
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"nodes", o.Nodes}, {"replication", o.R}, {"clients", o.Clients}, {"slots", o.Slots}, {"jobs", o.Jobs},
+		{"keywords", o.Keywords}, {"copies", o.Copies}, {"batch", o.Batch}} {
+		if c.v == 0 {
+			return testnet.BenchOptions{}, usageError{fmt.Errorf("--%s 0: must be at least 1", c.name)}
+		}
+	}
+	if o.Timeout <= 0 {
+		return testnet.BenchOptions{}, usageError{fmt.Errorf("--timeout %v: must be positive", o.Timeout)}
+	}
+	o.Launcher = []string{self, "app", "exec"}
+	o.ProjectShare = !fl.noShare
+	v := o
+	if v.Dir == "" {
+		v.Dir = "x" // validated before a directory is made
+	}
+	if err := v.Validate(); err != nil {
+		return testnet.BenchOptions{}, usageError{fmt.Errorf("--%w", err)}
+	}
+	return o, nil
+}
+
+// runBench runs the benchmark o with the files fl names, prints its
+// report and checks that its figures add up.
+func runBench(cmd *cobra.Command, fl benchFlags, o testnet.BenchOptions) error {
+	if o.Dir == "" {
+		dir, err := os.MkdirTemp("", "up-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		o.Dir = dir
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o.Log = cmd.ErrOrStderr()
+	if fl.profile != "" {
+		pf, err := os.Create(fl.profile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		o.CPUProfile = pf
+	}
+	if fl.heapProfile != "" {
+		hf, err := os.Create(fl.heapProfile)
+		if err != nil {
+			return err
+		}
+		defer hf.Close()
+		o.HeapProfile = hf
+	}
+	rep, err := testnet.RunBench(ctx, o)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if fl.asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		rep.Format(out)
+	}
+	if err := rep.Consistent(); err != nil {
+		return fmt.Errorf("bench: the figures do not add up: %w", err)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
@@ -186,8 +188,13 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// defaultClientRunFlags are the defaults of 'up client run'.
+func defaultClientRunFlags() clientRunFlags {
+	return clientRunFlags{slots: runtime.NumCPU(), backoffMax: 5 * time.Minute, logLevel: "info", logFormat: "text"}
+}
+
 func newClientRunCmd() *cobra.Command {
-	var fl clientRunFlags
+	fl := defaultClientRunFlags()
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the worker until interrupted",
@@ -200,96 +207,128 @@ func newClientRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			logger, err := newLogger(cmd.ErrOrStderr(), fl.logLevel, fl.logFormat)
-			if err != nil {
-				return err
-			}
-			boot, err := bootstrapPeers(fl.bootstrap, fl.bootstrapFile)
-			if err != nil {
-				return err
-			}
-			id, err := keystore.Load(fl.data, certs.RoleClient, time.Now())
-			if err != nil {
-				return err
-			}
-			lock, err := keystore.LockDir(fl.data)
-			if err != nil {
-				return err
-			}
-			defer lock.Unlock()
-			self, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("find the up binary for the launcher: %w", err)
-			}
-			work := fl.work
-			if work == "" {
-				work = filepath.Join(fl.data, "work")
-			}
-			run, err := runner.New(runner.Config{Launcher: []string{self, "app", "exec"}, WorkRoot: work,
-				Allow: setup.allow, External: setup.external})
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			a, err := agent.Open(agent.Config{Identity: id, Logger: logger})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			// A volunteer's machine may start before its network: join
-			// until stopped, unless the nodes refuse this client itself.
-			if err := overlay.RetryJoin(ctx, logger, time.Second, max(fl.backoffMax, time.Second), -1, func(ctx context.Context) error {
-				return a.Join(ctx, boot)
-			}); err != nil {
-				if ctx.Err() != nil {
-					return nil // stopped while joining
-				}
-				return err
-			}
-			c, err := client.New(client.Config{Agent: a, Projects: setup.projects, Runner: run, Slots: fl.slots,
-				Attributes: client.Attributes{Memory: setup.memory, Bandwidth: setup.bw, Exclude: fl.exclude},
-				InputDir:   filepath.Join(fl.data, "inputs"), MaxJobs: fl.maxJobs, Logger: logger,
-				BackoffMin: min(time.Second, fl.backoffMax), BackoffMax: fl.backoffMax})
-			if err != nil {
-				return err
-			}
-			if fl.httpAddr != "" {
-				ln, err := net.Listen("tcp", fl.httpAddr)
-				if err != nil {
-					return fmt.Errorf("HTTP API on %s: %w", fl.httpAddr, err)
-				}
-				srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: c.Handler(version)}
-				go func() { _ = srv.Serve(ln) }()
-				defer srv.Close()
-			}
-			logger.Info("client started", "projects", len(setup.projects), "slots", fl.slots)
-			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
-				return err
-			}
-			st := c.Status()
-			fmt.Fprintf(cmd.OutOrStdout(), "%d jobs done, %d failed\n", st.Done, st.Failed)
-			return nil
+			return runClient(cmd, fl, setup)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&fl.data, "data", "", "data directory made by 'up client init' (required)")
-	f.StringSliceVar(&fl.bootstrap, "bootstrap", nil, bootstrapHelp)
-	f.StringVar(&fl.bootstrapFile, "bootstrap-file", "", bootstrapFileHelp)
-	f.StringSliceVar(&fl.projects, "project", nil, "attach a project: NAME or NAME:SHARE (repeatable, required)")
-	f.StringArrayVar(&fl.allow, "allow", nil, "allow applications: PROJECT=APP[,APP...], '*' for every built-in (repeatable)")
-	f.StringArrayVar(&fl.external, "exec", nil, "an external application: NAME=/absolute/path (repeatable)")
-	f.StringSliceVar(&fl.exclude, "exclude", nil, "resource keywords this machine cannot serve, e.g. bw:fast (repeatable)")
-	f.IntVar(&fl.slots, "slots", runtime.NumCPU(), "jobs run in parallel")
-	f.StringVar(&fl.memory, "memory", "", "memory offered to jobs, e.g. 2GiB (default: the machine's)")
-	f.StringVar(&fl.bandwidth, "bandwidth", "", "this machine's network bandwidth, e.g. 56kbit, 20Mbit, 1Gbit: rules out jobs needing more (bw:medium >= 1 Mbit/s, bw:high >= 10 Mbit/s); default unknown")
-	f.StringVar(&fl.work, "work", "", "work directories' root (default DATA/work)")
-	f.StringVar(&fl.httpAddr, "http", "", "address of the local HTTP API (/status, /metrics), e.g. 127.0.0.1:8050; off when empty")
-	f.IntVar(&fl.maxJobs, "max-jobs", 0, "stop after this many jobs (0: run until interrupted)")
-	f.DurationVar(&fl.backoffMax, "backoff-max", 5*time.Minute, "longest wait when a project has no work or the network fails")
-	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text or json")
+	bindClientRunFlags(cmd.Flags(), &fl)
 	return cmd
+}
+
+// bindClientRunFlags registers the flags of 'up client run' on f,
+// defaulting to what fl holds.
+func bindClientRunFlags(f *pflag.FlagSet, fl *clientRunFlags) {
+	f.StringVar(&fl.data, "data", fl.data, "data directory made by 'up client init' (required)")
+	f.StringSliceVar(&fl.bootstrap, "bootstrap", fl.bootstrap, bootstrapHelp)
+	f.StringVar(&fl.bootstrapFile, "bootstrap-file", fl.bootstrapFile, bootstrapFileHelp)
+	f.StringSliceVar(&fl.projects, "project", fl.projects, "attach a project: NAME or NAME:SHARE (repeatable, required)")
+	f.StringArrayVar(&fl.allow, "allow", fl.allow, "allow applications: PROJECT=APP[,APP...], '*' for every built-in (repeatable)")
+	f.StringArrayVar(&fl.external, "exec", fl.external, "an external application: NAME=/absolute/path (repeatable)")
+	f.StringSliceVar(&fl.exclude, "exclude", fl.exclude, "resource keywords this machine cannot serve, e.g. bw:fast (repeatable)")
+	f.IntVar(&fl.slots, "slots", fl.slots, "jobs run in parallel")
+	f.StringVar(&fl.memory, "memory", fl.memory, "memory offered to jobs, e.g. 2GiB (default: the machine's)")
+	f.StringVar(&fl.bandwidth, "bandwidth", fl.bandwidth, "this machine's network bandwidth, e.g. 56kbit, 20Mbit, 1Gbit: rules out jobs needing more (bw:medium >= 1 Mbit/s, bw:high >= 10 Mbit/s); default unknown")
+	f.StringVar(&fl.work, "work", fl.work, "work directories' root (default DATA/work)")
+	f.StringVar(&fl.httpAddr, "http", fl.httpAddr, "address of the local HTTP API (/status, /metrics), e.g. 127.0.0.1:8050; off when empty")
+	f.IntVar(&fl.maxJobs, "max-jobs", fl.maxJobs, "stop after this many jobs (0: run until interrupted)")
+	f.DurationVar(&fl.backoffMax, "backoff-max", fl.backoffMax, "longest wait when a project has no work or the network fails")
+	f.StringVar(&fl.logLevel, "log-level", fl.logLevel, "log level: debug, info, warn, error")
+	f.StringVar(&fl.logFormat, "log-format", fl.logFormat, "log format: text or json")
+}
+
+// runClient runs the worker the flags describe until it is interrupted
+// or has run --max-jobs jobs, and prints what it did.
+func runClient(cmd *cobra.Command, fl clientRunFlags, setup clientSetup) error {
+	logger, err := newLogger(cmd.ErrOrStderr(), fl.logLevel, fl.logFormat)
+	if err != nil {
+		return err
+	}
+	boot, err := bootstrapPeers(fl.bootstrap, fl.bootstrapFile)
+	if err != nil {
+		return err
+	}
+	id, err := keystore.Load(fl.data, certs.RoleClient, time.Now())
+	if err != nil {
+		return err
+	}
+	lock, err := keystore.LockDir(fl.data)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	run, err := newClientRunner(fl, setup)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := agent.Open(agent.Config{Identity: id, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	// A volunteer's machine may start before its network: join
+	// until stopped, unless the nodes refuse this client itself.
+	if err := overlay.RetryJoin(ctx, logger, time.Second, max(fl.backoffMax, time.Second), -1, func(ctx context.Context) error {
+		return a.Join(ctx, boot)
+	}); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while joining
+		}
+		return err
+	}
+	c, err := client.New(fl.clientConfig(setup, a, run, logger))
+	if err != nil {
+		return err
+	}
+	if fl.httpAddr != "" {
+		srv, err := serveHTTP(fl.httpAddr, c.Handler(version))
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
+	logger.Info("client started", "projects", len(setup.projects), "slots", fl.slots)
+	if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	st := c.Status()
+	fmt.Fprintf(cmd.OutOrStdout(), "%d jobs done, %d failed\n", st.Done, st.Failed)
+	return nil
+}
+
+// newClientRunner makes the runner of the client's jobs: applications
+// launched as 'up app exec', in work directories under --work.
+func newClientRunner(fl clientRunFlags, setup clientSetup) (*runner.Runner, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the up binary for the launcher: %w", err)
+	}
+	work := fl.work
+	if work == "" {
+		work = filepath.Join(fl.data, "work")
+	}
+	return runner.New(runner.Config{Launcher: []string{self, "app", "exec"}, WorkRoot: work,
+		Allow: setup.allow, External: setup.external})
+}
+
+// clientConfig is the configuration of the client the flags describe,
+// joined through a and running jobs with run.
+func (f *clientRunFlags) clientConfig(setup clientSetup, a *agent.Agent, run *runner.Runner, logger *slog.Logger) client.Config {
+	return client.Config{Agent: a, Projects: setup.projects, Runner: run, Slots: f.slots,
+		Attributes: client.Attributes{Memory: setup.memory, Bandwidth: setup.bw, Exclude: f.exclude},
+		InputDir:   filepath.Join(f.data, "inputs"), MaxJobs: f.maxJobs, Logger: logger,
+		BackoffMin: min(time.Second, f.backoffMax), BackoffMax: f.backoffMax}
+}
+
+// serveHTTP serves h on addr until the returned server is closed.
+func serveHTTP(addr string, h http.Handler) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP API on %s: %w", addr, err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
 }
 
 func newClientStatusCmd() *cobra.Command {

@@ -2,8 +2,15 @@ package main
 
 import (
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/up-pool/up/client"
 )
 
 const testBoot = "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWGGbiuEpRQ9Qe2Drsouy5vSbmokPneYDut8zRXSVvqVmp"
@@ -58,6 +65,49 @@ func TestClientRunFlagsParse(t *testing.T) {
 				t.Fatalf("error %q does not mention %q", err, c.mention)
 			case err != nil && !isUsage(err):
 				t.Fatalf("error %q is not a usage error", err)
+			}
+		})
+	}
+}
+
+// TestClientRunFlagsParsed: 'up client run' command lines, the defaults
+// included, turn into the client's setup and configuration.
+func TestClientRunFlagsParsed(t *testing.T) {
+	need := []string{"--data", "w", "--bootstrap", testBoot, "--project", "lhc"}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		check func(clientSetup, client.Config) bool
+	}{
+		{"defaults", nil, func(s clientSetup, c client.Config) bool {
+			return len(s.projects) == 1 && s.projects[0] == client.Project{Name: "lhc", Share: 100} && len(s.allow) == 0 &&
+				len(s.external) == 0 && s.memory == 0 && s.bw == 0 && c.Slots == runtime.NumCPU() && c.MaxJobs == 0 &&
+				c.BackoffMin == time.Second && c.BackoffMax == 5*time.Minute && c.InputDir == filepath.Join("w", "inputs") &&
+				len(c.Attributes.Exclude) == 0
+		}},
+		{"limits", []string{"--slots", "3", "--memory", "2GiB", "--bandwidth", "20Mbit", "--exclude", "bw:fast,gpu", "--max-jobs", "7"},
+			func(s clientSetup, c client.Config) bool {
+				return c.Slots == 3 && c.Attributes.Memory == 2<<30 && c.Attributes.Bandwidth == 20_000_000 &&
+					slices.Equal(c.Attributes.Exclude, []string{"bw:fast", "gpu"}) && c.MaxJobs == 7
+			}},
+		{"short backoff", []string{"--backoff-max", "100ms"}, func(s clientSetup, c client.Config) bool {
+			return c.BackoffMin == 100*time.Millisecond && c.BackoffMax == 100*time.Millisecond
+		}},
+		{"shares and applications", []string{"--project", "cms:25", "--allow", "cms=*", "--exec", "x=/opt/x"},
+			func(s clientSetup, c client.Config) bool {
+				return len(c.Projects) == 2 && c.Projects[1] == client.Project{Name: "cms", Share: 25} &&
+					slices.Equal(s.allow["cms"], []string{"*"}) && s.external["x"] == "/opt/x"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fl := defaultClientRunFlags()
+			parseFlags(t, func(fs *pflag.FlagSet) { bindClientRunFlags(fs, &fl) }, append(need, tc.args...)...)
+			s, err := fl.parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := fl.clientConfig(s, nil, nil, nil); !tc.check(s, c) {
+				t.Fatalf("setup %+v, config %+v", s, c)
 			}
 		})
 	}

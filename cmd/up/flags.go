@@ -61,3 +61,13 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// changedFlags says which of the flags names were given on the command
+// line, for flags whose zero value is not the default.
+func changedFlags(f *pflag.FlagSet, names ...string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, name := range names {
+		set[name] = f.Changed(name)
+	}
+	return set
+}

@@ -6,17 +6,29 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/keystore"
 )
 
+// testnetInitFlags are the flags of 'up testnet init'.
+type testnetInitFlags struct {
+	dir, hostFmt, project      string
+	nodes, clients, jobs, port int
+}
+
+// defaultTestnetInitFlags are the defaults of 'up testnet init'.
+func defaultTestnetInitFlags() testnetInitFlags {
+	return testnetInitFlags{hostFmt: "node%d", project: "demo", nodes: 4, clients: 2, jobs: 50, port: 4001}
+}
+
 // newTestnetInitCmd makes every identity of a multi-process test network
 // in one command: the CA init job of the docker compose testnet.
 func newTestnetInitCmd() *cobra.Command {
-	var dir, hostFmt, projectName string
-	var nodes, clients, jobs, port int
+	fl := defaultTestnetInitFlags()
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create a CA and certified data directories for nodes, a project and clients",
@@ -27,97 +39,151 @@ everything a multi-process or docker compose test network needs.`,
 		Example: `  up testnet init --dir data --nodes 4 --clients 2 --host node%d --jobs 50`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := required("dir", dir); err != nil {
+			if err := fl.check(); err != nil {
 				return err
 			}
-			if nodes < 1 || clients < 0 || jobs < 1 {
-				return usageError{fmt.Errorf("want --nodes >= 1, --clients >= 0, --jobs >= 1")}
+			if exists(filepath.Join(fl.dir, "ca")) {
+				return fmt.Errorf("%s already holds a test network (ca/ exists)", fl.dir)
 			}
-			if err := checkPartyName(projectName); err != nil {
-				return usageError{fmt.Errorf("--project %q: %w", projectName, err)}
-			}
-			if exists(filepath.Join(dir, "ca")) {
-				return fmt.Errorf("%s already holds a test network (ca/ exists)", dir)
-			}
-			now := time.Now()
-			ca, err := certs.NewAuthority("U.P. testnet CA", now.Add(-time.Hour), 365*24*time.Hour, nil)
+			bootstrap, err := makeTestnet(fl, time.Now())
 			if err != nil {
 				return err
 			}
-			caDir := filepath.Join(dir, "ca")
-			if err := os.MkdirAll(caDir, 0o700); err != nil {
-				return err
-			}
-			keyPEM, err := certs.EncodePrivateKeyPEM(ca.Key)
-			if err != nil {
-				return err
-			}
-			caPEM := certs.EncodeCertPEM(ca.Cert)
-			if err := keystore.WriteFileAtomic(filepath.Join(caDir, "ca.crt"), caPEM, 0o644); err != nil {
-				return err
-			}
-			if err := keystore.WriteFileAtomic(filepath.Join(caDir, "ca.key"), keyPEM, 0o600); err != nil {
-				return err
-			}
-			party := func(sub string, role certs.Role, name string) (*keystore.Identity, error) {
-				d := filepath.Join(dir, sub)
-				csrPath, err := keystore.Init(d, role, name, caPEM, now, nil)
-				if err != nil {
-					return nil, err
-				}
-				csr, err := os.ReadFile(csrPath)
-				if err != nil {
-					return nil, err
-				}
-				pub, _, err := certs.ReadSubjectKey(csr)
-				if err != nil {
-					return nil, err
-				}
-				c, err := ca.Issue(certs.IssueRequest{PublicKey: pub, Role: role, Name: name, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour)})
-				if err != nil {
-					return nil, err
-				}
-				if err := keystore.WriteFileAtomic(keystore.Paths{Dir: d, Role: role}.Cert(), certs.EncodeCertPEM(c), 0o644); err != nil {
-					return nil, err
-				}
-				return keystore.Load(d, role, now)
-			}
-			var bootstrap string
-			for i := 1; i <= nodes; i++ {
-				id, err := party(fmt.Sprintf("node%d", i), certs.RoleNode, fmt.Sprintf("node%d", i))
-				if err != nil {
-					return err
-				}
-				if i == 1 {
-					bootstrap = fmt.Sprintf("/dns4/%s/tcp/%d/p2p/%s\n", fmt.Sprintf(hostFmt, 1), port, id.PeerID)
-				}
-			}
-			if _, err := party("project", certs.RoleProject, projectName); err != nil {
-				return err
-			}
-			for i := 1; i <= clients; i++ {
-				if _, err := party(fmt.Sprintf("client%d", i), certs.RoleClient, fmt.Sprintf("client%d", i)); err != nil {
-					return err
-				}
-			}
-			if err := keystore.WriteFileAtomic(filepath.Join(dir, "bootstrap.txt"), []byte(bootstrap), 0o644); err != nil {
-				return err
-			}
-			jobFile := fmt.Sprintf("app: hashchain\nargs: [\"20000\", \"{i}\"]\nkeywords: [%s]\nt_finish: 2m\ncopies: 1\nsweep:\n  i: {from: 1, to: %d}\n", projectName, jobs)
-			if err := keystore.WriteFileAtomic(filepath.Join(dir, "jobs.yaml"), []byte(jobFile), 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "test network in %s: CA, %d nodes, project %q, %d clients; bootstrap %s", dir, nodes, projectName, clients, bootstrap)
+			fmt.Fprintf(cmd.OutOrStdout(), "test network in %s: CA, %d nodes, project %q, %d clients; bootstrap %s",
+				fl.dir, fl.nodes, fl.project, fl.clients, bootstrap)
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "directory to create everything in (required)")
-	f.IntVar(&nodes, "nodes", 4, "nodes")
-	f.IntVar(&clients, "clients", 2, "clients")
-	f.IntVar(&jobs, "jobs", 50, "jobs in jobs.yaml")
-	f.IntVar(&port, "port", 4001, "the nodes' TCP port")
-	f.StringVar(&hostFmt, "host", "node%d", "host name of node i, printf style, for the bootstrap address")
-	f.StringVar(&projectName, "project", "demo", "the project's name")
+	bindTestnetInitFlags(cmd.Flags(), &fl)
 	return cmd
+}
+
+// bindTestnetInitFlags registers the flags of 'up testnet init' on f,
+// defaulting to what fl holds.
+func bindTestnetInitFlags(f *pflag.FlagSet, fl *testnetInitFlags) {
+	f.StringVar(&fl.dir, "dir", fl.dir, "directory to create everything in (required)")
+	f.IntVar(&fl.nodes, "nodes", fl.nodes, "nodes")
+	f.IntVar(&fl.clients, "clients", fl.clients, "clients")
+	f.IntVar(&fl.jobs, "jobs", fl.jobs, "jobs in jobs.yaml")
+	f.IntVar(&fl.port, "port", fl.port, "the nodes' TCP port")
+	f.StringVar(&fl.hostFmt, "host", fl.hostFmt, "host name of node i, printf style, for the bootstrap address")
+	f.StringVar(&fl.project, "project", fl.project, "the project's name")
+}
+
+// check reports the first bad flag as a usage error. It touches no file.
+func (f testnetInitFlags) check() error {
+	if err := required("dir", f.dir); err != nil {
+		return err
+	}
+	if f.nodes < 1 || f.clients < 0 || f.jobs < 1 {
+		return usageError{fmt.Errorf("want --nodes >= 1, --clients >= 0, --jobs >= 1")}
+	}
+	if err := checkPartyName(f.project); err != nil {
+		return usageError{fmt.Errorf("--project %q: %w", f.project, err)}
+	}
+	return nil
+}
+
+// bootstrapLine is the line of DIR/bootstrap.txt: node1's multiaddr when
+// its peer ID is id.
+func (f testnetInitFlags) bootstrapLine(id peer.ID) string {
+	return fmt.Sprintf("/dns4/%s/tcp/%d/p2p/%s\n", fmt.Sprintf(f.hostFmt, 1), f.port, id)
+}
+
+// jobFile is DIR/jobs.yaml: a sweep of --jobs hashchain jobs of the
+// project.
+func (f testnetInitFlags) jobFile() string {
+	return fmt.Sprintf("app: hashchain\nargs: [\"20000\", \"{i}\"]\nkeywords: [%s]\nt_finish: 2m\ncopies: 1\nsweep:\n  i: {from: 1, to: %d}\n", f.project, f.jobs)
+}
+
+// makeTestnet creates in f.dir the CA, the certified parties,
+// bootstrap.txt and jobs.yaml, and returns bootstrap.txt's line.
+func makeTestnet(f testnetInitFlags, now time.Time) (string, error) {
+	ca, err := newTestnetCA(f.dir, now)
+	if err != nil {
+		return "", err
+	}
+	var bootstrap string
+	for i := 1; i <= f.nodes; i++ {
+		id, err := ca.party(fmt.Sprintf("node%d", i), certs.RoleNode, fmt.Sprintf("node%d", i))
+		if err != nil {
+			return "", err
+		}
+		if i == 1 {
+			bootstrap = f.bootstrapLine(id.PeerID)
+		}
+	}
+	if _, err := ca.party("project", certs.RoleProject, f.project); err != nil {
+		return "", err
+	}
+	for i := 1; i <= f.clients; i++ {
+		if _, err := ca.party(fmt.Sprintf("client%d", i), certs.RoleClient, fmt.Sprintf("client%d", i)); err != nil {
+			return "", err
+		}
+	}
+	if err := keystore.WriteFileAtomic(filepath.Join(f.dir, "bootstrap.txt"), []byte(bootstrap), 0o644); err != nil {
+		return "", err
+	}
+	if err := keystore.WriteFileAtomic(filepath.Join(f.dir, "jobs.yaml"), []byte(f.jobFile()), 0o644); err != nil {
+		return "", err
+	}
+	return bootstrap, nil
+}
+
+// testnetCA is a test network's CA, which certifies its parties.
+type testnetCA struct {
+	dir   string // the test network's directory
+	ca    *certs.Authority
+	caPEM []byte
+	now   time.Time
+}
+
+// newTestnetCA creates a CA valid for a year from now in dir/ca.
+func newTestnetCA(dir string, now time.Time) (*testnetCA, error) {
+	ca, err := certs.NewAuthority("U.P. testnet CA", now.Add(-time.Hour), 365*24*time.Hour, nil)
+	if err != nil {
+		return nil, err
+	}
+	caDir := filepath.Join(dir, "ca")
+	if err := os.MkdirAll(caDir, 0o700); err != nil {
+		return nil, err
+	}
+	keyPEM, err := certs.EncodePrivateKeyPEM(ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	caPEM := certs.EncodeCertPEM(ca.Cert)
+	if err := keystore.WriteFileAtomic(filepath.Join(caDir, "ca.crt"), caPEM, 0o644); err != nil {
+		return nil, err
+	}
+	if err := keystore.WriteFileAtomic(filepath.Join(caDir, "ca.key"), keyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	return &testnetCA{dir: dir, ca: ca, caPEM: caPEM, now: now}, nil
+}
+
+// party creates the data directory sub of a party with role and name,
+// certified for a year, and returns its identity.
+func (t *testnetCA) party(sub string, role certs.Role, name string) (*keystore.Identity, error) {
+	d := filepath.Join(t.dir, sub)
+	csrPath, err := keystore.Init(d, role, name, t.caPEM, t.now, nil)
+	if err != nil {
+		return nil, err
+	}
+	csr, err := os.ReadFile(csrPath)
+	if err != nil {
+		return nil, err
+	}
+	pub, _, err := certs.ReadSubjectKey(csr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.ca.Issue(certs.IssueRequest{PublicKey: pub, Role: role, Name: name, NotBefore: t.now.Add(-time.Hour), NotAfter: t.now.Add(365 * 24 * time.Hour)})
+	if err != nil {
+		return nil, err
+	}
+	if err := keystore.WriteFileAtomic(keystore.Paths{Dir: d, Role: role}.Cert(), certs.EncodeCertPEM(c), 0o644); err != nil {
+		return nil, err
+	}
+	return keystore.Load(d, role, t.now)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/up-pool/up/testnet"
 )
@@ -34,8 +35,18 @@ type runFlags struct {
 	set       map[string]bool // flags given on the command line
 }
 
+// runSetFlags are the flags of 'up testnet run' that override the
+// scenario's defaults only when given.
+var runSetFlags = []string{"jobs", "rate", "duration", "job-length", "clients", "scale", "churn"}
+
+// defaultRunFlags are the defaults of 'up testnet run'.
+func defaultRunFlags() runFlags {
+	return runFlags{scenario: "dynamic", nodes: 32, seed: 1, timeout: 15 * time.Minute}
+}
+
 // options turns the flags into scenario options; bad flags are usage
-// errors of one line.
+// errors of one line. Dir stays empty when --dir is: the run makes a
+// temporary one. It touches no file.
 func (f *runFlags) options() (testnet.ScenarioOptions, error) {
 	bad := func(format string, a ...any) (testnet.ScenarioOptions, error) {
 		return testnet.ScenarioOptions{}, usageError{fmt.Errorf(format, a...)}
@@ -121,7 +132,7 @@ func behavioursHelp() string {
 }
 
 func newTestnetRunCmd() *cobra.Command {
-	fl := runFlags{scenario: "dynamic", nodes: 32, seed: 1, timeout: 15 * time.Minute}
+	fl := defaultRunFlags()
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a shortened scenario on real nodes in this process, beside the simulator",
@@ -157,44 +168,21 @@ one of --behaviours (dealt in turn):
   up testnet run --scenario loadbalance --nodes 64 --duration 3m`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fl.set = map[string]bool{}
-			for _, name := range []string{"jobs", "rate", "duration", "job-length", "clients", "scale", "churn"} {
-				fl.set[name] = cmd.Flags().Changed(name)
-			}
+			fl.set = changedFlags(cmd.Flags(), runSetFlags...)
 			o, err := fl.options()
 			if err != nil {
 				return err
 			}
-			if fl.dir == "" {
-				dir, err := os.MkdirTemp("", "up-testnet-run-")
-				if err != nil {
-					return fmt.Errorf("create a directory for the nodes: %w", err)
-				}
-				defer os.RemoveAll(dir)
-				o.Dir = dir
-			}
-			o.Log = cmd.ErrOrStderr()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			rep, runErr := testnet.RunScenario(ctx, o)
-			if len(rep.Runs) == 0 {
-				return runErr
-			}
-			if fl.out != "" {
-				if err := rep.WriteFiles(fl.out); err != nil {
-					return err
-				}
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprint(out, rep.Markdown())
-			if fl.out != "" {
-				fmt.Fprintf(out, "\nwrote %s, %s and %s\n", filepath.Join(fl.out, "report.md"),
-					filepath.Join(fl.out, "compare.csv"), filepath.Join(fl.out, "series.csv"))
-			}
-			return runErr
+			return runScenario(cmd, o, fl.out)
 		},
 	}
-	f := cmd.Flags()
+	bindRunFlags(cmd.Flags(), &fl)
+	return cmd
+}
+
+// bindRunFlags registers the flags of 'up testnet run' on f, defaulting
+// to what fl holds.
+func bindRunFlags(f *pflag.FlagSet, fl *runFlags) {
 	f.StringVar(&fl.scenario, "scenario", fl.scenario, "scenario: "+strings.Join(testnet.ScenarioNames, ", "))
 	f.IntVar(&fl.nodes, "nodes", fl.nodes, "real nodes in this process (and simulated nodes), 5.."+fmt.Sprint(testnet.MaxScenarioNodes))
 	f.IntVar(&fl.jobs, "jobs", 0, "static workloads: jobs in total (default 200)")
@@ -213,5 +201,37 @@ one of --behaviours (dealt in turn):
 	f.Float64Var(&fl.adv.Skewed, "skewed", 0, "fraction of real nodes whose clock is off by up to --skew")
 	f.DurationVar(&fl.adv.Skew, "skew", 0, "largest clock offset of a skewed node (uniform in ±skew)")
 	f.Float64Var(&fl.adv.Jump, "jump", 0, "fraction of real nodes whose clock jumps an hour ahead 5 s into the run")
-	return cmd
+}
+
+// runScenario runs the scenario o, in a temporary directory when o.Dir is
+// empty, prints the report and writes its files into out unless out is
+// empty.
+func runScenario(cmd *cobra.Command, o testnet.ScenarioOptions, out string) error {
+	if o.Dir == "" {
+		dir, err := os.MkdirTemp("", "up-testnet-run-")
+		if err != nil {
+			return fmt.Errorf("create a directory for the nodes: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		o.Dir = dir
+	}
+	o.Log = cmd.ErrOrStderr()
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, runErr := testnet.RunScenario(ctx, o)
+	if len(rep.Runs) == 0 {
+		return runErr
+	}
+	if out != "" {
+		if err := rep.WriteFiles(out); err != nil {
+			return err
+		}
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprint(w, rep.Markdown())
+	if out != "" {
+		fmt.Fprintf(w, "\nwrote %s, %s and %s\n", filepath.Join(out, "report.md"),
+			filepath.Join(out, "compare.csv"), filepath.Join(out, "series.csv"))
+	}
+	return runErr
 }

@@ -2,16 +2,21 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/up-pool/up/testnet"
 )
 
 func TestRunFlags(t *testing.T) {
 	base := func() runFlags {
-		return runFlags{scenario: "dynamic", nodes: 32, seed: 1, timeout: 15 * time.Minute, set: map[string]bool{}}
+		f := defaultRunFlags()
+		f.set = map[string]bool{}
+		return f
 	}
 	for _, tc := range []struct {
 		name  string
@@ -20,8 +25,10 @@ func TestRunFlags(t *testing.T) {
 		check func(testnet.ScenarioOptions) bool
 	}{
 		{"defaults", func(*runFlags) {}, "", func(o testnet.ScenarioOptions) bool {
-			return o.Scenario == "dynamic" && o.Nodes == 32 && o.Seed == 1 && o.Jobs == 0 && o.Rate == 0 && o.Dir == ""
+			return o.Scenario == "dynamic" && o.Nodes == 32 && o.Seed == 1 && o.Jobs == 0 && o.Rate == 0 && o.Dir == "" &&
+				o.Timeout == 15*time.Minute
 		}},
+		{"dir", func(f *runFlags) { f.dir = "d" }, "", func(o testnet.ScenarioOptions) bool { return o.Dir == "d" }},
 		{"static with jobs and rate", func(f *runFlags) {
 			f.scenario, f.jobs, f.rate = "static", 500, 20
 			f.set["jobs"], f.set["rate"] = true, true
@@ -88,6 +95,43 @@ func TestRunFlags(t *testing.T) {
 				t.Fatalf("options %+v", o)
 			}
 		})
+	}
+}
+
+// TestRunFlagsParsed: a flag given on the command line counts even when
+// it is its zero value; one not given leaves the scenario's default.
+func TestRunFlagsParsed(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		bad   string // substring of the usage error; "" for a good line
+		check func(testnet.ScenarioOptions) bool
+	}{
+		{nil, "", func(o testnet.ScenarioOptions) bool {
+			return o.Scenario == "dynamic" && o.Nodes == 32 && o.JobLength == 0 && o.Clients == 0 && o.Timeout == 15*time.Minute
+		}},
+		{[]string{"--job-length", "0s"}, "", func(o testnet.ScenarioOptions) bool { return o.JobLength == time.Millisecond }},
+		{[]string{"--byzantine", "0.1", "--behaviours", "deny,forge-states", "--skewed", "0.3", "--skew", "4m", "--jump", "0.05"}, "",
+			func(o testnet.ScenarioOptions) bool {
+				return o.Adversary.Byzantine == 0.1 && slices.Equal(o.Adversary.Behaviours, []string{"deny", "forge-states"}) &&
+					o.Adversary.Skewed == 0.3 && o.Adversary.Skew == 4*time.Minute && o.Adversary.Jump == 0.05
+			}},
+		{[]string{"--scenario", "static", "--jobs", "0"}, "--jobs 0 out of", nil},
+		{[]string{"--clients", "0"}, "--clients 0 out of", nil},
+		{[]string{"--scale", "0"}, "--scale 0 out of", nil},
+		{[]string{"--timeout", "-1s"}, "--timeout -1s is negative", nil},
+	} {
+		fl := defaultRunFlags()
+		fs := parseFlags(t, func(fs *pflag.FlagSet) { bindRunFlags(fs, &fl) }, tc.args...)
+		fl.set = changedFlags(fs, runSetFlags...)
+		o, err := fl.options()
+		switch {
+		case tc.bad != "" && (!isUsage(err) || !strings.Contains(err.Error(), tc.bad)):
+			t.Errorf("%q: err %v, want a usage error about %s", tc.args, err, tc.bad)
+		case tc.bad == "" && err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case tc.bad == "" && !tc.check(o):
+			t.Errorf("%q: options %+v", tc.args, o)
+		}
 	}
 }
 

@@ -9,13 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/testnet/sim"
 )
 
 func TestSimFlags(t *testing.T) {
 	base := func() simFlags {
-		return simFlags{scenario: "static", nodes: 1024, out: "x", seed: 1, set: map[string]bool{}}
+		f := defaultSimFlags()
+		f.out, f.set = "x", map[string]bool{}
+		return f
 	}
 	for _, tc := range []struct {
 		name  string
@@ -24,8 +28,14 @@ func TestSimFlags(t *testing.T) {
 		check func(sim.Config) bool
 	}{
 		{"defaults", func(*simFlags) {}, "", func(c sim.Config) bool {
-			return c.Workload == sim.Static && c.Jobs == 50_000 && c.Rate == 15 && c.R == 5 && !c.Balance && c.Name == "static-50000j"
+			return c.Workload == sim.Static && c.Nodes == 1024 && c.Seed == 1 && c.Jobs == 50_000 && c.Rate == 15 && c.R == 5 &&
+				!c.Balance && c.Name == "static-50000j"
 		}},
+		{"limit", func(f *simFlags) { f.limit = time.Hour; f.set["limit"] = true }, "",
+			func(c sim.Config) bool { return c.Limit == time.Hour && c.Name == "static-50000j" }},
+		{"zero limit", func(f *simFlags) { f.set["limit"] = true }, "--limit", nil},
+		{"too many nodes", func(f *simFlags) { f.nodes = 100_001 }, "--nodes", nil},
+		{"bad behaviour", func(f *simFlags) { f.faults.behaviours = "lie" }, "--behaviours", nil},
 		{"dynamic 30 jobs/s balancing", func(f *simFlags) {
 			f.scenario, f.rate, f.balance = "dynamic", 30, "on"
 			f.set["rate"] = true
@@ -87,6 +97,39 @@ func TestSimFlags(t *testing.T) {
 				t.Fatalf("config %+v", c)
 			}
 		})
+	}
+}
+
+// TestSimFlagsParsed: a flag given on the command line overrides the
+// preset even when it is the flag's zero value; one not given does not.
+func TestSimFlagsParsed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		bad  string // substring of the usage error; "" for a good line
+		name string // the run's name
+	}{
+		{[]string{"--out", "x"}, "", "static-50000j"},
+		{[]string{"--out", "x", "--scenario", "churn", "--churn", "12h", "--jobs", "5000", "--nodes", "256"}, "", "churn-5000j-churn12h"},
+		{[]string{"--out", "x", "--region-bits", "0"}, "", fmt.Sprintf("static-50000j-p%d", keyspace.DefaultIndexBits)},
+		{[]string{"--out", "x", "--byzantine", "0.1", "--skewed", "0.3"}, "", "static-50000j-byz10-skew30"},
+		{[]string{"--out", "x", "--jobs", "0"}, "--jobs 0 must be positive", ""},
+		{[]string{"--out", "x", "--rate", "0"}, "--rate 0 out of", ""},
+		{[]string{"--out", "x", "--cooldown", "0s"}, "--cooldown 0s must be positive", ""},
+		{[]string{"--out", "x", "--byzantine", "2"}, "--byzantine 2 out of [0, 1]", ""},
+		{[]string{"--nodes", "32"}, "--out is required", ""},
+	} {
+		fl := defaultSimFlags()
+		fs := parseFlags(t, func(fs *pflag.FlagSet) { bindSimFlags(fs, &fl) }, tc.args...)
+		fl.set = changedFlags(fs, simSetFlags...)
+		c, err := fl.config()
+		switch {
+		case tc.bad != "" && (!isUsage(err) || !strings.Contains(err.Error(), tc.bad)):
+			t.Errorf("%q: err %v, want a usage error about %s", tc.args, err, tc.bad)
+		case tc.bad == "" && err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case tc.bad == "" && c.Name != tc.name:
+			t.Errorf("%q: run %q, want %q", tc.args, c.Name, tc.name)
+		}
 	}
 }
 
