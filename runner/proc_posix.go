@@ -59,16 +59,34 @@ func (r *Runner) start(ctx context.Context, path string, args []string, dir stri
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	timer := time.NewTimer(t.Wall)
+	killed, ctxErr, waitErr := watch(ctx, pid, t.Wall, stdout.over, exited)
+	wall := time.Since(began)
+	killGroup(pid) // whatever the application left behind in its group
+
+	drained := make(chan struct{})
+	go func() { copies.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		stdoutR.Close()
+		stderrR.Close()
+		<-drained
+	}
+	return outcome(cmd.ProcessState, waitErr, t, stdout, stderr, killed, ctxErr, wall)
+}
+
+// watch waits for the process to exit, killing its group when the wall
+// clock limit passes, the output goes over its bound (over is closed) or
+// ctx ends; it returns what killed it ("" when nothing did), ctx's error
+// when ctx ended, and the wait's error.
+func watch(ctx context.Context, pid int, limit time.Duration, over <-chan struct{}, exited <-chan error) (killed string, ctxErr, waitErr error) {
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
-	over, done := stdout.over, ctx.Done()
-	var killed string
-	var ctxErr, waitErr error
-wait:
+	done := ctx.Done()
 	for {
 		select {
 		case waitErr = <-exited:
-			break wait
+			return killed, ctxErr, waitErr
 		case <-timer.C:
 			killed = KilledWall
 			killGroup(pid)
@@ -84,20 +102,12 @@ wait:
 			killGroup(pid)
 		}
 	}
-	wall := time.Since(began)
-	killGroup(pid) // whatever the application left behind in its group
+}
 
-	drained := make(chan struct{})
-	go func() { copies.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		stdoutR.Close()
-		stderrR.Close()
-		<-drained
-	}
-
-	ps := cmd.ProcessState
+// outcome is the ended process's Outcome: its output, exit code (128 +
+// the signal when a signal ended it), CPU and wall time, and the limit
+// that ended it.
+func outcome(ps *os.ProcessState, waitErr error, t Task, stdout *outputBuffer, stderr *stderrBuffer, killed string, ctxErr error, wall time.Duration) (Outcome, error) {
 	var exitErr *exec.ExitError
 	if ps == nil || (waitErr != nil && !errors.As(waitErr, &exitErr)) {
 		return Outcome{}, fmt.Errorf("runner: waiting for the launcher: %w", waitErr)
