@@ -99,8 +99,38 @@ type rowAcc struct {
 // second become the row's maxima and means, then reset.
 func (s *Sim) tick() {
 	s.e.after(1000, event{kind: evTick})
-	var tot, totLk, bw uint64
-	var mx, mxNoLk, mxNoIdx, mxNoIdxNoLk, bwMax uint32
+	sec := s.drainCounts()
+	if s.e.now%(loadWindow*1000) == 0 {
+		s.closeWindow()
+	}
+	s.sampleHoldings(&sec)
+	s.m.nodeSeconds += float64(sec.live)
+	s.m.peakRPC = max(s.m.peakRPC, float64(sec.mx))
+	s.m.peakRPCNoLk = max(s.m.peakRPCNoLk, float64(sec.mxNoIdxNoLk))
+	s.trackIndexShare(sec.idxMax, sec.idxSum)
+	s.accumulate(sec)
+	if s.acc.secs*1000 >= int(ms(s.c.Interval)) || s.closing {
+		s.flushRow(sec.live)
+	}
+	if s.progress != nil && s.e.now%3_600_000 == 0 {
+		s.progress(Progress{Now: time.Duration(s.e.now) * time.Millisecond, Submitted: s.m.submitted,
+			Collected: s.m.collected, Events: s.e.seq})
+	}
+}
+
+// secondLoad is one simulated second's load over the live nodes.
+type secondLoad struct {
+	tot, totLk, bw                          uint64 // RPCs, lookup RPCs, bytes
+	mx, mxNoLk, mxNoIdx, mxNoIdxNoLk, bwMax uint32 // busiest node, by what is counted
+	live                                    int
+	jobsMax, jobsSum                        int64
+	idxMax, idxSum, idxNodes                int
+}
+
+// drainCounts adds the second's per-node RPC and byte counts to the
+// totals and returns the second's load, resetting the counters.
+func (s *Sim) drainCounts() secondLoad {
+	var sec secondLoad
 	for _, id := range s.m.dirty {
 		n := &s.nodes[id]
 		var all uint32
@@ -111,37 +141,39 @@ func (s *Sim) tick() {
 		}
 		noLk := all - n.cnt[kLookup]
 		n.span += all
-		tot += uint64(all)
-		totLk += uint64(n.cnt[kLookup])
-		bw += uint64(n.bytes)
+		sec.tot += uint64(all)
+		sec.totLk += uint64(n.cnt[kLookup])
+		sec.bw += uint64(n.bytes)
 		s.m.bytes += uint64(n.bytes)
-		mx, mxNoLk, bwMax = max(mx, all), max(mxNoLk, noLk), max(bwMax, n.bytes)
+		sec.mx, sec.mxNoLk, sec.bwMax = max(sec.mx, all), max(sec.mxNoLk, noLk), max(sec.bwMax, n.bytes)
 		if n.idx == nil || n.idx.Len() == 0 {
-			mxNoIdx, mxNoIdxNoLk = max(mxNoIdx, all), max(mxNoIdxNoLk, noLk)
+			sec.mxNoIdx, sec.mxNoIdxNoLk = max(sec.mxNoIdx, all), max(sec.mxNoIdxNoLk, noLk)
 		}
 		n.cnt, n.bytes, n.dirty = [nKinds]uint32{}, 0, false
 	}
 	s.m.dirty = s.m.dirty[:0]
-	if s.e.now%(loadWindow*1000) == 0 {
-		s.closeWindow()
-	}
-	live := s.rings[0].len()
-	var jobsMax, jobsSum int64
-	var idxMax, idxSum, idxNodes int
+	return sec
+}
+
+// sampleHoldings adds the live nodes' jobs and index entries to sec.
+func (s *Sim) sampleHoldings(sec *secondLoad) {
+	sec.live = s.rings[0].len()
 	for _, id := range s.rings[0].id {
 		n := &s.nodes[id]
-		jobsMax = max(jobsMax, int64(n.active))
-		jobsSum += int64(n.active)
+		sec.jobsMax = max(sec.jobsMax, int64(n.active))
+		sec.jobsSum += int64(n.active)
 		if n.idx != nil && n.idx.Len() > 0 {
 			l := n.idx.Len()
-			idxMax = max(idxMax, l)
-			idxSum += l
-			idxNodes++
+			sec.idxMax = max(sec.idxMax, l)
+			sec.idxSum += l
+			sec.idxNodes++
 		}
 	}
-	s.m.nodeSeconds += float64(live)
-	s.m.peakRPC = max(s.m.peakRPC, float64(mx))
-	s.m.peakRPCNoLk = max(s.m.peakRPCNoLk, float64(mxNoIdxNoLk))
+}
+
+// trackIndexShare records the busiest index node's share of all entries
+// at the first move, and when that share first halved.
+func (s *Sim) trackIndexShare(idxMax, idxSum int) {
 	if s.m.moves > 0 && s.m.firstMove == 0 {
 		s.m.firstMove = s.e.now
 		if idxSum > 0 {
@@ -152,47 +184,51 @@ func (s *Sim) tick() {
 	if s.m.firstMove > 0 && s.m.halvedAt == 0 && idxSum > 0 && float64(idxMax)/float64(idxSum) <= s.m.shareAtMove/2 {
 		s.m.halvedAt = s.e.now
 	}
+}
 
+// accumulate adds one second's load to the row being built.
+func (s *Sim) accumulate(sec secondLoad) {
 	a := &s.acc
 	r := &a.r
 	a.secs++
-	lv := float64(max(live, 1))
-	r.RPCMean += float64(tot) / lv
-	r.RPCMax = max(r.RPCMax, float64(mx))
-	r.RPCMaxNoIndex = max(r.RPCMaxNoIndex, float64(mxNoIdx))
-	r.RPCMaxNoLookup = max(r.RPCMaxNoLookup, float64(mxNoLk))
-	r.RPCMaxNoIndexNoLookup = max(r.RPCMaxNoIndexNoLookup, float64(mxNoIdxNoLk))
-	r.LookupRPC += float64(totLk)
-	r.TotalRPC += float64(tot)
-	r.BWMax = max(r.BWMax, float64(bwMax))
-	r.BWMean += float64(bw) / lv
-	r.JobsMax = max(r.JobsMax, float64(jobsMax))
-	r.JobsMean += float64(jobsSum) / lv
-	r.IndexMax = max(r.IndexMax, float64(idxMax))
-	if idxNodes > 0 {
-		r.IndexMean += float64(idxSum) / float64(idxNodes)
+	lv := float64(max(sec.live, 1))
+	r.RPCMean += float64(sec.tot) / lv
+	r.RPCMax = max(r.RPCMax, float64(sec.mx))
+	r.RPCMaxNoIndex = max(r.RPCMaxNoIndex, float64(sec.mxNoIdx))
+	r.RPCMaxNoLookup = max(r.RPCMaxNoLookup, float64(sec.mxNoLk))
+	r.RPCMaxNoIndexNoLookup = max(r.RPCMaxNoIndexNoLookup, float64(sec.mxNoIdxNoLk))
+	r.LookupRPC += float64(sec.totLk)
+	r.TotalRPC += float64(sec.tot)
+	r.BWMax = max(r.BWMax, float64(sec.bwMax))
+	r.BWMean += float64(sec.bw) / lv
+	r.JobsMax = max(r.JobsMax, float64(sec.jobsMax))
+	r.JobsMean += float64(sec.jobsSum) / lv
+	r.IndexMax = max(r.IndexMax, float64(sec.idxMax))
+	if sec.idxNodes > 0 {
+		r.IndexMean += float64(sec.idxSum) / float64(sec.idxNodes)
 	}
-	r.IndexNodes = max(r.IndexNodes, idxNodes)
-	r.IndexTotal = max(r.IndexTotal, idxSum)
-	if a.secs*1000 >= int(ms(s.c.Interval)) || s.closing {
-		f := float64(a.secs)
-		r.T = s.e.now / 1000
-		r.Nodes = live
-		r.RPCMean /= f
-		r.LookupRPC /= f
-		r.TotalRPC /= f
-		r.BWMean /= f
-		r.JobsMean /= f
-		r.IndexMean /= f
-		r.Moves, r.Lost, r.DoubleClaims = s.m.moves, s.m.lost, s.m.doubleClaims
-		r.Submitted, r.Claimed, r.Finished, r.Collected = s.m.submitted, s.m.claimed, s.m.finished, s.m.collected
-		s.rows = append(s.rows, *r)
-		*a = rowAcc{}
-	}
-	if s.progress != nil && s.e.now%3_600_000 == 0 {
-		s.progress(Progress{Now: time.Duration(s.e.now) * time.Millisecond, Submitted: s.m.submitted,
-			Collected: s.m.collected, Events: s.e.seq})
-	}
+	r.IndexNodes = max(r.IndexNodes, sec.idxNodes)
+	r.IndexTotal = max(r.IndexTotal, sec.idxSum)
+}
+
+// flushRow ends the row being built: means over its seconds, and the
+// run's counts so far.
+func (s *Sim) flushRow(live int) {
+	a := &s.acc
+	r := &a.r
+	f := float64(a.secs)
+	r.T = s.e.now / 1000
+	r.Nodes = live
+	r.RPCMean /= f
+	r.LookupRPC /= f
+	r.TotalRPC /= f
+	r.BWMean /= f
+	r.JobsMean /= f
+	r.IndexMean /= f
+	r.Moves, r.Lost, r.DoubleClaims = s.m.moves, s.m.lost, s.m.doubleClaims
+	r.Submitted, r.Claimed, r.Finished, r.Collected = s.m.submitted, s.m.claimed, s.m.finished, s.m.collected
+	s.rows = append(s.rows, *r)
+	*a = rowAcc{}
 }
 
 // closeWindow records the busiest and mean RPC counts of the live nodes
