@@ -323,13 +323,13 @@ func (r *benchRun) readLedger() error {
 	var lat []time.Duration
 	rows, err := r.ledger.DB().Query(`SELECT j.prepared, r.harvested FROM jobs j JOIN results r ON r.cid = j.cid`)
 	if err != nil {
-		return err
+		return fmt.Errorf("read the submit-to-harvest times from the ledger: %w", err)
 	}
 	for rows.Next() {
 		var a, b int64
 		if err := rows.Scan(&a, &b); err != nil {
 			rows.Close()
-			return err
+			return fmt.Errorf("read the submit-to-harvest times from the ledger: %w", err)
 		}
 		lat = append(lat, time.Duration(b-a)*time.Millisecond)
 	}

@@ -25,13 +25,13 @@ func (r *benchRun) setUp(ctx context.Context) error {
 	setup := time.Now()
 	net, err := Start(ctx, benchNetworkOptions(o))
 	if err != nil {
-		return err
+		return fmt.Errorf("start the network: %w", err)
 	}
 	r.net = net
 	r.onTearDown(func() { net.Close() })
 	p, err := net.NewProject(ctx, benchProject)
 	if err != nil {
-		return err
+		return fmt.Errorf("start the project: %w", err)
 	}
 	r.p = p
 	projectAgent := p.Agent()
@@ -46,7 +46,7 @@ func (r *benchRun) setUp(ctx context.Context) error {
 	for i := range r.agents {
 		a, err := net.NewAgent(ctx, certs.RoleClient, fmt.Sprintf("worker%d", i+1))
 		if err != nil {
-			return err
+			return fmt.Errorf("start client worker%d: %w", i+1, err)
 		}
 		r.agents[i] = a
 		r.onTearDown(func() { a.Close() })
@@ -113,13 +113,13 @@ func (r *benchRun) startSubprocessClient(ctx context.Context, i int, a *agent.Ag
 	rn, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(o.Dir, fmt.Sprintf("work%d", i+1)),
 		Allow: map[string][]string{benchProject: {BenchApp}}})
 	if err != nil {
-		return err
+		return fmt.Errorf("client worker%d's runner: %w", i+1, err)
 	}
 	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: benchProject, Share: 1}}, Runner: rn, Slots: o.Slots,
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Seed: o.Seed + uint64(i),
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return err
+		return fmt.Errorf("client worker%d: %w", i+1, err)
 	}
 	r.cls = append(r.cls, c)
 	r.wg.Add(1)
