@@ -1,10 +1,14 @@
 package testnet
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"syscall"
@@ -15,6 +19,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/pool"
+	"github.com/up-pool/up/project"
 )
 
 // Quantiles are the median and 99th percentile of a set of durations.
@@ -186,4 +192,228 @@ func (h *heapTrack) sample(pastWarmUp bool) uint64 {
 		h.warm = v
 	}
 	return v
+}
+
+// startMeasuring starts the steady phase: it reads the counters, starts
+// the CPU profile when asked (a note in the report when one is already
+// running), and reads the CPU time and the clock.
+func (r *benchRun) startMeasuring() {
+	r.m0 = benchCounters(r.net, r.parties())
+	if r.o.ProjectShare || r.o.CPUProfile != nil {
+		r.prof = new(bytes.Buffer)
+		if err := pprof.StartCPUProfile(r.prof); err != nil {
+			r.prof = nil
+			r.rep.ShareNote = "not sampled: " + err.Error()
+		}
+	}
+	r.cpu0, r.t0 = cpuNow(), time.Now()
+}
+
+// fillRates fills the report's elapsed time, throughput, CPU per job and
+// the project's time in its submit and harvest calls.
+func (r *benchRun) fillRates() {
+	jobs := float64(r.o.Jobs)
+	r.rep.ElapsedS = r.elapsed.Seconds()
+	r.rep.JobsPerSec = jobs / r.elapsed.Seconds()
+	r.rep.CPUUSPerJob = float64(r.cpu.Microseconds()) / jobs
+	r.rep.SubmitWallS, r.rep.HarvestWallS = r.submitWall.Seconds(), r.harvestWall.Seconds()
+}
+
+// writeProfiles writes the heap profile (after a garbage collection) and
+// the CPU profile of the steady phase, those asked for.
+func (r *benchRun) writeProfiles() error {
+	if r.o.HeapProfile != nil {
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(r.o.HeapProfile); err != nil {
+			return fmt.Errorf("write the heap profile: %w", err)
+		}
+	}
+	if r.prof != nil && r.o.CPUProfile != nil {
+		if _, err := r.o.CPUProfile.Write(r.prof.Bytes()); err != nil {
+			return fmt.Errorf("write the CPU profile: %w", err)
+		}
+	}
+	return nil
+}
+
+// splitProfiledCPU, with o.ProjectShare, splits the profiled CPU per job
+// by party (the goroutines' pprof label; unlabelled: nodes+runtime) and
+// by kind of work, for the whole process and for the project.
+func (r *benchRun) splitProfiledCPU() {
+	if r.prof == nil || !r.o.ProjectShare {
+		return
+	}
+	jobs := float64(r.o.Jobs)
+	by, total, err := cpuByLabel(r.prof.Bytes(), "party")
+	if err != nil {
+		r.rep.ShareNote = "profile unreadable: " + err.Error()
+		return
+	}
+	r.rep.PartyCPUUSPerJob = map[string]float64{}
+	for k, v := range by {
+		if k == "" {
+			k = "nodes+runtime"
+		}
+		r.rep.PartyCPUUSPerJob[k] = float64(v.Microseconds()) / jobs
+	}
+	r.rep.ProfiledCPUS = total.Seconds()
+	if work, err := cpuByWork(r.prof.Bytes(), "", ""); err == nil {
+		r.rep.WorkCPUUSPerJob = usPerJob(work, jobs)
+	}
+	if work, err := cpuByWork(r.prof.Bytes(), "party", "project"); err == nil {
+		r.rep.ProjectWorkCPUUSPerJob = usPerJob(work, jobs)
+	}
+	r.rep.ShareNote = "pprof samples (100 Hz) by goroutine label; the project's and clients' connection loops carry their labels, GC workers count as runtime"
+}
+
+// countRPCs fills the RPCs the nodes served per job, by protocol and by
+// requester role, and the lookups per job, from the growth of the
+// counters from the start of the steady phase to m1.
+func (r *benchRun) countRPCs(m1 counters) {
+	jobs, m0 := float64(r.o.Jobs), r.m0
+	r.rep.RPCsByProtocol, r.rep.RPCsByRole = map[string]float64{}, map[string]float64{}
+	for k, v := range m1.byProto {
+		if d := v - m0.byProto[k]; d > 0 {
+			r.rep.RPCsByProtocol[k] = d / jobs
+			r.rep.RPCsPerJob += d / jobs
+		}
+	}
+	for k, v := range m1.byRole {
+		if d := v - m0.byRole[k]; d > 0 {
+			r.rep.RPCsByRole[k] = d / jobs
+		}
+	}
+	r.rep.LookupsPerJob = map[string]float64{}
+	for k, v := range m1.lookups {
+		r.rep.LookupsPerJob[k] = float64(v-m0.lookups[k]) / jobs
+	}
+	r.rep.LookupRPCsPerJob = float64(m1.lookupRPCs-m0.lookupRPCs) / jobs
+}
+
+// countClaims sums the clients' claims, runs, empty finds and releases,
+// adds each in-process worker's first error, and fills the claim times'
+// quantiles.
+func (r *benchRun) countClaims() {
+	for _, w := range r.ws {
+		st := w.claimer.Stats()
+		r.rep.ClaimsWon += st.Won
+		r.rep.ClaimsLost += st.Lost
+		r.rep.ClaimsFailed += st.Failed + st.Unknown
+		r.rep.Runs += int(w.runs.Load())
+		r.rep.EmptyFinds += int(w.empty.Load())
+		r.rep.Released += int(w.released.Load())
+		if e := w.firstErr.Load(); e != nil {
+			r.addErr(*e)
+		}
+	}
+	for _, c := range r.cls {
+		st := c.Status()
+		r.rep.ClaimsWon += st.Claims.Won
+		r.rep.ClaimsLost += st.Claims.Lost
+		r.rep.ClaimsFailed += st.Claims.Failed + st.Claims.Unknown
+		r.rep.Runs += st.Done
+	}
+	r.rep.Claim = quantiles(r.claimTimes)
+}
+
+// readLedger fills the latency from submission to harvest of each job
+// with a result, and the ledger's counts of results, collected jobs and
+// valid units.
+func (r *benchRun) readLedger() error {
+	var lat []time.Duration
+	rows, err := r.ledger.DB().Query(`SELECT j.prepared, r.harvested FROM jobs j JOIN results r ON r.cid = j.cid`)
+	if err != nil {
+		return fmt.Errorf("read the submit-to-harvest times from the ledger: %w", err)
+	}
+	for rows.Next() {
+		var a, b int64
+		if err := rows.Scan(&a, &b); err != nil {
+			rows.Close()
+			return fmt.Errorf("read the submit-to-harvest times from the ledger: %w", err)
+		}
+		lat = append(lat, time.Duration(b-a)*time.Millisecond)
+	}
+	rows.Close()
+	r.rep.SubmitToHarvest = quantiles(lat)
+	db := r.ledger.DB()
+	_ = db.QueryRow(`SELECT COUNT(*) FROM results`).Scan(&r.rep.LedgerResults)
+	_ = db.QueryRow(`SELECT COUNT(*) FROM jobs WHERE state = ?`, project.StateCollected).Scan(&r.rep.LedgerCollect)
+	_ = db.QueryRow(`SELECT COUNT(*) FROM units WHERE status = ?`, project.UnitValid).Scan(&r.rep.UnitsValid)
+	return nil
+}
+
+// countHeld counts the jobs the live nodes' stores still hold.
+func (r *benchRun) countHeld() {
+	for _, nd := range r.net.Live() {
+		nd.Pool().Each(func(pool.Held) bool { r.rep.HeldAtEnd++; return true })
+	}
+}
+
+// awaitEmptyStores runs a republish round, then waits, up to T_collect +
+// 30 s, for the live nodes' stores and indexes to be empty, and reports
+// how long after the last harvest they were, or what was left (logging
+// each job left).
+func (r *benchRun) awaitEmptyStores(ctx context.Context) {
+	done := r.t0.Add(r.elapsed)
+	// Replicas the claim, result or collect did not reach (a holder
+	// beyond the listed r, a call that failed) learn the collected
+	// state from the next republish round, every 20-30 min on the
+	// nodes: run one now instead of waiting for it.
+	r.net.RepublishAll(ctx)
+	deadline := time.Now().Add(r.o.TCollect + 30*time.Second)
+	r.rep.EmptyAfterS = -1
+	for {
+		r.rep.LeftJobs, r.rep.LeftEntries = r.left()
+		if r.rep.LeftJobs == 0 && r.rep.LeftEntries == 0 {
+			r.rep.EmptyAfterS = time.Since(done).Seconds()
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			r.logLeft()
+			return
+		}
+		select {
+		case <-time.After(250 * time.Millisecond): // the nodes' expiry loops run on their own
+		case <-ctx.Done():
+		}
+	}
+}
+
+// left counts the jobs the live nodes' stores hold and the entries their
+// indexes hold.
+func (r *benchRun) left() (jobs, entries int) {
+	for _, nd := range r.net.Live() {
+		nd.Pool().Each(func(pool.Held) bool { jobs++; return true })
+		entries += nd.Index().Len()
+	}
+	return jobs, entries
+}
+
+// logLeft logs each job a live node's store still holds after T_collect.
+func (r *benchRun) logLeft() {
+	for _, nd := range r.net.Live() {
+		nd.Pool().Each(func(h pool.Held) bool {
+			r.logf("left after T_collect: %s holds job %x in state %s (at %d)", nd.Name(), h.Key[len(h.Key)-4:], h.State.Phase, h.State.At)
+			return true
+		})
+	}
+}
+
+// measureWireAndMemory fills the bytes on the wire per job (once the
+// bandwidth meters have caught up), the peak RSS, the heap in use and the
+// live heap's samples.
+func (r *benchRun) measureWireAndMemory() {
+	// libp2p's bandwidth meters update once a second.
+	time.Sleep(1200 * time.Millisecond)
+	r.rep.BytesPerJob = float64(r.net.wireBytes()-r.m0.bytes) / float64(r.o.Jobs)
+	r.rep.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
+	r.rep.RSSPerNodeMiB = r.rep.PeakRSSMiB / float64(r.o.Nodes)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r.rep.HeapMiB = float64(ms.HeapInuse) / (1 << 20)
+	if r.heap.warm > 0 {
+		r.rep.LiveHeapWarmMiB = float64(r.heap.warm) / (1 << 20)
+		r.rep.LiveHeapEndMiB = float64(r.heap.end) / (1 << 20)
+		r.rep.LiveHeapMaxMiB = float64(r.heap.max) / (1 << 20)
+	}
 }
