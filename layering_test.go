@@ -36,6 +36,12 @@ var purePackages = []purePackage{
 		neverImports: noClockFilesRandomness,
 	},
 	{
+		// The replica placement rules: pure, node IDs a type parameter.
+		path:         module + "/replica",
+		allowed:      []string{"slices", "github.com/up-pool/up/job"},
+		neverImports: noClockFilesRandomness,
+	},
+	{
 		// The package is pure, standard library only.
 		path: module + "/client/sched",
 		allowed: []string{
@@ -231,11 +237,6 @@ var pending = []pendingViolation{
 	{ruleClientSide, "client", "store", "client -> claimnet -> pool -> store"},
 	{ruleClientSide, "project", "pool", "project -> agent -> indexnet -> pool"},
 	{ruleClientSide, "project", "store", "project -> agent -> indexnet -> pool -> store"},
-	// The simulator imports pool for pool.Decide, the republish rule, which
-	// takes libp2p peer.IDs; it imports core/peer itself too.
-	{ruleSimulator, "testnet/sim", "libp2p", "testnet/sim -> github.com/libp2p/go-libp2p/core/peer"},
-	{ruleSimulator, "testnet/sim", "pebble", "testnet/sim -> pool -> store -> github.com/cockroachdb/pebble/v2"},
-	{ruleSimulator, "testnet/sim", "prometheus", "testnet/sim -> pool -> github.com/prometheus/client_golang/prometheus"},
 }
 
 // TestLayering checks the module's import graph against purePackages and

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/replica"
 	"github.com/up-pool/up/wire"
 )
 
@@ -95,7 +96,7 @@ type HandOnStats struct {
 
 // startHandOn has every node that enters the routing table given, at
 // once, the held jobs whose r closest it entered and that this node was
-// the closest of (HandOnTo): a node that joins nearer a job holds it, and
+// the closest of (replica.HandOnTo): a node that joins nearer a job holds it, and
 // lists it, without waiting a republish period.
 func (p *Pool) startHandOn() {
 	p.handOns.pending = map[peer.ID]keyspace.Pos{}
@@ -138,7 +139,7 @@ func (p *Pool) handOnLoop() {
 }
 
 // HandOnNow gives the nodes that entered the routing table since the last
-// call the held jobs they are to get from this node (HandOnTo): a sync of
+// call the held jobs they are to get from this node (replica.HandOnTo): a sync of
 // the jobs' states to each, batched, and the whole job where it is
 // missing. The newcomers stay pending — and this node keeps listing the
 // jobs they are nearer to (ListingHeld) — until they were sent their jobs.
@@ -158,7 +159,7 @@ func (p *Pool) HandOnNow(ctx context.Context) HandOnStats {
 	plan := map[peer.ID][]wire.SyncItem{}
 	p.Each(func(j Held) bool {
 		view := p.liveLocal(j.Pos, p.r+len(newcomers))
-		targets := HandOnTo(self, newcomers, view, known, p.r)
+		targets := replica.HandOnTo(self, newcomers, view, known, p.r)
 		if len(targets) == 0 {
 			return true
 		}

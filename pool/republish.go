@@ -11,6 +11,7 @@ import (
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/replica"
 	"github.com/up-pool/up/wire"
 )
 
@@ -87,7 +88,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	for i := range jobs {
 		jobs[i].View = probe.NearestLive(ctx, poss[i], p.r)
 	}
-	pl := PlanRound(self, jobs, now, p.cfg.ReplicaExpiry.Milliseconds())
+	pl := replica.PlanRound(self, jobs, now, p.cfg.ReplicaExpiry.Milliseconds())
 	st.Closest, st.handed = pl.Closest, pl.Handed
 	for _, k := range pl.Responsible {
 		p.markResponsible(k, now)
@@ -117,17 +118,17 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 
 // roundJobs are the unexpired jobs held, for a round's plan, their
 // positions, and the item each sends (its state and proof, as sendable).
-func (p *Pool) roundJobs(now int64) ([]RoundJob, []keyspace.Pos, map[string]wire.SyncItem) {
+func (p *Pool) roundJobs(now int64) ([]replica.RoundJob[peer.ID], []keyspace.Pos, map[string]wire.SyncItem) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	jobs := make([]RoundJob, 0, len(p.jobs))
+	jobs := make([]replica.RoundJob[peer.ID], 0, len(p.jobs))
 	poss := make([]keyspace.Pos, 0, len(p.jobs))
 	items := make(map[string]wire.SyncItem, len(p.jobs))
 	for k, e := range p.jobs {
 		if job.Expired(e.expires, now) {
 			continue // ExpireNow drops it; no replica is repaired with it
 		}
-		jobs = append(jobs, RoundJob{Holding: Holding{Key: k, State: e.state, Responsible: e.responsible}})
+		jobs = append(jobs, replica.RoundJob[peer.ID]{Holding: replica.Holding{Key: k, State: e.state, Responsible: e.responsible}})
 		poss = append(poss, e.pos)
 		item := wire.SyncItem{Key: []byte(k)}
 		item.State, item.Proof = p.sendable(e.state, e.proof)
@@ -152,7 +153,7 @@ func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem
 				p.dht.MarkDead(t)
 				for _, it := range items {
 					view := probe.NearestLive(ctx, keyPos(it.Key), p.r)
-					for _, u := range Replan(self, t, view, st.handed[string(it.Key)]) {
+					for _, u := range replica.Replan(self, t, view, st.handed[string(it.Key)]) {
 						next[u] = append(next[u], it)
 					}
 				}

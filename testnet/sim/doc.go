@@ -24,7 +24,7 @@
 // and churn (exponential lifetimes and down times). Every protocol decision
 // is made by the pure cores the nodes run: job.Receive and job.Lapse (on each
 // node's own clock, fault.go) for
-// replica states, pool.Decide for republish rounds, claim.Decide,
+// replica states, replica.Decide for republish rounds, claim.Decide,
 // claim.CheckConfirm, claim.Release and claim.Driver for claims,
 // index.Table (Put, Select with quarantine, Withdraw, Expire, Page) and
 // index.Desired for the index, and loadbalance.Decide, Weighted, SplitFrom

@@ -3,12 +3,10 @@ package sim
 import (
 	"slices"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
-	"github.com/up-pool/up/pool"
+	replicarule "github.com/up-pool/up/replica"
 )
 
 func sortedKeys[V any](m map[int32]V) []int32 {
@@ -197,7 +195,7 @@ func (s *Sim) reachable(id int32, gen uint32) bool {
 }
 
 // republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
-// each job decided by pool.Decide: the closest syncs the others of the r
+// each job decided by replica.Decide: the closest syncs the others of the r
 // closest, the others sync the closest, replicas no longer among the r
 // closest sync the closest too (their state may be newer: pool's
 // RepublishRound hands it on) and are dropped once that has lasted longer
@@ -206,7 +204,6 @@ func (s *Sim) reachable(id int32, gen uint32) bool {
 func (s *Sim) republish(id int32) {
 	n := &s.nodes[id]
 	now := s.e.now
-	self := n.name
 	plan := map[int32][]syncItem{}
 	var order []int32
 	add := func(t int32, it syncItem) {
@@ -230,25 +227,25 @@ func (s *Sim) republish(id int32) {
 		}
 		view := v.closest(s.jobs[j].pos, s.c.R, s.scratch2[:0])
 		s.scratch2 = view
-		h := pool.Holding{State: st, Responsible: rep.resp}
+		h := replicarule.Holding{State: st, Responsible: rep.resp}
 		out := syncItem{job: j, st: rep.st} // sent unexpired: each receiver judges the lapse on its clock
-		switch pool.Decide(peer.ID(self), s.peerIDs(view), h, now, ms(s.c.ReplicaExpiry)) {
-		case pool.Republish:
+		switch replicarule.Decide(id, view, h, now, ms(s.c.ReplicaExpiry)) {
+		case replicarule.Republish:
 			rep.resp = now
 			for _, t := range view[1:] {
 				add(t, out)
 			}
 			s.writerCheck(id, j, st)
-		case pool.Keep:
+		case replicarule.Keep:
 			rep.resp = now
 			add(view[0], out)
-		case pool.Linger:
+		case replicarule.Linger:
 			// No longer among the r closest: the state goes to the
 			// closest, so a newer one that reached only this node (a
 			// result, a release, a collected notice sent to the claim's
 			// nodes) does not stay here.
 			add(view[0], out)
-		case pool.Drop:
+		case replicarule.Drop:
 			add(view[0], out) // handed on before it is dropped
 			s.dropReplica(id, j)
 		}

@@ -278,7 +278,7 @@ const modelNotes = `## Model
 - **Network**: one-way latency lognormal, median 80 ms, σ 0.6, clipped to [8 ms, 2 s]; optional drop probability and a
   two-sided partition. RPCs are counted where they are received, by kind (lookup, job, index, claim, lb), with modelled
   sizes (lookup 600 B, job 1,500 B, state 120 B, index entry 300 B, result 2 KiB, 64 B per RPC).
-- **Protocols**: job states merge with job.Merge/Expire; republish rounds follow pool.Decide (closest syncs the other r−1,
+- **Protocols**: job states merge with job.Merge/Expire; republish rounds follow replica.Decide (closest syncs the other r−1,
   the others sync the closest; one batched RPC per peer); claims are claim.Driver against claim.Decide / CheckConfirm /
   Release at the replicas; each job's closest node keeps its entry where index.Desired says, at a random point of the
   p-bit wildcard region (p = 4 unless --region-bits), batched per index node per 10 s writer tick, rewritten every 10–15 min, withdrawn on claim;

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
@@ -169,7 +167,6 @@ type Sim struct {
 	scratch       []int32
 	scratch2      []int32
 	walk          []int32
-	names         []peer.ID
 
 	m        metrics
 	rows     []Row
@@ -500,13 +497,4 @@ func (s *Sim) dispatch(ev event) {
 func (s *Sim) alive(ev event) bool {
 	n := &s.nodes[ev.node]
 	return n.alive && n.gen == ev.gen
-}
-
-// names returns the synthetic peer IDs of ids, in a reused slice.
-func (s *Sim) peerIDs(ids []int32) []peer.ID {
-	s.names = s.names[:0]
-	for _, id := range ids {
-		s.names = append(s.names, peer.ID(s.nodes[id].name))
-	}
-	return s.names
 }

@@ -1,9 +1,7 @@
-package pool
+package replica
 
 import (
 	"slices"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/job"
 )
@@ -29,7 +27,7 @@ const (
 // Decide chooses what a node does with one job in a round, given the live
 // r closest nodes to the job in its view (closest first), itself, the
 // time (ms) and the replica expiry (ms). It is pure.
-func Decide(self peer.ID, liveClosest []peer.ID, h Holding, now, replicaExpiry int64) Decision {
+func Decide[ID comparable](self ID, liveClosest []ID, h Holding, now, replicaExpiry int64) Decision {
 	for i, p := range liveClosest {
 		if p == self {
 			if i == 0 {
@@ -55,11 +53,11 @@ func Decide(self peer.ID, liveClosest []peer.ID, h Holding, now, replicaExpiry i
 // newcomers (known) is itself joining: it did not know the jobs'
 // neighbourhoods, so it hands nothing on (its republish round places its
 // jobs) rather than resend every job it holds. It is pure.
-func HandOnTo(self peer.ID, newcomers, view []peer.ID, known, r int) []peer.ID {
+func HandOnTo[ID comparable](self ID, newcomers, view []ID, known, r int) []ID {
 	if known < r {
 		return nil
 	}
-	var to []peer.ID
+	var to []ID
 	holder := false // the first of the others seen, and it is self
 	for i, p := range view {
 		switch {
@@ -82,19 +80,19 @@ func HandOnTo(self peer.ID, newcomers, view []peer.ID, known, r int) []peer.ID {
 // RoundJob is one job as a republish round plans it: what the node knows
 // of it, and the job's r nearest live nodes in the node's view, closest
 // first (liveness is an input: the shell probes before it plans).
-type RoundJob struct {
+type RoundJob[ID comparable] struct {
 	Holding
-	View []peer.ID
+	View []ID
 }
 
 // RoundPlan is what a republish round does, decided before any message.
-type RoundPlan struct {
-	Sync        map[peer.ID][]string // the jobs to sync to each node
-	Responsible []string             // jobs among whose r closest this node is: their Responsible becomes now
-	Replicas    map[string][]peer.ID // the other r − 1 of each job this node republishes
-	Handed      map[string]bool      // jobs handed on to their closest (not among the r closest here)
-	Drop        []string             // jobs to delete once handed on
-	Closest     int                  // jobs this node republishes
+type RoundPlan[ID comparable] struct {
+	Sync        map[ID][]string // the jobs to sync to each node
+	Responsible []string        // jobs among whose r closest this node is: their Responsible becomes now
+	Replicas    map[string][]ID // the other r − 1 of each job this node republishes
+	Handed      map[string]bool // jobs handed on to their closest (not among the r closest here)
+	Drop        []string        // jobs to delete once handed on
+	Closest     int             // jobs this node republishes
 }
 
 // PlanRound plans a republish round (Decide for each job): the closest
@@ -103,8 +101,8 @@ type RoundPlan struct {
 // became the closest, gets it); a node no longer among the r closest
 // hands the job on to its closest, and drops it past the replica expiry
 // (ms) once handed on. It is pure.
-func PlanRound(self peer.ID, jobs []RoundJob, now, replicaExpiry int64) RoundPlan {
-	pl := RoundPlan{Sync: map[peer.ID][]string{}, Replicas: map[string][]peer.ID{}, Handed: map[string]bool{}}
+func PlanRound[ID comparable](self ID, jobs []RoundJob[ID], now, replicaExpiry int64) RoundPlan[ID] {
+	pl := RoundPlan[ID]{Sync: map[ID][]string{}, Replicas: map[string][]ID{}, Handed: map[string]bool{}}
 	for _, j := range jobs {
 		switch d := Decide(self, j.View, j.Holding, now, replicaExpiry); d {
 		case Republish:
@@ -135,7 +133,7 @@ func PlanRound(self peer.ID, jobs []RoundJob, now, replicaExpiry int64) RoundPla
 // other r − 1 when this node is now the closest; to the closest when this
 // node is among the r and the closest is not failed; a job handed on, to
 // its new closest; nowhere else. It is pure.
-func Replan(self, failed peer.ID, view []peer.ID, handed bool) []peer.ID {
+func Replan[ID comparable](self, failed ID, view []ID, handed bool) []ID {
 	if !slices.Contains(view, self) {
 		if handed && len(view) > 0 && view[0] != failed {
 			return view[:1]
