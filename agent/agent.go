@@ -113,7 +113,7 @@ func Open(cfg Config) (*Agent, error) {
 		a.closeHost()
 		return nil, err
 	}
-	regions := indexnet.NewRegions(a.dht, cfg.Index.RegionBits, cfg.Index.RegionTTL, keyspace.Seed([]byte(id.PeerID), cfg.Index.Writer.Seed+3), cfg.Now)
+	regions := indexnet.NewRegions(a.dht, cfg.Index.RegionBits, cfg.Index.RegionTTL, keyspace.Seed([]byte(id.PeerID), cfg.Index.Seed+3), cfg.Now)
 	a.idx = indexnet.NewClient(a.dht, regions, nil, cfg.Index.FindTries)
 	return a, nil
 }

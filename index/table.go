@@ -157,7 +157,7 @@ func (t *Table) Put(e Entry, now int64) bool {
 
 // takesAuthorship decides whether writer, rewriting entry e at now,
 // becomes its author. A job's closest node lists it (and, after a delay,
-// backup listers: indexnet.WriterConfig.Listers), so of two nodes that
+// backup listers: indexwriter.Config.Listers), so of two nodes that
 // both write it (views differ for a while after a join, a move or a
 // death; or a backup lister), the one nearer the job keeps the entry: the
 // farther one's rewrite must not make its later withdrawal (once it sees

@@ -1,10 +1,10 @@
 // Package indexnet is the network shell of U.P.'s keyword index: the index
 // server a node runs (write, withdraw and query protocols around an
-// index.Table, with listing verification), the writer that keeps a node's
-// jobs listed (entries written by each job's closest node to random points
-// of the keyword's wildcard region, rewritten every T_rewrite, withdrawn on
-// claim), the cache of region views, and the client side every party uses
-// (Find a job by query, Harvest all entries of a keyword region).
+// index.Table, with listing verification), the cache of region views, and
+// the client side every party uses (Find a job by query, Harvest all
+// entries of a keyword region). The writer that keeps a node's own jobs
+// listed is package indexwriter: it reads the node's pool, which clients
+// and projects, linking this package, do not carry.
 package indexnet
 
 import "time"
@@ -13,8 +13,9 @@ import "time"
 type Config struct {
 	// Server tunes a node's index server.
 	Server ServerConfig
-	// Writer tunes a node's entry writer.
-	Writer WriterConfig
+	// Seed seeds the party's random choices of region points (a node's
+	// writer has its own, indexwriter.Config.Seed). Default 1.
+	Seed uint64
 	// RegionBits is p, the bits a wildcard region shares with its
 	// keyword's centre. Default DefaultRegionBits (4).
 	RegionBits int

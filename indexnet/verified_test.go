@@ -18,7 +18,7 @@ func TestVerifiedListingsForgotten(t *testing.T) {
 	// Idle ready jobs get a backup lister's second entry after
 	// BackupDelay; this test counts one entry per job.
 	opts := testnet.Options{}
-	opts.Index.Writer.BackupDelay = time.Hour
+	opts.IndexWriter.BackupDelay = time.Hour
 	in := startIdxNet(t, 8, 61, opts)
 	rng := rand.New(rand.NewPCG(61, 61))
 	in.submit(t, in.project(t, "lhc"), 20, rng)

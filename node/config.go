@@ -14,6 +14,7 @@ import (
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexwriter"
 	"github.com/up-pool/up/pool"
 )
 
@@ -33,8 +34,10 @@ type Config struct {
 	DHT dht.Config
 	// Pool configures the job pool (republish, expiry, timeouts).
 	Pool pool.Config
-	// Index configures the index server, entry writer and region views.
+	// Index configures the index server and region views.
 	Index indexnet.Config
+	// IndexWriter configures the writer that keeps this node's jobs listed.
+	IndexWriter indexwriter.Config
 	// Claim configures the claim service (T_claim, per-client limits).
 	Claim claimnet.Config
 	// HelloTimeout bounds the admission handshake. Default 10 s.
@@ -126,8 +129,8 @@ func (c *Config) applyDefaults() {
 	if c.Index.Server.Now == nil {
 		c.Index.Server.Now = c.Now
 	}
-	if c.Index.Writer.Now == nil {
-		c.Index.Writer.Now = c.Now
+	if c.IndexWriter.Now == nil {
+		c.IndexWriter.Now = c.Now
 	}
 	if c.Claim.Now == nil {
 		c.Claim.Now = c.Now

@@ -14,6 +14,7 @@ import (
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexwriter"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
 )
@@ -27,7 +28,7 @@ type instance struct {
 	dht    *dht.DHT
 	pool   *pool.Pool
 	index  *indexnet.Server
-	writer *indexnet.Writer
+	writer *indexwriter.Writer
 	finder *indexnet.Client
 	claims *claimnet.Service
 }
@@ -129,8 +130,9 @@ func (n *Node) openIndex(in *instance) {
 	if ic.Server.Logger == nil {
 		ic.Server.Logger = n.log
 	}
-	if ic.Writer.Logger == nil {
-		ic.Writer.Logger = n.log
+	wc := n.cfg.IndexWriter
+	if wc.Logger == nil {
+		wc.Logger = n.log
 	}
 	in.index = indexnet.NewServer(in.ep, ic.Server)
 	d, hst := in.dht, in.host
@@ -150,8 +152,8 @@ func (n *Node) openIndex(in *instance) {
 		}
 		return ""
 	})
-	regions := indexnet.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(n.id.PeerID), ic.Writer.Seed+1), n.cfg.Now)
-	in.writer = indexnet.NewWriter(in.pool, in.dht, regions, in.index, ic.Writer)
+	regions := indexnet.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(n.id.PeerID), wc.Seed+1), n.cfg.Now)
+	in.writer = indexwriter.New(in.pool, in.dht, regions, in.index, wc)
 	in.finder = indexnet.NewClient(in.dht, regions, in.index, ic.FindTries)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexwriter"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
@@ -307,7 +308,7 @@ func (n *Node) Pool() *pool.Pool { return n.cur().pool }
 func (n *Node) Index() *indexnet.Server { return n.cur().index }
 
 // Writer keeps the index entries of the node's jobs.
-func (n *Node) Writer() *indexnet.Writer { return n.cur().writer }
+func (n *Node) Writer() *indexwriter.Writer { return n.cur().writer }
 
 // Finder queries the index.
 func (n *Node) Finder() *indexnet.Client { return n.cur().finder }

@@ -74,7 +74,7 @@ type BenchOptions struct {
 	Timeout  time.Duration // default 5 min
 	Log      io.Writer     // progress lines; nil: none
 	// BackupDelay, when set, is the index's backup listers' delay
-	// (indexnet.WriterConfig.BackupDelay; else scaled with TCollect, or
+	// (indexwriter.Config.BackupDelay; else scaled with TCollect, or
 	// the 10 min default).
 	BackupDelay time.Duration
 	// Adversary makes some nodes Byzantine and some clocks wrong.

@@ -79,10 +79,10 @@ func benchNetworkOptions(o BenchOptions) Options {
 	opts.Adversary = o.Adversary
 	opts.Index.Server.QueryLimit, opts.Index.Server.QueryBurst = 1e9, 1<<30
 	if o.TCollect > 0 {
-		opts.Index.Writer.BackupDelay = o.TCollect * 10 / 120 // 10 min of 2 h
+		opts.IndexWriter.BackupDelay = o.TCollect * 10 / 120 // 10 min of 2 h
 	}
 	if o.BackupDelay > 0 {
-		opts.Index.Writer.BackupDelay = o.BackupDelay
+		opts.IndexWriter.BackupDelay = o.BackupDelay
 	}
 	return opts
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexwriter"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
 )
@@ -130,8 +130,8 @@ func (n *Network) Index(id fmt.Stringer) int {
 
 // WriteAll runs one index-writer round on every running node (writes what
 // is missing, rewrites what is due, withdraws what is no longer listed).
-func (n *Network) WriteAll(ctx context.Context) indexnet.WriteStats {
-	var sum indexnet.WriteStats
+func (n *Network) WriteAll(ctx context.Context) indexwriter.WriteStats {
+	var sum indexwriter.WriteStats
 	for _, nd := range n.Live() {
 		st := nd.Writer().Round(ctx)
 		sum.Written += st.Written
@@ -144,8 +144,8 @@ func (n *Network) WriteAll(ctx context.Context) indexnet.WriteStats {
 
 // FlushAll makes every running node's index writer act on the job changes
 // it has seen (what the background writer does within a moment).
-func (n *Network) FlushAll(ctx context.Context) indexnet.WriteStats {
-	var sum indexnet.WriteStats
+func (n *Network) FlushAll(ctx context.Context) indexwriter.WriteStats {
+	var sum indexwriter.WriteStats
 	for _, nd := range n.Live() {
 		st := nd.Writer().Flush(ctx)
 		sum.Written += st.Written

@@ -17,6 +17,7 @@ import (
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexwriter"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/loadbalance"
 	"github.com/up-pool/up/node"
@@ -104,7 +105,7 @@ func (rr *realRun) options() Options {
 		TCollect: p.TCollect, ExpiryInterval: p.ExpirySweep}
 	opts.Index.Server = indexnet.ServerConfig{Table: index.Config{Expiry: p.IndexExpiry.Milliseconds(), Quarantine: p.Quarantine.Milliseconds()},
 		ExpiryInterval: p.ExpirySweep, QueryLimit: 1e9, QueryBurst: 1 << 30}
-	opts.Index.Writer = indexnet.WriterConfig{RewriteMin: p.RewriteMin, RewriteMax: p.RewriteMax, Tick: p.WriterTick}
+	opts.IndexWriter = indexwriter.Config{RewriteMin: p.RewriteMin, RewriteMax: p.RewriteMax, Tick: p.WriterTick}
 	opts.Index.RegionTTL = p.RegionTTL
 	if rr.balance {
 		// Interval ± half: BalanceMin..BalanceMax. Splits deeper than 24

@@ -23,6 +23,7 @@ import (
 	"github.com/up-pool/up/dht/grind"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexwriter"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/pool"
@@ -72,6 +73,8 @@ type Options struct {
 	PoolLoops bool
 	// Index configures each node's index (and the agents' region views).
 	Index indexnet.Config
+	// IndexWriter configures each node's index entry writer.
+	IndexWriter indexwriter.Config
 	// Balance configures each node's load balancing; its probes are off
 	// unless Interval is set, so tests drive rounds with BalanceAll.
 	Balance node.BalanceConfig
@@ -137,7 +140,7 @@ func Start(ctx context.Context, opts Options) (*Network, error) {
 	if !opts.PoolLoops {
 		opts.Pool.DisableLoops = true
 		opts.Index.Server.DisableLoops = true
-		opts.Index.Writer.DisableLoops = true
+		opts.IndexWriter.DisableLoops = true
 	}
 	if !opts.AutoRefresh {
 		opts.DHT.DisableAutoRefresh = true
@@ -249,6 +252,7 @@ func (n *Network) open(i int) error {
 		Pool:         n.opts.Pool,
 		Balance:      n.opts.Balance,
 		Index:        n.opts.Index,
+		IndexWriter:  n.opts.IndexWriter,
 		HelloTimeout: n.opts.HelloTimeout,
 		Now:          n.opts.Now,
 		Logger:       n.opts.Logger,

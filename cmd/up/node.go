@@ -134,8 +134,8 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 		return node.Config{}, usageError{fmt.Errorf("--rewrite and --republish must not be negative")}
 	}
 	if f.rewrite > 0 {
-		cfg.Index.Writer.RewriteMin, cfg.Index.Writer.RewriteMax = f.rewrite, f.rewrite*3/2
-		cfg.Index.Writer.Tick = max(f.rewrite/10, time.Second)
+		cfg.IndexWriter.RewriteMin, cfg.IndexWriter.RewriteMax = f.rewrite, f.rewrite*3/2
+		cfg.IndexWriter.Tick = max(f.rewrite/10, time.Second)
 		cfg.Index.Server.Table.Expiry = (f.rewrite * 16 / 10).Milliseconds()
 	}
 	if f.republish > 0 {

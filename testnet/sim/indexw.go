@@ -9,7 +9,7 @@ import (
 )
 
 // The index side of the simulator: each job's closest node keeps its entry
-// written (indexnet.Writer's rules: written to a random point of the
+// written (indexwriter.Writer's rules: written to a random point of the
 // keyword's wildcard region, rewritten every T_rewrite to the same index
 // node, withdrawn when index.Desired no longer lists it, writes batched
 // per index node per writer tick); index nodes hold index.Tables; the

@@ -1,4 +1,4 @@
-package indexnet_test
+package indexwriter_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package indexnet
+package indexwriter
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package indexnet
+package indexwriter
 
 import (
 	"context"
@@ -12,14 +12,15 @@ import (
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/wire"
 )
 
-// WriterConfig configures a Writer. Zero values take the defaults.
-type WriterConfig struct {
+// Config configures a Writer. Zero values take the defaults.
+type Config struct {
 	// RewriteMin and RewriteMax bound T_rewrite: each entry is rewritten
 	// after a uniform random time in between. Defaults 10 and 15 min.
 	RewriteMin, RewriteMax time.Duration
@@ -49,7 +50,7 @@ type WriterConfig struct {
 }
 
 // Writer keeps the index entries of the jobs a node is the closest to (or,
-// after a delay, among the Listers closest: see WriterConfig.Listers):
+// after a delay, among the Listers closest: see Config.Listers):
 // written when the job arrives or becomes ready, rewritten every
 // T_rewrite to the same index node, withdrawn when it is claimed or when
 // another node becomes its closest (once that node was handed the job,
@@ -57,12 +58,12 @@ type WriterConfig struct {
 // project's finished keyword until collected. It remembers where it wrote
 // (thesis 3.3.3), so withdrawing costs no lookup.
 type Writer struct {
-	cfg     WriterConfig
+	cfg     Config
 	pool    *pool.Pool
 	d       *dht.DHT
 	ep      *overlay.Endpoint
-	regions *Regions
-	local   *Server
+	regions *indexnet.Regions
+	local   *indexnet.Server
 
 	// busy serialises Flush and Round: a caller's Flush waits for a
 	// background flush already sending, instead of finding the dirty set
@@ -96,8 +97,8 @@ type placed struct {
 	point keyspace.Pos
 }
 
-// NewWriter starts keeping the pool's entries written.
-func NewWriter(p *pool.Pool, d *dht.DHT, regions *Regions, local *Server, cfg WriterConfig) *Writer {
+// New starts keeping the pool's entries written.
+func New(p *pool.Pool, d *dht.DHT, regions *indexnet.Regions, local *indexnet.Server, cfg Config) *Writer {
 	if cfg.RewriteMin == 0 {
 		cfg.RewriteMin = 10 * time.Minute
 	}

@@ -1,4 +1,4 @@
-package indexnet
+package indexwriter
 
 import (
 	"github.com/libp2p/go-libp2p/core/peer"
