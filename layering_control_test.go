@@ -73,6 +73,8 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		ruleNode + " | apps | node: apps -> node",
 		ruleClientSide + " | client | pool: client -> claimnet -> pool",
 		ruleClientSide + " | client | store: client -> claimnet -> pool -> store",
+		ruleClientSide + " | indexnet | pool: indexnet -> overlay -> certs -> pool",
+		ruleClientSide + " | indexnet | store: indexnet -> overlay -> certs -> pool -> store",
 		ruleSimulator + " | testnet/sim | libp2p: testnet/sim -> pool -> overlay -> github.com/libp2p/go-libp2p/core/host",
 		ruleSimulator + " | testnet/sim | pebble: testnet/sim -> pool -> store -> github.com/cockroachdb/pebble/v2",
 		rulePureImports + " | dht/keyspace | github.com/google/btree: dht/keyspace -> github.com/google/btree",

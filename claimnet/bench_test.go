@@ -10,7 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/project"
@@ -53,7 +53,7 @@ func BenchmarkClaim(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	cl := claimnet.NewClaimer(a.Endpoint(), a.DHT(), nil, 0)
+	cl := claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0)
 	hints := make([][]peer.ID, b.N)
 	for i := range hints {
 		hints[i] = net.TrueClosest(prepared[i].Key(), 5)

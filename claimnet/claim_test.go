@@ -13,7 +13,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
@@ -60,14 +60,14 @@ func startClaimNet(t *testing.T, nodes, jobs int, seed uint64) *claimNet {
 	return cn
 }
 
-func (cn *claimNet) client(t *testing.T, name string) (*agent.Agent, *claimnet.Claimer) {
+func (cn *claimNet) client(t *testing.T, name string) (*agent.Agent, *claimclient.Claimer) {
 	t.Helper()
 	a, err := cn.net.NewAgent(context.Background(), certs.RoleClient, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	return a, claimnet.NewClaimer(a.Endpoint(), a.DHT(), cn.clock.Now, 0)
+	return a, claimclient.NewClaimer(a.Endpoint(), a.DHT(), cn.clock.Now, 0)
 }
 
 // states returns the job's replica states on its holders.
@@ -102,7 +102,7 @@ func TestExactlyOneWinner(t *testing.T) {
 				switch {
 				case err == nil:
 					winners = append(winners, a.Identity().Name)
-				case errors.Is(err, claimnet.ErrLost):
+				case errors.Is(err, claimclient.ErrLost):
 					losers++
 				default:
 					losers++
@@ -146,7 +146,7 @@ func TestTempClaimLapses(t *testing.T) {
 		}
 	}
 	_, b := cn.client(t, "patient")
-	if _, err := b.Claim(ctx, key); !errors.Is(err, claimnet.ErrLost) {
+	if _, err := b.Claim(ctx, key); !errors.Is(err, claimclient.ErrLost) {
 		t.Fatalf("claim during the temporary claim: %v, want lost", err)
 	}
 	cn.clock.Advance(16 * time.Second) // T_claim is 15 s
@@ -166,7 +166,7 @@ func TestClaimLapsesAfterTFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, b := cn.client(t, "next")
-	if _, err := b.Claim(ctx, key); !errors.Is(err, claimnet.ErrLost) {
+	if _, err := b.Claim(ctx, key); !errors.Is(err, claimclient.ErrLost) {
 		t.Fatalf("claim of a claimed job: %v", err)
 	}
 	cn.clock.Advance(time.Hour + time.Duration(claim.DefaultTSkew)*time.Millisecond + time.Second) // T_finish of these jobs, then T_skew
@@ -282,7 +282,7 @@ func TestSameClientClaimsOnce(t *testing.T) {
 	key := cn.keys[0]
 	_, cl := cn.client(t, "two-slots")
 	var wg sync.WaitGroup
-	claims := make([]*claimnet.Claim, 2)
+	claims := make([]*claimclient.Claim, 2)
 	errs := make([]error, 2)
 	for i := range 2 {
 		wg.Add(1)
@@ -297,7 +297,7 @@ func TestSameClientClaimsOnce(t *testing.T) {
 		won = claims[1]
 		errs[0], errs[1] = errs[1], errs[0]
 	}
-	if errs[0] != nil || !errors.Is(errs[1], claimnet.ErrHeld) {
+	if errs[0] != nil || !errors.Is(errs[1], claimclient.ErrHeld) {
 		t.Fatalf("two slots claiming: %v and %v; want one win and ErrHeld", errs[0], errs[1])
 	}
 	for _, st := range cn.states(key) {

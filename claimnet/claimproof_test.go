@@ -12,7 +12,7 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/result"
@@ -228,8 +228,8 @@ func TestClaimLearnedBySync(t *testing.T) {
 // claimParty is a client and the claim it won.
 type claimParty struct {
 	a  *agent.Agent
-	c  *claimnet.Claimer
-	cl *claimnet.Claim
+	c  *claimclient.Claimer
+	cl *claimclient.Claim
 }
 
 var errDeaf = errors.New("this replica takes no part")

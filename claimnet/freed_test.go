@@ -8,7 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
@@ -44,7 +44,7 @@ func TestFailedClaimServesJobAgain(t *testing.T) {
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("first client's query: %d hits, %v", len(hits), err)
 	}
-	if _, err := cl1.ClaimAt(ctx, key, hintOf(hits[0])); !errors.Is(err, claimnet.ErrLost) {
+	if _, err := cl1.ClaimAt(ctx, key, hintOf(hits[0])); !errors.Is(err, claimclient.ErrLost) {
 		t.Fatalf("first claim: %v, want it lost to the other temporary claim", err)
 	}
 	cn.net.FlushAll(ctx) // what the nodes' writers do within a moment

@@ -1,9 +1,10 @@
-// Package claimnet is the network shell of the claim protocol: the node
-// side (grant, confirm, release handlers around claim.Decide and
+// Package claimnet is the node side of the claim protocol: grant,
+// confirm, release and certify handlers around claim.Decide and
 // claim.CheckConfirm, temporary claims in memory, permanent claims through
-// the job pool) and the client side (Claimer runs a claim.Driver against
-// the job's closest nodes), plus the per-client rate limit on claims. A
-// confirm's replies are checked together, in one batch verification.
+// the job pool, the proof checker that merges claims from other nodes,
+// and the per-client rate limit on claims. A confirm's replies are checked
+// together, in one batch verification. The client side (the Claimer) is
+// package claimclient, which links no pool.
 package claimnet
 
 import (

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/project"
@@ -85,7 +85,7 @@ func TestClaimWithSkewedReplicaClocks(t *testing.T) {
 				defer mu.Unlock()
 				if err == nil {
 					winners = append(winners, a.Identity().Name)
-				} else if !errors.Is(err, claimnet.ErrLost) {
+				} else if !errors.Is(err, claimclient.ErrLost) {
 					t.Logf("claim: %v", err)
 				}
 			}()
@@ -119,7 +119,7 @@ func TestClaimAfterFastClientReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	fast := claimnet.NewClaimer(a.Endpoint(), a.DHT(), fastNow, 0)
+	fast := claimclient.NewClaimer(a.Endpoint(), a.DHT(), fastNow, 0)
 	cl, err := fast.Claim(ctx, key)
 	if err != nil {
 		t.Fatalf("fast client's claim: %v", err)

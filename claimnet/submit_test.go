@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/up-pool/up/agent"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/result"
 )
 
 // submitNet is a network of exactly r = 5 nodes with one job claimed by a
 // client, and the client's sealed result for it.
-func submitNet(t *testing.T, seed uint64) (*claimNet, *claimnet.Claimer, *claimnet.Claim, []byte) {
+func submitNet(t *testing.T, seed uint64) (*claimNet, *claimclient.Claimer, *claimclient.Claim, []byte) {
 	t.Helper()
 	cn := startClaimNet(t, 5, 1, seed)
 	key := cn.keys[0]
@@ -39,7 +39,7 @@ func sealFor(t *testing.T, cn *claimNet, a *agent.Agent, key []byte) []byte {
 }
 
 // kill stops the claim's nodes but the nearest.
-func (cn *claimNet) killAllBut(t *testing.T, won *claimnet.Claim, keep int) []int {
+func (cn *claimNet) killAllBut(t *testing.T, won *claimclient.Claim, keep int) []int {
 	t.Helper()
 	var killed []int
 	for _, n := range won.Nodes[keep:] {

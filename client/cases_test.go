@@ -11,7 +11,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/job"
@@ -128,7 +128,7 @@ func TestNotAllowedIsNotClaimed(t *testing.T) {
 	if st := cn.state(key); st.Phase != job.Ready {
 		t.Fatalf("not-allowed job left %s", st.Phase)
 	}
-	if st := c.Status(); st.Done != 0 || st.Claims != (claimnet.Stats{}) {
+	if st := c.Status(); st.Done != 0 || st.Claims != (claimclient.Stats{}) {
 		t.Fatalf("a not-allowed job was claimed or counted: %+v", st)
 	}
 	_, other := cn.worker(t, "burner", []string{"burn"})
@@ -152,7 +152,7 @@ func TestFailedCopyDoesNotBlockUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rival.Close()
-	if _, err := claimnet.NewClaimer(rival.Endpoint(), rival.DHT(), cn.clock.Now, 0).Claim(ctx, a); err != nil {
+	if _, err := claimclient.NewClaimer(rival.Endpoint(), rival.DHT(), cn.clock.Now, 0).Claim(ctx, a); err != nil {
 		t.Fatal(err) // a stays listed: no writer withdraws it here
 	}
 	_, c := cn.worker(t, "w", []string{"hashchain"})
@@ -224,7 +224,7 @@ func TestKilledClientJobRedone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := claimnet.NewClaimer(dying.Endpoint(), dying.DHT(), cn.clock.Now, 0).Claim(ctx, key); err != nil {
+	if _, err := claimclient.NewClaimer(dying.Endpoint(), dying.DHT(), cn.clock.Now, 0).Claim(ctx, key); err != nil {
 		t.Fatal(err)
 	}
 	dying.Close() // dies without releasing

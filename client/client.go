@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client/sched"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/wire"
@@ -19,7 +19,7 @@ import (
 type Client struct {
 	cfg     Config
 	log     *slog.Logger
-	claimer *claimnet.Claimer
+	claimer *claimclient.Claimer
 	queries map[string]string
 
 	mu      sync.Mutex
@@ -73,7 +73,7 @@ func New(cfg Config) (*Client, error) {
 	a := cfg.Agent
 	c := &Client{
 		cfg: cfg, log: cfg.Logger, queries: queries, sched: s,
-		claimer: claimnet.NewClaimer(a.Endpoint(), a.DHT(), cfg.Now, 0),
+		claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), cfg.Now, 0),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0xc11e)),
 		backoff: map[string]backoff{},
 		jobs:    map[string]*JobStatus{},
@@ -263,7 +263,7 @@ type Status struct {
 	Backoff map[string]float64 `json:"backoff_s"`
 	// Claims counts the claim attempts by outcome (lost: aborted on
 	// another client's claim).
-	Claims claimnet.Stats `json:"claims"`
+	Claims claimclient.Stats `json:"claims"`
 }
 
 // Status reports what the client is doing.

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/project"
@@ -195,7 +195,7 @@ func TestClientPacesItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rival.Close()
-	cl := claimnet.NewClaimer(rival.Endpoint(), rival.DHT(), nil, 0)
+	cl := claimclient.NewClaimer(rival.Endpoint(), rival.DHT(), nil, 0)
 	paces := map[peer.ID]*rate.Limiter{} // the rival keeps under the limits
 	cl.SetPace(func(ctx context.Context, n peer.ID) error {
 		if paces[n] == nil {

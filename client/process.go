@@ -14,7 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/runner"
@@ -77,7 +77,7 @@ const findRounds = 4
 
 // won is a claim won in tryHits, with its vetting (nil: unvetted).
 type won struct {
-	cl *claimnet.Claim
+	cl *claimclient.Claim
 	v  *vetted
 }
 
@@ -125,7 +125,7 @@ var errRateLimited = errors.New("rate limited by a node")
 // claimHit claims an entry's job (the claimer paces its requests),
 // keeping the entry for another try when its claim failed for want of
 // answers.
-func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*claimnet.Claim, error) {
+func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*claimclient.Claim, error) {
 	h := ph.hit
 	hint := make([]peer.ID, 0, len(h.Replicas))
 	for _, r := range h.Replicas {
@@ -138,11 +138,11 @@ func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*
 	msg := "claim failed"
 	var we *wire.Error
 	switch {
-	case errors.Is(err, claimnet.ErrLost):
+	case errors.Is(err, claimclient.ErrLost):
 		msg = "claim lost" // another client has it
 	case errors.As(err, &we) && we.Status == wire.StatusRateLimited:
 		err = fmt.Errorf("%w: %w", errRateLimited, err)
-	case errors.Is(err, claimnet.ErrHeld), errors.Is(err, claimnet.ErrUnknown), ctx.Err() != nil:
+	case errors.Is(err, claimclient.ErrHeld), errors.Is(err, claimclient.ErrUnknown), ctx.Err() != nil:
 	default:
 		if ph.tries+1 < pendingTries {
 			ph.tries++
@@ -209,7 +209,7 @@ func (c *Client) duePending(project string) []pendingHit {
 // process runs a claimed job to its submitted result, releasing the claim
 // if it cannot, unless a replica stored the result (the submit fell short
 // of a majority: that replica hands the finished state on).
-func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim, v *vetted) (err error) {
+func (c *Client) process(ctx context.Context, project string, cl *claimclient.Claim, v *vetted) (err error) {
 	cid := jobName(cl.Job)
 	c.track(cid, project, "claimed")
 	defer c.untrack(cid)
@@ -287,7 +287,7 @@ func (c *Client) process(ctx context.Context, project string, cl *claimnet.Claim
 
 // fetchChecked fetches a claimed job's spec that was not vetted before
 // the claim, and checks what vet checks, marking its unit as run here.
-func (c *Client) fetchChecked(ctx context.Context, project string, cl *claimnet.Claim) (*job.Signed, *job.Spec, string, error) {
+func (c *Client) fetchChecked(ctx context.Context, project string, cl *claimclient.Claim) (*job.Signed, *job.Spec, string, error) {
 	cid := jobName(cl.Job)
 	signed, spec, err := c.fetchSpec(ctx, cl)
 	if err != nil {
@@ -358,7 +358,7 @@ func describe(out runner.Outcome) string {
 
 // fetchSpec gets the job's signed spec from one of its nodes and checks
 // the project's signature and certificate.
-func (c *Client) fetchSpec(ctx context.Context, cl *claimnet.Claim) (*job.Signed, *job.Spec, error) {
+func (c *Client) fetchSpec(ctx context.Context, cl *claimclient.Claim) (*job.Signed, *job.Spec, error) {
 	var errs []error
 	for _, n := range cl.Nodes {
 		s, spec, err := c.getSpec(ctx, n, cl.Job)

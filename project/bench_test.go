@@ -19,7 +19,7 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/project"
@@ -163,7 +163,7 @@ func BenchmarkProject(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	cl := claimnet.NewClaimer(w.Endpoint(), w.DHT(), nil, 0)
+	cl := claimclient.NewClaimer(w.Endpoint(), w.DHT(), nil, 0)
 	for _, s := range cids {
 		c, _ := cid.Decode(s)
 		claim, err := cl.ClaimAt(ctx, c.Bytes(), net.TrueClosest(c.Bytes(), 5))

@@ -23,7 +23,7 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/node"
@@ -431,7 +431,7 @@ func completeAll(t *testing.T, net *testnet.Network, db *sql.DB, projectKey []by
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var workers []*claimnet.Claimer
+	var workers []*claimclient.Claimer
 	var keys []*keystore.Identity
 	for i := range 2 {
 		a, err := net.NewAgent(ctx, certs.RoleClient, fmt.Sprintf("w%d", i))
@@ -439,7 +439,7 @@ func completeAll(t *testing.T, net *testnet.Network, db *sql.DB, projectKey []by
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { a.Close() })
-		workers = append(workers, claimnet.NewClaimer(a.Endpoint(), a.DHT(), nil, 0))
+		workers = append(workers, claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0))
 		keys = append(keys, a.Identity())
 	}
 	rows, err := db.Query(`SELECT cid, copy, signed FROM jobs ORDER BY cid`)

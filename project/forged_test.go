@@ -10,7 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
@@ -44,7 +44,7 @@ func TestHarvestRefusesAlteredCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	cl := claimnet.NewClaimer(w.Endpoint(), w.DHT(), f.clock.Now, 0)
+	cl := claimclient.NewClaimer(w.Endpoint(), w.DHT(), f.clock.Now, 0)
 	keys := map[string][]byte{}
 	for _, s := range cids {
 		c, err := cid.Decode(s)

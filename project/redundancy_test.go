@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
 )
@@ -71,7 +71,7 @@ func (f *flow) lie(t *testing.T, name, output string) {
 	if err != nil {
 		t.Fatalf("%s finds no job: %v", name, err)
 	}
-	cl := claimnet.NewClaimer(liar.Endpoint(), liar.DHT(), f.clock.Now, 0)
+	cl := claimclient.NewClaimer(liar.Endpoint(), liar.DHT(), f.clock.Now, 0)
 	c, err := cl.Claim(ctx, hits[0].Job)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestDoubleCopyOneCredit(t *testing.T) {
 	if err != nil || len(hits) != 2 {
 		t.Fatalf("greedy finds %d jobs: %v", len(hits), err)
 	}
-	cl := claimnet.NewClaimer(greedy.Endpoint(), greedy.DHT(), f.clock.Now, 0)
+	cl := claimclient.NewClaimer(greedy.Endpoint(), greedy.DHT(), f.clock.Now, 0)
 	for _, h := range hits {
 		c, err := cl.Claim(ctx, h.Job)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/project"
@@ -133,7 +133,7 @@ func (r *benchRun) startSubprocessClient(ctx context.Context, i int, a *agent.Ag
 // startWorker starts an in-process bench worker on the agent, one
 // goroutine a slot, each adding its claims' times to claimTimes.
 func (r *benchRun) startWorker(ctx context.Context, a *agent.Agent, attrs client.Attributes) {
-	w := &benchWorker{a: a, claimer: claimnet.NewClaimer(a.Endpoint(), a.DHT(), nil, 0), query: client.QueryFor(benchProject, attrs),
+	w := &benchWorker{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0), query: client.QueryFor(benchProject, attrs),
 		units: map[string]bool{}}
 	w.claimer.SetSigner(a.Identity().Key)
 	r.ws = append(r.ws, w)

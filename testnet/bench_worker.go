@@ -14,7 +14,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/apps"
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/result"
@@ -29,7 +29,7 @@ const benchUnitsKept = 100000
 // (client/process.go) with the application called directly.
 type benchWorker struct {
 	a       *agent.Agent
-	claimer *claimnet.Claimer
+	claimer *claimclient.Claimer
 	query   string
 
 	mu    sync.Mutex
@@ -96,7 +96,7 @@ func (w *benchWorker) loop(ctx context.Context, claimed func(time.Duration)) {
 // process fetches and verifies the spec, runs the application in this
 // process, seals the result to the project and sends it to the claim's
 // nodes; it releases the claim when it cannot.
-func (w *benchWorker) process(ctx context.Context, cl *claimnet.Claim) (err error) {
+func (w *benchWorker) process(ctx context.Context, cl *claimclient.Claim) (err error) {
 	done := false
 	defer func() {
 		if !done {
@@ -153,7 +153,7 @@ func (w *benchWorker) process(ctx context.Context, cl *claimnet.Claim) (err erro
 
 // fetchSpec is client.Client's: the signed spec from one of the job's
 // nodes, the project's certificate and signature checked.
-func (w *benchWorker) fetchSpec(ctx context.Context, cl *claimnet.Claim) (*job.Signed, *job.Spec, error) {
+func (w *benchWorker) fetchSpec(ctx context.Context, cl *claimclient.Claim) (*job.Signed, *job.Spec, error) {
 	var errs []error
 	for _, n := range cl.Nodes {
 		var resp wire.GetResponse

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/indexnet"
@@ -68,7 +68,7 @@ type gtClaim struct {
 type wonClaim struct {
 	client int
 	w      *benchWorker
-	cl     *claimnet.Claim
+	cl     *claimclient.Claim
 	signed *job.Signed
 	spec   *job.Spec
 }
@@ -152,7 +152,7 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 			return fig, nil, fmt.Errorf("start client %d: %w", i+1, err)
 		}
 		defer a.Close()
-		rr.workers = append(rr.workers, &benchWorker{a: a, claimer: claimnet.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
+		rr.workers = append(rr.workers, &benchWorker{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
 			query: client.QueryFor(scenarioProject, attrs), units: map[string]bool{}})
 	}
 	rr.logf("  %d nodes, a project and %d clients up on mocknet in %s", o.Nodes, o.Clients, time.Since(wallStart).Round(time.Millisecond))

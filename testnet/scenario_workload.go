@@ -13,7 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/apps"
-	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
@@ -245,11 +245,11 @@ func (rr *realRun) attempt(ctx context.Context, c int, wanted func() bool, goRun
 				return
 			}
 			switch {
-			case errors.Is(err, claimnet.ErrLost):
+			case errors.Is(err, claimclient.ErrLost):
 				rr.failed("claim lost to another client")
-			case errors.Is(err, claimnet.ErrUnknown):
+			case errors.Is(err, claimclient.ErrUnknown):
 				rr.failed("job unknown to its nodes")
-			case errors.Is(err, claimnet.ErrHeld):
+			case errors.Is(err, claimclient.ErrHeld):
 				rr.failed("job held by this client")
 			default:
 				rr.failed("claim failed")
@@ -264,7 +264,7 @@ func (rr *realRun) attempt(ctx context.Context, c int, wanted func() bool, goRun
 
 // won records a won claim against the ground truth, fetches the job's
 // spec, and queues the job (static) or runs it JobLength later (dynamic).
-func (rr *realRun) won(ctx context.Context, c int, w *benchWorker, cl *claimnet.Claim, goRun func(func(context.Context))) {
+func (rr *realRun) won(ctx context.Context, c int, w *benchWorker, cl *claimclient.Claim, goRun func(func(context.Context))) {
 	rr.claimed.Add(1)
 	rr.progressed()
 	now := time.Now()

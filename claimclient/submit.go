@@ -1,4 +1,4 @@
-package claimnet
+package claimclient
 
 import (
 	"context"
