@@ -252,6 +252,14 @@ func (s *sampler) closeRow(row SecondRow, sum rpcGrowth, dt float64, rr *realRun
 	s.rows = append(s.rows, row)
 }
 
+// costFigures fills the mean and longest time a sample took.
+func (s *sampler) costFigures(f *Figures) {
+	if s.samples > 0 {
+		f.SampleMS = float64(s.cost.Microseconds()) / 1000 / float64(s.samples)
+		f.SampleMaxMS = float64(s.costMax.Microseconds()) / 1000
+	}
+}
+
 // logDoubles counts the jobs whose unreleased permanent claims, over
 // every claim log read during the run, name more than one client.
 func (s *sampler) logDoubles() int {
