@@ -64,6 +64,42 @@ func lineLogger(w io.Writer) func(format string, args ...any) {
 // copies, the clients compute them, the project harvests, validates,
 // grants credit and assembles the image.
 func RunDemo(ctx context.Context, o DemoOptions) (DemoReport, error) {
+	o.defaults()
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	start := time.Now()
+	rep := DemoReport{Nodes: o.Nodes, Clients: o.Clients, Units: o.Tiles * o.Tiles, Jobs: o.Tiles * o.Tiles * o.Copies, Image: o.Image}
+	d := &demoRun{o: o, logf: lineLogger(o.Log)}
+	defer d.tearDown()
+	if err := d.setUp(ctx, start); err != nil {
+		return rep, err
+	}
+	if err := d.submit(ctx); err != nil {
+		return rep, err
+	}
+	runCtx, stopClients := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if err := d.startVolunteers(ctx, runCtx, &wg); err != nil {
+		stopClients()
+		return rep, err
+	}
+	d.logf("%d volunteer clients working", o.Clients)
+	defer func() { stopClients(); wg.Wait() }()
+	credit, err := d.harvestAll(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Credit = credit
+	rep.Elapsed = time.Since(start)
+	rep.RPCsPerJob = d.served() / float64(rep.Jobs)
+	if err := assemble(d.ledger, o.Tiles, o.TileSize, o.Image); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// defaults fills the zero options.
+func (o *DemoOptions) defaults() {
 	if o.Nodes == 0 {
 		o.Nodes = 8
 	}
@@ -85,60 +121,92 @@ func RunDemo(ctx context.Context, o DemoOptions) (DemoReport, error) {
 	if o.Image == "" {
 		o.Image = filepath.Join(o.Dir, "mandelbrot.png")
 	}
-	logf := lineLogger(o.Log)
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	start := time.Now()
-	rep := DemoReport{Nodes: o.Nodes, Clients: o.Clients, Units: o.Tiles * o.Tiles, Jobs: o.Tiles * o.Tiles * o.Copies, Image: o.Image}
+}
+
+// demoRun is one RunDemo's shared state: its options, the parties it
+// started and the tiles the project submitted.
+type demoRun struct {
+	o    DemoOptions
+	logf func(format string, args ...any)
+	// closers close what the run set up, in the order it was set up;
+	// tearDown runs them the last first.
+	closers []func()
+
+	net    *Network
+	p      *project.Project
+	ledger *project.Ledger
+	units  []project.Unit
+}
+
+// onTearDown has tearDown call closer, before the closers registered
+// earlier (as a deferred call would be).
+func (d *demoRun) onTearDown(closer func()) { d.closers = append(d.closers, closer) }
+
+// tearDown closes what the run set up, the last first.
+func (d *demoRun) tearDown() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+}
+
+// setUp starts the nodes on loopback TCP (started at start), the project
+// and its ledger.
+func (d *demoRun) setUp(ctx context.Context, start time.Time) error {
+	o := d.o
 	net, err := Start(ctx, Options{Nodes: o.Nodes, Transport: TCP, Dir: o.Dir, Seed: o.Seed, PoolLoops: true})
 	if err != nil {
-		return rep, err
+		return err
 	}
-	defer net.Close()
-	logf("%d nodes up on loopback TCP in %s", o.Nodes, time.Since(start).Round(time.Millisecond))
-	p, err := net.NewProject(ctx, "mandel")
-	if err != nil {
-		return rep, err
+	d.net = net
+	d.onTearDown(func() { net.Close() })
+	d.logf("%d nodes up on loopback TCP in %s", o.Nodes, time.Since(start).Round(time.Millisecond))
+	if d.p, err = net.NewProject(ctx, "mandel"); err != nil {
+		return err
 	}
-	defer p.Agent().Close()
-	ledger, err := project.OpenLedger(filepath.Join(o.Dir, "ledger.db"))
-	if err != nil {
-		return rep, err
+	d.onTearDown(func() { d.p.Agent().Close() })
+	if d.ledger, err = project.OpenLedger(filepath.Join(o.Dir, "ledger.db")); err != nil {
+		return err
 	}
-	defer ledger.Close()
+	d.onTearDown(func() { d.ledger.Close() })
+	return nil
+}
 
-	units := mandelbrotUnits(o.Tiles, o.TileSize)
+// submit has the project submit every tile, with the options' copies.
+func (d *demoRun) submit(ctx context.Context) error {
+	o := d.o
+	d.units = mandelbrotUnits(o.Tiles, o.TileSize)
 	digest := sha256.Sum256(fmt.Appendf(nil, "mandelbrot %d %d", o.Tiles, o.TileSize))
-	srep, err := p.SubmitUnits(ctx, ledger, units, o.Copies, digest[:], "demo", nil)
+	srep, err := d.p.SubmitUnits(ctx, d.ledger, d.units, o.Copies, digest[:], "demo", nil)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	if len(srep.Errors) > 0 {
-		return rep, fmt.Errorf("submit: %w", srep.Errors[0])
+		return fmt.Errorf("submit: %w", srep.Errors[0])
 	}
-	logf("project submitted %d tiles × %d copies = %d jobs", len(units), o.Copies, srep.Submitted)
+	d.logf("project submitted %d tiles × %d copies = %d jobs", len(d.units), o.Copies, srep.Submitted)
+	return nil
+}
 
-	runCtx, stopClients := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+// startVolunteers starts the volunteer clients, each with its agent and
+// runner, running until runCtx ends; wg counts them.
+func (d *demoRun) startVolunteers(ctx, runCtx context.Context, wg *sync.WaitGroup) error {
+	o := d.o
 	for i := range o.Clients {
-		a, err := net.NewAgent(ctx, certs.RoleClient, fmt.Sprintf("volunteer%d", i+1))
+		a, err := d.net.NewAgent(ctx, certs.RoleClient, fmt.Sprintf("volunteer%d", i+1))
 		if err != nil {
-			stopClients()
-			return rep, err
+			return err
 		}
-		defer a.Close()
+		d.onTearDown(func() { a.Close() })
 		r, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(o.Dir, fmt.Sprintf("work%d", i+1)),
 			Allow: map[string][]string{"mandel": {"mandelbrot"}}})
 		if err != nil {
-			stopClients()
-			return rep, err
+			return err
 		}
 		c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: "mandel", Share: 1}}, Runner: r, Slots: 2,
 			BackoffMin: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond, Seed: o.Seed + uint64(i),
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
-			stopClients()
-			return rep, err
+			return err
 		}
 		wg.Add(1)
 		go func() {
@@ -146,41 +214,42 @@ func RunDemo(ctx context.Context, o DemoOptions) (DemoReport, error) {
 			_ = c.Run(runCtx)
 		}()
 	}
-	logf("%d volunteer clients working", o.Clients)
-	defer func() { stopClients(); wg.Wait() }()
+	return nil
+}
 
+// harvestAll harvests every 300 ms until every tile is validated, and
+// returns the credit granted.
+func (d *demoRun) harvestAll(ctx context.Context) ([]project.Credit, error) {
 	for {
-		hrep, err := p.Harvest(ctx, ledger, project.HarvestOptions{}, nil)
+		hrep, err := d.p.Harvest(ctx, d.ledger, project.HarvestOptions{}, nil)
 		if err != nil {
-			return rep, err
+			return nil, err
 		}
-		st, err := ledger.Stats(time.Now())
+		st, err := d.ledger.Stats(time.Now())
 		if err != nil {
-			return rep, err
+			return nil, err
 		}
 		if hrep.Recorded > 0 {
-			logf("harvest: %d new results, %d of %d tiles validated", hrep.Recorded, st.Units[project.UnitValid], len(units))
+			d.logf("harvest: %d new results, %d of %d tiles validated", hrep.Recorded, st.Units[project.UnitValid], len(d.units))
 		}
-		if st.Units[project.UnitValid] == len(units) {
-			rep.Credit = st.Credit
-			break
+		if st.Units[project.UnitValid] == len(d.units) {
+			return st.Credit, nil
 		}
 		select {
 		case <-ctx.Done():
-			return rep, fmt.Errorf("demo: %d of %d tiles validated before the timeout", st.Units[project.UnitValid], len(units))
+			return nil, fmt.Errorf("demo: %d of %d tiles validated before the timeout", st.Units[project.UnitValid], len(d.units))
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
-	rep.Elapsed = time.Since(start)
+}
+
+// served is the requests all live nodes have served.
+func (d *demoRun) served() float64 {
 	var served float64
-	for _, nd := range net.Live() {
+	for _, nd := range d.net.Live() {
 		served += overlay.SumCounter(nd.Endpoint().Metrics().RPCReceived, "", "")
 	}
-	rep.RPCsPerJob = served / float64(rep.Jobs)
-	if err := assemble(ledger, o.Tiles, o.TileSize, o.Image); err != nil {
-		return rep, err
-	}
-	return rep, nil
+	return served
 }
 
 // mandelbrotUnits cuts the view [-2.2, 0.8] × [-1.5, 1.5] into tiles.

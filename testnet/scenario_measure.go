@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/wire"
 )
@@ -117,21 +118,59 @@ func eachReceived(m *overlay.Metrics, f func(proto, role string, v float64)) {
 // the baseline, no row).
 func (s *sampler) sample(t float64, rr *realRun) {
 	now := time.Now()
-	defer func() {
-		d := time.Since(now)
-		s.cost += d
-		s.costMax = max(s.costMax, d)
-		s.samples++
-	}()
+	defer s.account(now)
 	dt := now.Sub(s.last).Seconds()
 	s.last = now
 	live := s.net.Live()
 	seen := make(map[*overlay.Metrics]bool, len(live))
 	row := SecondRow{T: t, Nodes: len(live)}
 	inWindow := t <= s.window.Seconds()+0.5
-	// Read the counters in parallel: a registry's Gather hands each
-	// collector to a goroutine, so on a busy process one read waits on
-	// the scheduler more than it computes.
+	ms, curs := s.readCounters(live)
+	var sum rpcGrowth
+	for i, nd := range live {
+		seen[ms[i]] = true
+		g := s.growth(ms[i], curs[i], inWindow && t > 0)
+		idx := nd.Index().Len()
+		row.IndexMax = max(row.IndexMax, idx)
+		row.Moves += nd.Moves()
+		if dt > 0 {
+			row.RPCMax = max(row.RPCMax, g.all/dt)
+			row.RPCMaxNoLookup = max(row.RPCMaxNoLookup, (g.all-g.lookup)/dt)
+			row.RPCMaxModelled = max(row.RPCMaxModelled, g.modelled/dt)
+			if idx == 0 {
+				row.RPCMaxNoIndexNoLookup = max(row.RPCMaxNoIndexNoLookup, (g.all-g.lookup)/dt)
+			}
+		}
+		sum.all += g.all
+		sum.lookup += g.lookup
+		sum.modelled += g.modelled
+		s.readClaimLog(nd)
+	}
+	for m := range s.prev {
+		if !seen[m] {
+			delete(s.prev, m) // killed or moved: its counters are gone
+		}
+	}
+	if t == 0 || dt <= 0 {
+		return
+	}
+	s.closeRow(row, sum, dt, rr)
+}
+
+// account adds the time since a sample started to the samples' cost.
+func (s *sampler) account(start time.Time) {
+	d := time.Since(start)
+	s.cost += d
+	s.costMax = max(s.costMax, d)
+	s.samples++
+}
+
+// readCounters reads the live nodes' received RPCs by protocol, in
+// parallel: a registry's Gather hands each collector to a goroutine, so
+// on a busy process one read waits on the scheduler more than it
+// computes. A node read for the first time has its runtime collectors
+// stripped first.
+func (s *sampler) readCounters(live []*node.Node) ([]*overlay.Metrics, []map[string]float64) {
 	ms := make([]*overlay.Metrics, len(live))
 	curs := make([]map[string]float64, len(live))
 	for i, nd := range live {
@@ -152,70 +191,73 @@ func (s *sampler) sample(t float64, rr *realRun) {
 		}()
 	}
 	wg.Wait()
-	var total, lookups, modSum float64
-	for i, nd := range live {
-		m, cur := ms[i], curs[i]
-		seen[m] = true
-		old := s.prev[m]
-		s.prev[m] = cur
-		var all, lk, mod float64
-		for proto, v := range cur {
-			d := v - old[proto]
-			if d <= 0 {
-				continue
-			}
-			all += d
-			kind := kindOf(proto)
-			if kind == "lookup" {
-				lk += d
-			}
-			if modelled(kind) {
-				mod += d
-			}
-			if inWindow && t > 0 {
-				s.total[proto] += d
-			}
+	return ms, curs
+}
+
+// rpcGrowth is RPCs received since the last sample: all of them, the
+// lookups among them, and those of the kinds the simulator models.
+type rpcGrowth struct{ all, lookup, modelled float64 }
+
+// growth keeps a node's counters cur for the next sample and returns
+// their growth since the last; with count, it also adds the growth by
+// protocol to the window's totals.
+func (s *sampler) growth(m *overlay.Metrics, cur map[string]float64, count bool) rpcGrowth {
+	old := s.prev[m]
+	s.prev[m] = cur
+	var g rpcGrowth
+	for proto, v := range cur {
+		d := v - old[proto]
+		if d <= 0 {
+			continue
 		}
-		idx := nd.Index().Len()
-		row.IndexMax = max(row.IndexMax, idx)
-		row.Moves += nd.Moves()
-		if dt > 0 {
-			row.RPCMax = max(row.RPCMax, all/dt)
-			row.RPCMaxNoLookup = max(row.RPCMaxNoLookup, (all-lk)/dt)
-			row.RPCMaxModelled = max(row.RPCMaxModelled, mod/dt)
-			if idx == 0 {
-				row.RPCMaxNoIndexNoLookup = max(row.RPCMaxNoIndexNoLookup, (all-lk)/dt)
-			}
+		g.all += d
+		kind := kindOf(proto)
+		if kind == "lookup" {
+			g.lookup += d
 		}
-		total += all
-		lookups += lk
-		modSum += mod
-		for _, rec := range nd.Claims().Log() {
-			k := string(rec.Job) + "\x00" + string(rec.Client) + "\x00" + strconv.FormatInt(rec.Start, 10)
-			c := s.claims[k]
-			if c == nil {
-				c = &logClaim{job: string(rec.Job), client: string(rec.Client)}
-				s.claims[k] = c
-			}
-			c.released = c.released || rec.Released
+		if modelled(kind) {
+			g.modelled += d
+		}
+		if count {
+			s.total[proto] += d
 		}
 	}
-	for m := range s.prev {
-		if !seen[m] {
-			delete(s.prev, m) // killed or moved: its counters are gone
+	return g
+}
+
+// readClaimLog merges a node's claim log into the claims seen so far.
+func (s *sampler) readClaimLog(nd *node.Node) {
+	for _, rec := range nd.Claims().Log() {
+		k := string(rec.Job) + "\x00" + string(rec.Client) + "\x00" + strconv.FormatInt(rec.Start, 10)
+		c := s.claims[k]
+		if c == nil {
+			c = &logClaim{job: string(rec.Job), client: string(rec.Client)}
+			s.claims[k] = c
 		}
+		c.released = c.released || rec.Released
 	}
-	if t == 0 || dt <= 0 {
-		return
-	}
-	row.TotalRPC, row.LookupRPC = total/dt, lookups/dt
-	if n := float64(max(len(live), 1)); n > 0 {
-		row.RPCMean, row.RPCMeanNoLookup = total/dt/n, (total-lookups)/dt/n
-		row.RPCMeanModelled = modSum / dt / n
+}
+
+// closeRow completes the second's row, dt s long, with the network's
+// RPC totals and means over its row.Nodes live nodes and the run's job
+// counts, and appends it.
+func (s *sampler) closeRow(row SecondRow, sum rpcGrowth, dt float64, rr *realRun) {
+	row.TotalRPC, row.LookupRPC = sum.all/dt, sum.lookup/dt
+	if n := float64(max(row.Nodes, 1)); n > 0 {
+		row.RPCMean, row.RPCMeanNoLookup = sum.all/dt/n, (sum.all-sum.lookup)/dt/n
+		row.RPCMeanModelled = sum.modelled / dt / n
 	}
 	row.Submitted, row.Claimed = int(rr.acked.Load()), int(rr.claimed.Load())
 	row.Finished, row.Harvested = int(rr.finished.Load()), int(rr.harvested.Load())
 	s.rows = append(s.rows, row)
+}
+
+// costFigures fills the mean and longest time a sample took.
+func (s *sampler) costFigures(f *Figures) {
+	if s.samples > 0 {
+		f.SampleMS = float64(s.cost.Microseconds()) / 1000 / float64(s.samples)
+		f.SampleMaxMS = float64(s.costMax.Microseconds()) / 1000
+	}
 }
 
 // logDoubles counts the jobs whose unreleased permanent claims, over

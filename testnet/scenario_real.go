@@ -55,6 +55,10 @@ type realRun struct {
 	running []*wonClaim // static: won claims waiting for the results phase
 	errs    []string
 	nerrs   int
+
+	// closers close what the run set up, in the order it was set up;
+	// tearDown runs them the last first.
+	closers []func()
 }
 
 // gtClaim is the ground truth of a job's claim, as the simulator keeps it.
@@ -125,35 +129,9 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	rr.gt, rr.failBy = map[string]*gtClaim{}, map[string]int{}
-
-	net, err := Start(ctx, rr.options())
-	if err != nil {
-		return fig, nil, fmt.Errorf("start %d nodes: %w", o.Nodes, err)
-	}
-	rr.net = net
-	defer net.Close()
-	if rr.proj, err = net.NewProject(ctx, scenarioProject); err != nil {
-		return fig, nil, fmt.Errorf("start the project: %w", err)
-	}
-	defer rr.proj.Agent().Close()
-	// Submissions run concurrently (open loop): the nonce source must
-	// take turns.
-	var s [32]byte
-	copy(s[:], fmt.Appendf(nil, "scenario nonces %d", o.Seed))
-	rr.proj.SetRand(&lockedReader{r: newSeeded(s)})
-	if rr.ledger, err = project.OpenLedger(filepath.Join(rr.dir, "ledger.db")); err != nil {
-		return fig, nil, fmt.Errorf("open the ledger: %w", err)
-	}
-	defer rr.ledger.Close()
-	attrs := client.Attributes{OS: runtime.GOOS, Arch: runtime.GOARCH}
-	for i := range o.Clients {
-		a, err := net.NewAgent(ctx, certs.RoleClient, fmt.Sprintf("client%d", i+1))
-		if err != nil {
-			return fig, nil, fmt.Errorf("start client %d: %w", i+1, err)
-		}
-		defer a.Close()
-		rr.workers = append(rr.workers, &benchWorker{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
-			query: client.QueryFor(scenarioProject, attrs), units: map[string]bool{}})
+	defer rr.tearDown()
+	if err := rr.setUp(ctx); err != nil {
+		return fig, nil, err
 	}
 	rr.logf("  %d nodes, a project and %d clients up on mocknet in %s", o.Nodes, o.Clients, time.Since(wallStart).Round(time.Millisecond))
 
@@ -161,7 +139,7 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 	if o.dynamic() {
 		window = o.Duration
 	}
-	smp := newSampler(net, window)
+	smp := newSampler(rr.net, window)
 	smp.sample(0, rr) // baseline
 	rr.t0 = time.Now()
 	smp.last = rr.t0
@@ -170,54 +148,8 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 	var wg sync.WaitGroup
 	runCtx, stop := context.WithCancel(ctx)
 	defer func() { stop(); wg.Wait() }() // before the network closes
-	goRun := func(f func(context.Context)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(runCtx)
-		}()
-	}
-	goRun(rr.submitter)
-	goRun(rr.harvester)
-	goRun(func(ctx context.Context) { rr.driver(ctx, goRun) })
-	if o.churn() {
-		for i := range o.Nodes {
-			goRun(func(ctx context.Context) { rr.churn(ctx, i) })
-		}
-	}
-
-	// Sample every second until the workload is done.
-	tick := time.NewTicker(time.Second)
-	idle := rr.idle()
-	lastLog := time.Now()
-	var runErr error
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			runErr = fmt.Errorf("harvested %d of %d jobs before the time-out: %w", rr.harvested.Load(), rr.acked.Load(), ctx.Err())
-			break loop
-		case <-tick.C:
-		}
-		smp.sample(rr.since(), rr)
-		if time.Since(lastLog) >= 5*time.Second {
-			lastLog = time.Now()
-			rr.logf("  %6.0f s: %d submitted, %d claimed, %d finished, %d harvested; %d nodes up", rr.since(),
-				rr.acked.Load(), rr.claimed.Load(), rr.finished.Load(), rr.harvested.Load(), len(net.Live()))
-		}
-		if !rr.submitDone.Load() {
-			continue
-		}
-		if rr.harvested.Load() >= rr.acked.Load() && rr.resultsDone.Load() {
-			break
-		}
-		quiet := time.Since(time.UnixMilli(rr.lastProgress.Load()))
-		if rr.claimsDone.Load() && rr.resultsDone.Load() && rr.pending.Load() == 0 && quiet > idle {
-			rr.logf("  nothing claimed, finished or harvested for %s: stopping", quiet.Round(time.Second))
-			break
-		}
-	}
-	tick.Stop()
+	rr.startWorkload(runCtx, &wg)
+	runErr := rr.watch(ctx, smp)
 	span := time.Since(rr.t0)
 	smp.sample(rr.since(), rr)
 	stop()
@@ -225,7 +157,144 @@ loop:
 
 	fig.Span, fig.Wall = span, time.Since(wallStart)
 	fig.Window = min(window, span)
-	fig.NodesEnd = len(net.Live())
+	rr.countFigures(&fig, smp)
+	rr.loadFigures(&fig)
+	if err := rr.countLost(&fig); err != nil {
+		rr.addErr("%v", err)
+	}
+	if fig.Lost > 0 {
+		rr.logf("  %d jobs submitted and never harvested; the first of them:\n%s%s", fig.Lost,
+			unharvested(rr.net, rr.ledger, scenarioProject, 3, rr.workers), rr.indexDiag(ctx))
+	}
+	reduceRows(&fig, smp.rows, fig.Window)
+	smp.perJob(&fig)
+	fig.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
+	smp.costFigures(&fig)
+	fig.Errors = rr.keptErrors()
+	return fig, smp.rows, runErr
+}
+
+// keptErrors are the errors the run kept, and a line counting those it
+// saw beyond them.
+func (rr *realRun) keptErrors() []string {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	errs := rr.errs
+	if rr.nerrs > len(rr.errs) {
+		errs = append(errs, fmt.Sprintf("… %d more", rr.nerrs-len(rr.errs)))
+	}
+	return errs
+}
+
+// onTearDown has tearDown call closer, before the closers registered
+// earlier (as a deferred call would be).
+func (rr *realRun) onTearDown(closer func()) { rr.closers = append(rr.closers, closer) }
+
+// tearDown closes what the run set up, the last first.
+func (rr *realRun) tearDown() {
+	for i := len(rr.closers) - 1; i >= 0; i-- {
+		rr.closers[i]()
+	}
+}
+
+// setUp starts the nodes, the project (its nonces seeded, and safe for
+// concurrent submissions), its ledger and the client parties.
+func (rr *realRun) setUp(ctx context.Context) error {
+	o := rr.o
+	net, err := Start(ctx, rr.options())
+	if err != nil {
+		return fmt.Errorf("start %d nodes: %w", o.Nodes, err)
+	}
+	rr.net = net
+	rr.onTearDown(func() { net.Close() })
+	if rr.proj, err = net.NewProject(ctx, scenarioProject); err != nil {
+		return fmt.Errorf("start the project: %w", err)
+	}
+	rr.onTearDown(func() { rr.proj.Agent().Close() })
+	// Submissions run concurrently (open loop): the nonce source must
+	// take turns.
+	var s [32]byte
+	copy(s[:], fmt.Appendf(nil, "scenario nonces %d", o.Seed))
+	rr.proj.SetRand(&lockedReader{r: newSeeded(s)})
+	if rr.ledger, err = project.OpenLedger(filepath.Join(rr.dir, "ledger.db")); err != nil {
+		return fmt.Errorf("open the ledger: %w", err)
+	}
+	rr.onTearDown(func() { rr.ledger.Close() })
+	attrs := client.Attributes{OS: runtime.GOOS, Arch: runtime.GOARCH}
+	for i := range o.Clients {
+		a, err := net.NewAgent(ctx, certs.RoleClient, fmt.Sprintf("client%d", i+1))
+		if err != nil {
+			return fmt.Errorf("start client %d: %w", i+1, err)
+		}
+		rr.onTearDown(func() { a.Close() })
+		rr.workers = append(rr.workers, &benchWorker{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
+			query: client.QueryFor(scenarioProject, attrs), units: map[string]bool{}})
+	}
+	return nil
+}
+
+// startWorkload starts the submitter, the harvester, the claims and
+// results driver and, for churn, a churner per node, each running until
+// ctx ends; wg counts them and what the driver starts.
+func (rr *realRun) startWorkload(ctx context.Context, wg *sync.WaitGroup) {
+	goRun := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(ctx)
+		}()
+	}
+	goRun(rr.submitter)
+	goRun(rr.harvester)
+	goRun(func(ctx context.Context) { rr.driver(ctx, goRun) })
+	if rr.o.churn() {
+		for i := range rr.o.Nodes {
+			goRun(func(ctx context.Context) { rr.churn(ctx, i) })
+		}
+	}
+}
+
+// watch samples every second, logging progress every 5 s, until the
+// workload is done: every job submitted harvested and every result sent,
+// or, once submissions, claims and results are done, nothing claimed,
+// finished or harvested for the workload's idle time. It returns an
+// error when ctx ends first.
+func (rr *realRun) watch(ctx context.Context, smp *sampler) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	idle := rr.idle()
+	lastLog := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("harvested %d of %d jobs before the time-out: %w", rr.harvested.Load(), rr.acked.Load(), ctx.Err())
+		case <-tick.C:
+		}
+		smp.sample(rr.since(), rr)
+		if time.Since(lastLog) >= 5*time.Second {
+			lastLog = time.Now()
+			rr.logf("  %6.0f s: %d submitted, %d claimed, %d finished, %d harvested; %d nodes up", rr.since(),
+				rr.acked.Load(), rr.claimed.Load(), rr.finished.Load(), rr.harvested.Load(), len(rr.net.Live()))
+		}
+		if !rr.submitDone.Load() {
+			continue
+		}
+		if rr.harvested.Load() >= rr.acked.Load() && rr.resultsDone.Load() {
+			return nil
+		}
+		quiet := time.Since(time.UnixMilli(rr.lastProgress.Load()))
+		if rr.claimsDone.Load() && rr.resultsDone.Load() && rr.pending.Load() == 0 && quiet > idle {
+			rr.logf("  nothing claimed, finished or harvested for %s: stopping", quiet.Round(time.Second))
+			return nil
+		}
+	}
+}
+
+// countFigures fills the nodes up at the end, the job counts, the failed
+// attempts, the double claims in the clients' view and, from smp, in the
+// nodes' claim logs.
+func (rr *realRun) countFigures(fig *Figures, smp *sampler) {
+	fig.NodesEnd = len(rr.net.Live())
 	fig.Submitted, fig.Claimed = int(rr.acked.Load()), int(rr.claimed.Load())
 	fig.Finished, fig.Harvested = int(rr.finished.Load()), int(rr.harvested.Load())
 	fig.FailedAttempts = int(rr.failedAttempts.Load())
@@ -234,10 +303,15 @@ loop:
 	fig.FailedBy = maps.Clone(rr.failBy)
 	rr.mu.Unlock()
 	fig.LogDoubles = smp.logDoubles()
+}
+
+// loadFigures fills the live nodes' moves and balance reactions and, when
+// balancing, the terms of their load figures at the end.
+func (rr *realRun) loadFigures(fig *Figures) {
 	var rates []float64
 	par := loadbalance.Params{}
 	par.ApplyDefaults()
-	for _, nd := range net.Live() {
+	for _, nd := range rr.net.Live() {
 		fig.Moves += nd.Moves()
 		fig.Reactions += nd.Reactions()
 		if rr.balance {
@@ -249,27 +323,6 @@ loop:
 	if len(rates) > 0 {
 		fig.RateTermMedian, fig.RateTermMax = medianOf(rates), slices.Max(rates)
 	}
-	if err := rr.countLost(&fig); err != nil {
-		rr.addErr("%v", err)
-	}
-	if fig.Lost > 0 {
-		rr.logf("  %d jobs submitted and never harvested; the first of them:\n%s%s", fig.Lost,
-			unharvested(net, rr.ledger, scenarioProject, 3, rr.workers), rr.indexDiag(ctx))
-	}
-	reduceRows(&fig, smp.rows, fig.Window)
-	smp.perJob(&fig)
-	fig.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
-	if smp.samples > 0 {
-		fig.SampleMS = float64(smp.cost.Microseconds()) / 1000 / float64(smp.samples)
-		fig.SampleMaxMS = float64(smp.costMax.Microseconds()) / 1000
-	}
-	rr.mu.Lock()
-	fig.Errors = rr.errs
-	if rr.nerrs > len(rr.errs) {
-		fig.Errors = append(fig.Errors, fmt.Sprintf("… %d more", rr.nerrs-len(rr.errs)))
-	}
-	rr.mu.Unlock()
-	return fig, smp.rows, runErr
 }
 
 // lockedReader is an io.Reader safe for concurrent use.

@@ -142,23 +142,44 @@ func (r ScenarioReport) columns() (names []string, figs []Figures) {
 // parameters they ran, the real run's RPCs by protocol, and what the two
 // cannot be compared on.
 func (r ScenarioReport) Markdown() string {
-	o, p := r.Options, r.Periods
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Scenario `%s`: real nodes beside the simulator\n\n", o.Scenario)
-	fmt.Fprintf(&b, "%d nodes, r = %d, seed %d; ", o.Nodes, o.R, o.Seed)
+	r.writeIntro(&b)
+	r.writeFigures(&b)
+	r.writeParameters(&b)
+	r.writeByProtocol(&b)
+	b.WriteString("\n## Where the two cannot be compared\n\n")
+	for _, n := range scenarioNotes(r) {
+		b.WriteString("- " + n + "\n")
+	}
+	r.writeErrors(&b)
+	return b.String()
+}
+
+// writeIntro writes the report's title and the paragraph on the scenario
+// it ran: nodes, r, seed, the workload, churn, the balancing variants,
+// the scale and the wall time.
+func (r ScenarioReport) writeIntro(b *strings.Builder) {
+	o := r.Options
+	fmt.Fprintf(b, "# Scenario `%s`: real nodes beside the simulator\n\n", o.Scenario)
+	fmt.Fprintf(b, "%d nodes, r = %d, seed %d; ", o.Nodes, o.R, o.Seed)
 	if o.dynamic() {
-		fmt.Fprintf(&b, "dynamic workload: %g jobs/s submitted for %v, claims from %v on at the same rate, each job %v long", o.Rate, o.Duration, o.Lead, o.JobLength)
+		fmt.Fprintf(b, "dynamic workload: %g jobs/s submitted for %v, claims from %v on at the same rate, each job %v long", o.Rate, o.Duration, o.Lead, o.JobLength)
 	} else {
-		fmt.Fprintf(&b, "static workload: %d jobs at %g jobs/s, %v gap, claims at %g/s, %v idle, results at %g/s", o.Jobs, o.Rate, o.Gap, o.Rate, o.RunIdle, o.Rate)
+		fmt.Fprintf(b, "static workload: %d jobs at %g jobs/s, %v gap, claims at %g/s, %v idle, results at %g/s", o.Jobs, o.Rate, o.Gap, o.Rate, o.RunIdle, o.Rate)
 	}
 	if o.churn() {
-		fmt.Fprintf(&b, "; churn: mean lifetime and down time %v", o.ChurnLife)
+		fmt.Fprintf(b, "; churn: mean lifetime and down time %v", o.ChurnLife)
 	}
 	if o.Scenario == "loadbalance" {
 		b.WriteString("; run twice, load balancing off and on")
 	}
-	fmt.Fprintf(&b, ". Protocol periods are the production ones divided by %g. The real side is %d nodes of the full stack on mocknet in one process with %d client parties; the simulator (`testnet/sim`) ran the same scenario with the same parameters. Total wall time %v.\n\n",
+	fmt.Fprintf(b, ". Protocol periods are the production ones divided by %g. The real side is %d nodes of the full stack on mocknet in one process with %d client parties; the simulator (`testnet/sim`) ran the same scenario with the same parameters. Total wall time %v.\n\n",
 		o.Scale, o.Nodes, o.Clients, r.Wall.Round(time.Second))
+}
+
+// writeFigures writes the side-by-side table of scenarioMetrics, a
+// column per run and side, and what its RPC figures count.
+func (r ScenarioReport) writeFigures(b *strings.Builder) {
 	names, figs := r.columns()
 	b.WriteString("| metric | " + strings.Join(names, " | ") + " |\n|---|" + strings.Repeat("---|", len(names)) + "\n")
 	for _, m := range scenarioMetrics {
@@ -169,7 +190,12 @@ func (r ScenarioReport) Markdown() string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\nRPC figures count the RPCs nodes received, per second, over the window: the whole run for static workloads, the submission time for dynamic ones (the simulator stops there; the real run then drains: claims and results go on until every job is harvested or nothing moves for a while, and its job counts are at the end of the drain).\n\n")
+}
 
+// writeParameters writes the protocol parameters both sides ran beside
+// the production ones.
+func (r ScenarioReport) writeParameters(b *strings.Builder) {
+	p := r.Periods
 	b.WriteString("## Protocol parameters (both sides)\n\n| parameter | production | here |\n|---|---|---|\n")
 	for _, row := range [][3]string{
 		{"republish interval", "20–30 min", fmt.Sprintf("%v–%v", p.RepublishMin, p.RepublishMax)},
@@ -189,9 +215,13 @@ func (r ScenarioReport) Markdown() string {
 		{"project harvest interval", "30 s (simulator)", p.HarvestEvery.String()},
 		{"kad-dht α, k", "10, 20", "10, 20"},
 	} {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", row[0], row[1], row[2])
+		fmt.Fprintf(b, "| %s | %s | %s |\n", row[0], row[1], row[2])
 	}
+}
 
+// writeByProtocol writes the real runs' RPCs per job by protocol, a
+// column per run, the protocols sorted.
+func (r ScenarioReport) writeByProtocol(b *strings.Builder) {
 	b.WriteString("\n## Real runs: RPCs per job by protocol\n\n| protocol |")
 	var protos []string
 	seen := map[string]bool{}
@@ -202,32 +232,31 @@ func (r ScenarioReport) Markdown() string {
 				protos = append(protos, k)
 			}
 		}
-		fmt.Fprintf(&b, " real%s |", suffix(run.Variant))
+		fmt.Fprintf(b, " real%s |", suffix(run.Variant))
 	}
 	sort.Strings(protos)
 	b.WriteString("\n|---|" + strings.Repeat("---|", len(r.Runs)) + "\n")
 	for _, k := range protos {
-		fmt.Fprintf(&b, "| `%s` (%s) |", k, kindOf(k))
+		fmt.Fprintf(b, "| `%s` (%s) |", k, kindOf(k))
 		for _, run := range r.Runs {
-			fmt.Fprintf(&b, " %s |", fnum(run.Real.ByProtocol[k], 2))
+			fmt.Fprintf(b, " %s |", fnum(run.Real.ByProtocol[k], 2))
 		}
 		b.WriteString("\n")
 	}
+}
 
-	b.WriteString("\n## Where the two cannot be compared\n\n")
-	for _, n := range scenarioNotes(r) {
-		b.WriteString("- " + n + "\n")
-	}
+// writeErrors writes a section per real run that saw errors, one error
+// a line.
+func (r ScenarioReport) writeErrors(b *strings.Builder) {
 	for _, run := range r.Runs {
 		if len(run.Real.Errors) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## Errors seen by the real run%s\n\n", suffix(run.Variant))
+		fmt.Fprintf(b, "\n## Errors seen by the real run%s\n\n", suffix(run.Variant))
 		for _, e := range run.Real.Errors {
 			b.WriteString("- " + strings.ReplaceAll(e, "\n", " ") + "\n")
 		}
 	}
-	return b.String()
 }
 
 func onOff(r ScenarioReport) string {

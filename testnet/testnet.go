@@ -113,6 +113,41 @@ func Start(ctx context.Context, opts Options) (*Network, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("testnet: no directory")
 	}
+	opts.defaults()
+	seed := seedBytes(opts.Seed)
+	if err := opts.ValidateAdversary(); err != nil {
+		return nil, err
+	}
+	n := &Network{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}
+	if opts.Byzantine > 0 || opts.Skewed > 0 || opts.Jump > 0 {
+		n.adv = chooseAdversary(opts)
+	}
+	randSrc := newSeeded(seed)
+	ca, err := certs.NewAuthority("testnet CA", opts.Now().Add(-time.Hour), 10*365*24*time.Hour, randSrc)
+	if err != nil {
+		return nil, err
+	}
+	n.CA = ca
+	if opts.Transport == Mocknet {
+		n.mn = mocknet.New()
+	}
+	n.nodes = make([]*node.Node, opts.Nodes)
+	n.addrs = make([]multiaddr.Multiaddr, opts.Nodes)
+	n.dirs = make([]string, opts.Nodes)
+	n.bw = make([]*metrics.BandwidthCounter, opts.Nodes)
+	for i := range n.bw {
+		n.bw[i] = metrics.NewBandwidthCounter()
+	}
+	if err := n.openAll(ctx, randSrc); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// defaults fills the zero options, and turns off the background loops
+// and kad-dht's refresh unless asked for.
+func (opts *Options) defaults() {
 	if opts.Nodes == 0 {
 		opts.Nodes = 8
 	}
@@ -145,61 +180,43 @@ func Start(ctx context.Context, opts Options) (*Network, error) {
 	if !opts.AutoRefresh {
 		opts.DHT.DisableAutoRefresh = true
 	}
-	var seed [32]byte
+}
+
+// seedBytes is a 32-byte seed holding seed in its first 8 bytes, little
+// endian.
+func seedBytes(seed uint64) [32]byte {
+	var s [32]byte
 	for i := range 8 {
-		seed[i] = byte(opts.Seed >> (8 * i))
+		s[i] = byte(seed >> (8 * i))
 	}
-	if err := opts.ValidateAdversary(); err != nil {
-		return nil, err
-	}
-	n := &Network{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}
-	if opts.Byzantine > 0 || opts.Skewed > 0 || opts.Jump > 0 {
-		n.adv = chooseAdversary(opts)
-	}
-	randSrc := newSeeded(seed)
-	ca, err := certs.NewAuthority("testnet CA", opts.Now().Add(-time.Hour), 10*365*24*time.Hour, randSrc)
-	if err != nil {
-		return nil, err
-	}
-	n.CA = ca
-	if opts.Transport == Mocknet {
-		n.mn = mocknet.New()
-	}
-	n.nodes = make([]*node.Node, opts.Nodes)
-	n.addrs = make([]multiaddr.Multiaddr, opts.Nodes)
-	n.dirs = make([]string, opts.Nodes)
-	n.bw = make([]*metrics.BandwidthCounter, opts.Nodes)
-	for i := range n.bw {
-		n.bw[i] = metrics.NewBandwidthCounter()
-	}
-	for i := range opts.Nodes {
-		dir := filepath.Join(opts.Dir, fmt.Sprintf("node%03d", i))
+	return s
+}
+
+// openAll creates and certifies every node's data directory (identities
+// from randSrc, in order), opens the nodes, links them all on mocknet and
+// bootstraps the network. The caller closes the network on an error.
+func (n *Network) openAll(ctx context.Context, randSrc io.Reader) error {
+	for i := range n.opts.Nodes {
+		dir := filepath.Join(n.opts.Dir, fmt.Sprintf("node%03d", i))
 		if err := n.initParty(dir, certs.RoleNode, fmt.Sprintf("node%03d", i), randSrc); err != nil {
-			n.Close()
-			return nil, err
+			return err
 		}
 		n.dirs[i] = dir
-		if opts.Transport == Mocknet {
+		if n.opts.Transport == Mocknet {
 			n.addrs[i] = multiaddr.StringCast(fmt.Sprintf("/ip4/10.%d.%d.%d/tcp/4001", i>>16&255, i>>8&255, i&255))
 		} else {
 			n.addrs[i] = multiaddr.StringCast("/ip4/127.0.0.1/tcp/0")
 		}
 		if err := n.open(i); err != nil {
-			n.Close()
-			return nil, err
+			return err
 		}
 	}
 	if n.mn != nil {
 		if err := n.mn.LinkAll(); err != nil {
-			n.Close()
-			return nil, err
+			return err
 		}
 	}
-	if err := n.bootstrap(ctx); err != nil {
-		n.Close()
-		return nil, err
-	}
-	return n, nil
+	return n.bootstrap(ctx)
 }
 
 // initParty creates and certifies a party's data directory.
@@ -234,11 +251,7 @@ func (n *Network) NewParty(role certs.Role, name string) (*keystore.Identity, er
 	n.mu.Lock()
 	seed := n.rng.Uint64()
 	n.mu.Unlock()
-	var s [32]byte
-	for i := range 8 {
-		s[i] = byte(seed >> (8 * i))
-	}
-	if err := n.initParty(dir, role, name, newSeeded(s)); err != nil {
+	if err := n.initParty(dir, role, name, newSeeded(seedBytes(seed))); err != nil {
 		return nil, err
 	}
 	return keystore.Load(dir, role, n.opts.Now())
@@ -246,6 +259,43 @@ func (n *Network) NewParty(role certs.Role, name string) (*keystore.Identity, er
 
 // open starts node i from its data directory.
 func (n *Network) open(i int) error {
+	cfg := n.nodeConfig(i)
+	if n.mn != nil {
+		if err := n.mockHost(i, &cfg); err != nil {
+			return err
+		}
+	} else {
+		cfg.Listen = []multiaddr.Multiaddr{n.addrs[i]}
+		cfg.Bandwidth = n.bw[i]
+	}
+	if n.opts.Configure != nil {
+		n.opts.Configure(i, &cfg)
+	}
+	nd, err := node.Open(cfg)
+	if err != nil {
+		if cfg.Host != nil {
+			cfg.Host.Close()
+		}
+		return fmt.Errorf("node %d: %w", i, err)
+	}
+	if err := nd.Start(context.Background()); err != nil {
+		nd.Close()
+		return fmt.Errorf("node %d: %w", i, err)
+	}
+	if n.opts.Transport == TCP {
+		n.keepPort(i, nd)
+	}
+	n.mu.Lock()
+	n.nodes[i] = nd
+	n.mu.Unlock()
+	n.corrupt(i, nd, cfg.Now)
+	return nil
+}
+
+// nodeConfig is node i's config from the network's options: its clock
+// (the adversary's, if it skews node i) and a seeded grinder, unless the
+// options name one.
+func (n *Network) nodeConfig(i int) node.Config {
 	cfg := node.Config{
 		DataDir:      n.dirs[i],
 		DHT:          n.opts.DHT,
@@ -271,67 +321,53 @@ func (n *Network) open(i int) error {
 		s[16] = 'g'
 		cfg.Balance.Grinder = grind.Secp256k1{Workers: 1, Rand: newSeeded(s)}
 	}
-	if n.mn != nil {
-		id, err := keystore.Load(n.dirs[i], certs.RoleNode, n.opts.Now())
-		if err != nil {
+	return cfg
+}
+
+// mockHost adds node i to the mocknet as a peer, links it to every live
+// peer and sets cfg's host to it, with the host a move starts and the
+// isolation of the identity a move leaves.
+func (n *Network) mockHost(i int, cfg *node.Config) error {
+	id, err := keystore.Load(n.dirs[i], certs.RoleNode, n.opts.Now())
+	if err != nil {
+		return err
+	}
+	h, err := n.mn.AddPeer(id.PeerKey, n.addrs[i])
+	if err != nil {
+		return fmt.Errorf("mocknet peer %d: %w", i, err)
+	}
+	// Link to every live peer now (running nodes, projects and
+	// clients), so a restarted node can rejoin in Start and parties
+	// started before it can reach it; a new network links all at
+	// once after opening.
+	n.mu.Lock()
+	delete(n.killed, h.ID())
+	killed := maps.Clone(n.killed)
+	n.mu.Unlock()
+	for _, other := range n.mn.Peers() {
+		if other == h.ID() || killed[other] {
+			continue
+		}
+		if _, err := n.mn.LinkPeers(h.ID(), other); err != nil {
+			h.Close()
 			return err
 		}
-		h, err := n.mn.AddPeer(id.PeerKey, n.addrs[i])
-		if err != nil {
-			return fmt.Errorf("mocknet peer %d: %w", i, err)
-		}
-		// Link to every live peer now (running nodes, projects and
-		// clients), so a restarted node can rejoin in Start and parties
-		// started before it can reach it; a new network links all at
-		// once after opening.
-		n.mu.Lock()
-		delete(n.killed, h.ID())
-		killed := maps.Clone(n.killed)
-		n.mu.Unlock()
-		for _, other := range n.mn.Peers() {
-			if other == h.ID() || killed[other] {
-				continue
-			}
-			if _, err := n.mn.LinkPeers(h.ID(), other); err != nil {
-				h.Close()
-				return err
-			}
-		}
-		cfg.Host = h
-		cfg.NewHost = n.moverHost
-		cfg.OnMove = func(old, _ peer.ID) { n.isolate(old) } // the old identity is gone
-	} else {
-		cfg.Listen = []multiaddr.Multiaddr{n.addrs[i]}
-		cfg.Bandwidth = n.bw[i]
 	}
-	if n.opts.Configure != nil {
-		n.opts.Configure(i, &cfg)
-	}
-	nd, err := node.Open(cfg)
-	if err != nil {
-		if cfg.Host != nil {
-			cfg.Host.Close()
-		}
-		return fmt.Errorf("node %d: %w", i, err)
-	}
-	if err := nd.Start(context.Background()); err != nil {
-		nd.Close()
-		return fmt.Errorf("node %d: %w", i, err)
-	}
-	if n.opts.Transport == TCP {
-		// Keep the port a restart will reuse.
-		for _, a := range nd.AddrInfo().Addrs {
-			if s, _ := a.ValueForProtocol(multiaddr.P_IP4); s == "127.0.0.1" {
-				n.addrs[i] = a
-				break
-			}
-		}
-	}
-	n.mu.Lock()
-	n.nodes[i] = nd
-	n.mu.Unlock()
-	n.corrupt(i, nd, cfg.Now)
+	cfg.Host = h
+	cfg.NewHost = n.moverHost
+	cfg.OnMove = func(old, _ peer.ID) { n.isolate(old) } // the old identity is gone
 	return nil
+}
+
+// keepPort keeps the loopback address node i listens on, for a restart
+// to reuse its port.
+func (n *Network) keepPort(i int, nd *node.Node) {
+	for _, a := range nd.AddrInfo().Addrs {
+		if s, _ := a.ValueForProtocol(multiaddr.P_IP4); s == "127.0.0.1" {
+			n.addrs[i] = a
+			break
+		}
+	}
 }
 
 type wireHello = wire.Hello

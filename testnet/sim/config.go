@@ -195,6 +195,18 @@ func defF(d *float64, v float64) {
 
 // ApplyDefaults fills zero fields.
 func (c *Config) ApplyDefaults() {
+	c.defaultWorkload()
+	c.defaultProtocol()
+	c.defaultBalance()
+	c.defaultNetwork()
+	c.defaultFaults()
+	c.defaultSizes()
+	c.defaultOutput()
+}
+
+// defaultWorkload fills the run's identity (workload, nodes, seed) and
+// the workload's shape: job count, rate and times, per workload.
+func (c *Config) defaultWorkload() {
 	if c.Workload == "" {
 		c.Workload = Static
 	}
@@ -225,6 +237,12 @@ func (c *Config) ApplyDefaults() {
 	if c.Keyword == "" {
 		c.Keyword = "LHC"
 	}
+}
+
+// defaultProtocol fills the protocol parameters of thesis 4.3: replicas,
+// claim and index lifetimes, rewrite and republish intervals, the index
+// region and the harvest.
+func (c *Config) defaultProtocol() {
 	defInt(&c.R, 5)
 	defDur(&c.TClaim, 15*time.Second)
 	defDur(&c.TCollect, 2*time.Hour)
@@ -240,6 +258,12 @@ func (c *Config) ApplyDefaults() {
 	defInt(&c.FindTries, 3)
 	defDur(&c.HarvestEvery, 30*time.Second)
 	defInt(&c.HarvestMax, 1000)
+}
+
+// defaultBalance fills the load balancing's period, weights and
+// cool-down (the cool-down from the index expiry, so after
+// defaultProtocol).
+func (c *Config) defaultBalance() {
 	defDur(&c.BalanceMin, 20*time.Minute)
 	defDur(&c.BalanceMax, 60*time.Minute)
 	defF(&c.Phi, 0.4)
@@ -249,6 +273,11 @@ func (c *Config) ApplyDefaults() {
 	defF(&c.Trivial, 100)
 	defDur(&c.CoolDown, c.IndexExpiry+5*time.Minute)
 	defF(&c.SplitSlack, 0.1)
+}
+
+// defaultNetwork fills the overlay and network model: lookups, caches,
+// crawls, latency, time-outs and the churn's down time.
+func (c *Config) defaultNetwork() {
 	defInt(&c.Alpha, 3)
 	defInt(&c.K, 20)
 	defDur(&c.LookupCache, 90*time.Second)
@@ -258,17 +287,31 @@ func (c *Config) ApplyDefaults() {
 	defF(&c.LatencySigma, 0.6)
 	defDur(&c.RPCTimeout, 5*time.Second)
 	defDur(&c.ChurnDown, c.ChurnLife)
+}
+
+// defaultFaults fills the fault model: the Byzantine behaviours, the
+// clock skew and the claim quorum (from R, so after defaultProtocol).
+func (c *Config) defaultFaults() {
 	if len(c.Behaviours) == 0 {
 		c.Behaviours = AllBehaviours()
 	}
 	defDur(&c.Skew, 10*time.Minute)
 	defInt(&c.ClaimQuorum, claim.Quorum(c.R))
+}
+
+// defaultSizes fills the message sizes of the bandwidth figures.
+func (c *Config) defaultSizes() {
 	defInt(&c.SizeLookup, 600)
 	defInt(&c.SizeJob, 1500)
 	defInt(&c.SizeState, 120)
 	defInt(&c.SizeEntry, 300)
 	defInt(&c.SizeResult, 2048)
 	defInt(&c.SizeHeader, 64)
+}
+
+// defaultOutput fills the row interval, a static run's time limit (from
+// the workload, so last) and the run's name.
+func (c *Config) defaultOutput() {
 	defDur(&c.Interval, time.Second)
 	if c.Limit == 0 && c.Workload == Static {
 		// A static run ends when every job is collected or lost; should

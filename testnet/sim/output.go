@@ -147,7 +147,27 @@ func (s *Sim) NodeLoads() []NodeLoad {
 // Summary computes the key figures; wall is the run's wall time.
 func (s *Sim) Summary(wall time.Duration) Summary {
 	c := s.c
-	sm := Summary{Name: c.Name, Workload: c.Workload, Nodes: c.Nodes, Seed: c.Seed, Balance: c.Balance,
+	sm := s.summaryCounts(wall)
+	if c.Byzantine > 0 || c.Skewed > 0 || c.Jump > 0 {
+		ff := s.faultFigures()
+		sm.Faults = &ff
+	}
+	var mst runtime.MemStats
+	runtime.ReadMemStats(&mst)
+	sm.SysMiB = float64(mst.Sys) / (1 << 20)
+	s.summaryRPC(&sm)
+	s.summaryRows(&sm)
+	s.summaryBusiest(&sm)
+	s.summaryMoves(&sm)
+	sm.AllCollected = c.Workload == Static && s.m.collected == c.Jobs
+	return sm
+}
+
+// summaryCounts starts the summary: the run's configuration, its length
+// and wall time, and the event counts of its metrics.
+func (s *Sim) summaryCounts(wall time.Duration) Summary {
+	c := s.c
+	return Summary{Name: c.Name, Workload: c.Workload, Nodes: c.Nodes, Seed: c.Seed, Balance: c.Balance,
 		Piggyback: c.Balance && !c.NoPiggyback, CoolDown: c.CoolDown, WRate: c.WRate,
 		ChurnLife: c.ChurnLife, RegionBits: c.RegionBits, Jobs: c.Jobs, Rate: c.Rate, Simulated: time.Duration(s.e.now) * time.Millisecond,
 		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
@@ -156,13 +176,12 @@ func (s *Sim) Summary(wall time.Duration) Summary {
 		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
 		RegionTargets: s.m.regionTargets,
 		RPC:           map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
-	if c.Byzantine > 0 || c.Skewed > 0 || c.Jump > 0 {
-		ff := s.faultFigures()
-		sm.Faults = &ff
-	}
-	var mst runtime.MemStats
-	runtime.ReadMemStats(&mst)
-	sm.SysMiB = float64(mst.Sys) / (1 << 20)
+}
+
+// summaryRPC fills the RPC totals: by kind and by what a lookup was for,
+// the near questions, the lookup share and the mean RPC/s and bytes/s
+// per live node.
+func (s *Sim) summaryRPC(sm *Summary) {
 	var all uint64
 	sm.LookupRPC = map[string]uint64{}
 	for k, v := range s.m.lookupRPC {
@@ -180,6 +199,14 @@ func (s *Sim) Summary(wall time.Duration) Summary {
 		sm.MeanRPC = float64(all) / s.m.nodeSeconds
 		sm.MeanBW = float64(s.m.bytes) / s.m.nodeSeconds
 	}
+}
+
+// summaryRows fills the figures over the CSV rows and the load windows:
+// peaks and medians of the busiest node, busiest over mean (over the run
+// and over a dynamic run's last hour of submissions) and what an even
+// load would give. It needs summaryRPC's MeanRPC.
+func (s *Sim) summaryRows(sm *Summary) {
+	c := s.c
 	var maxes, ratios []float64
 	for _, r := range s.rows {
 		maxes = append(maxes, r.RPCMax)
@@ -208,28 +235,38 @@ func (s *Sim) Summary(wall time.Duration) Summary {
 		sm.EvenSecondMaxOverMean = EvenMaxOverMean(live, sm.MeanRPC)
 		sm.EvenWindowMaxOverMean = EvenMaxOverMean(live, sm.MeanRPC*loadWindow)
 	}
+}
+
+// summaryBusiest fills the busiest node's lifetime average, its ratio to
+// the mean of the lifetime averages, and the eight busiest nodes.
+func (s *Sim) summaryBusiest(sm *Summary) {
 	loads := s.NodeLoads()
-	if len(loads) > 0 {
-		var sum float64
-		for _, l := range loads {
-			sum += l.Avg
-		}
-		sm.BusiestAvg = loads[0].Avg
-		if mean := sum / float64(len(loads)); mean > 0 {
-			sm.BusiestOverMean = loads[0].Avg / mean
-		}
-		sm.Top = loads[:min(8, len(loads))]
+	if len(loads) == 0 {
+		return
 	}
-	if s.m.firstMove > 0 {
-		sm.FirstMove = time.Duration(s.m.firstMove) * time.Millisecond
-		sm.ShareAtFirstMove = s.m.shareAtMove
-		if s.m.halvedAt > 0 {
-			sm.HotSpotHalved = true
-			sm.HotSpotHalvedAfter = time.Duration(s.m.halvedAt-s.m.firstMove) * time.Millisecond
-		}
+	var sum float64
+	for _, l := range loads {
+		sum += l.Avg
 	}
-	sm.AllCollected = c.Workload == Static && s.m.collected == c.Jobs
-	return sm
+	sm.BusiestAvg = loads[0].Avg
+	if mean := sum / float64(len(loads)); mean > 0 {
+		sm.BusiestOverMean = loads[0].Avg / mean
+	}
+	sm.Top = loads[:min(8, len(loads))]
+}
+
+// summaryMoves fills the first move's time and the busiest node's index
+// share then, and how long after it the hot spot halved, if it did.
+func (s *Sim) summaryMoves(sm *Summary) {
+	if s.m.firstMove <= 0 {
+		return
+	}
+	sm.FirstMove = time.Duration(s.m.firstMove) * time.Millisecond
+	sm.ShareAtFirstMove = s.m.shareAtMove
+	if s.m.halvedAt > 0 {
+		sm.HotSpotHalved = true
+		sm.HotSpotHalvedAfter = time.Duration(s.m.halvedAt-s.m.firstMove) * time.Millisecond
+	}
 }
 
 func median(xs []float64) float64 {
