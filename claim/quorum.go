@@ -23,3 +23,12 @@ func Quorum(r int) int {
 	}
 	return (r+Faults(r))/2 + 1
 }
+
+// NearExtra is how far beyond a job's r closest a confirming node looks
+// for the nodes whose replies count: a replier counts when it is among the
+// r + NearExtra nearest to the job in the confirming node's own view, and
+// the quorum asked is Quorum(min(r, nodes in that view)). Views differ by
+// a few nodes (a join not seen yet, a death not noticed yet); a forger
+// cannot place made-up repliers farther out. Nodes (claimnet) and the
+// simulator use this one rule.
+const NearExtra = 3

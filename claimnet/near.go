@@ -8,12 +8,13 @@ import (
 
 // nearRule is the confirm's rule, shared by confirms and claim
 // certificates: near reports whether a replying node is among the job's
-// closest in d's view (its r + 3 nearest to pos; every node while the
-// routing table is still filling, claim.CanJudge, upMS and warmupMS in
-// ms), and need is the quorum of grants or acceptances that view asks for.
+// closest in d's view (its r + claim.NearExtra nearest to pos; every
+// node while the routing table is still filling, claim.CanJudge, upMS and
+// warmupMS in ms), and need is the quorum of grants or acceptances that
+// view asks for.
 func nearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(node string) bool, need int) {
 	r := d.Replication()
-	view := d.NearestLocal(pos, r+3)
+	view := d.NearestLocal(pos, r+claim.NearExtra)
 	judge := claim.CanJudge(d.RoutingTableSize(), r, upMS, warmupMS)
 	near = func(node string) bool {
 		if !judge {

@@ -193,13 +193,14 @@ func (s *Sim) ask(ev event) {
 }
 
 // amongClosest is CheckConfirm's test that a replier is one of the job's
-// nodes: among the r+2 closest live nodes in the confirming node's view.
+// nodes: among the r + claim.NearExtra closest live nodes in the
+// confirming node's view (the nodes' rule, claimnet's nearRule).
 func (s *Sim) amongClosest(name string, j int32, side int8) bool {
 	id, gen := parseName(name)
 	if !s.reachable(id, gen) {
 		return false
 	}
-	s.scratch2 = s.view(side).closest(s.jobs[j].pos, s.c.R+2, s.scratch2[:0])
+	s.scratch2 = s.view(side).closest(s.jobs[j].pos, s.c.R+claim.NearExtra, s.scratch2[:0])
 	for _, v := range s.scratch2 {
 		if v == id {
 			return true
