@@ -281,7 +281,7 @@ func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Act
 	switch st.Kind {
 	case claim.Granted:
 		a.out.Granted = append(a.out.Granted, n)
-		a.after = max(a.after, st.Start)
+		a.after = laterStart(a.after, st.Start, c.now().UnixMilli())
 	case claim.Denied:
 		a.deniers = append(a.deniers, shortID(string(n)))
 	}
@@ -343,6 +343,22 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 		return nil, fmt.Errorf("claim %x: too few nodes granted it or accepted the confirm for a quorum of %d%s", jobKey, a.quorum, why)
 	}
 	return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
+}
+
+// laterStart is the latest ended claim's start the grants named so far
+// (after), with one more grant's (named) taken in — unless named lies
+// more than claim.MaxClockOffset ahead of this client's clock (now, ms).
+// No honest client's claim starts that far ahead, and a claim started
+// after it would be refused by every honest confirming node (its start
+// off their clocks by more than T_skew): one lying replica would make the
+// job unclaimable. Honest nodes that hold such a tombstone refuse this
+// client's confirm; at most f of them can, since honest ones hold only
+// honest starts.
+func laterStart(after, named, now int64) int64 {
+	if named > now+claim.MaxClockOffset {
+		return after
+	}
+	return max(after, named)
 }
 
 // denyWait is how long a client denied by a node waits before it asks

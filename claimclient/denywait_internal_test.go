@@ -27,3 +27,24 @@ func TestDenyWait(t *testing.T) {
 		}
 	}
 }
+
+// TestLaterStart: a grant's named start moves the claim's start later,
+// unless it lies beyond any honest client's clock (a lying replica could
+// otherwise push every confirm off the honest nodes' clocks).
+func TestLaterStart(t *testing.T) {
+	const now, off = int64(1_000_000_000), int64(10 * 60 * 1000)
+	for _, tt := range []struct {
+		after, named, want int64
+	}{
+		{0, 0, 0},
+		{0, now - 5, now - 5},
+		{now - 5, now - 9, now - 5},
+		{0, now + off, now + off},         // a client 10 min fast: honest, followed
+		{now - 5, now + off + 1, now - 5}, // beyond: a liar, ignored
+		{now + 7, now + 1<<40, now + 7},   // a far future start
+	} {
+		if got := laterStart(tt.after, tt.named, now); got != tt.want {
+			t.Errorf("laterStart(%d, %d) = %d, want %d", tt.after-now, tt.named-now, got-now, tt.want-now)
+		}
+	}
+}
