@@ -301,10 +301,10 @@ func (e *Endpoint) rejectLater(p peer.ID, err error) {
 
 // refuse records the verdict against p and blocks it for a while.
 func (e *Endpoint) refuse(p peer.ID, err error) {
-	e.log.Warn("peer refused", "peer", p, "err", err)
 	e.m.Admissions.WithLabelValues("refused").Inc()
 	e.adm.Refuse(p, err)
 	e.adm.Block(p, e.cfg.Now().Add(e.cfg.BlockFor))
+	e.log.Warn("peer refused", "peer", p, "err", err) // once it holds: the log says what is in force
 }
 
 // dropped handles a peer that lost its admission.
