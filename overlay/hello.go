@@ -12,6 +12,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/wire"
@@ -32,11 +34,13 @@ func (e *Endpoint) sayHello(c network.Conn) {
 		case errors.As(err, &refused):
 			e.log.Warn("refused by peer", "peer", p, "reason", refused.Code.String(), "err", refused.Reason)
 			e.reject(p, fmt.Errorf("hello with %s: %w", p, err))
-		case c.IsClosed() || isTransportError(err) || errors.Is(err, context.DeadlineExceeded):
+		case c.IsClosed() || isTransportError(err) || errors.Is(err, context.DeadlineExceeded) || notServingHello(err):
 			// The connection went away under the handshake (a peer that
-			// restarted, a duplicate connection closed by the swarm), or
-			// the peer was too slow to answer (a node still starting): no
-			// verdict, so no block; the next connection says hello anew.
+			// restarted, a duplicate connection closed by the swarm), the
+			// peer was too slow to answer, or it does not serve hellos yet
+			// (a node still starting: its host listens before its
+			// handlers are set): no verdict, so no block; the next
+			// connection says hello anew.
 			e.log.Debug("hello interrupted", "peer", p, "err", err)
 			_ = c.Close()
 		default:
@@ -100,6 +104,15 @@ func isTransportError(err error) bool {
 	return errors.Is(err, network.ErrReset) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// notServingHello reports whether err is the peer answering that it has no
+// hello handler. That proves nothing against it: a restarting node's host
+// accepts connections a moment before it serves the protocol, and blocking
+// it for that would cut it off for BlockFor. A peer that never serves
+// hellos is still never admitted; its connection is closed.
+func notServingHello(err error) bool {
+	return errors.Is(err, msmux.ErrNotSupported[protocol.ID]{})
 }
 
 // handleHello runs the listener's side: read their hello, admit it, answer

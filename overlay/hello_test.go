@@ -44,13 +44,16 @@ func TestHelloVerdicts(t *testing.T) {
 			_, _ = s.Write([]byte{0x05, 1, 2, 3, 4, 5})
 			_ = s.Close()
 		}, "peer refused", true},
+		{"no hello handler yet", nil, "hello interrupted", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newRPCNet(t)
 			logs := make(msgLog, 16)
 			e := n.endpointWith(n.ca, certs.RoleNode, logs)
 			other := n.host()
-			other.SetStreamHandler(wire.ProtoHello, tc.answer)
+			if tc.answer != nil {
+				other.SetStreamHandler(wire.ProtoHello, tc.answer)
+			}
 			n.link()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
