@@ -106,6 +106,13 @@ func (e *Endpoint) readReplies(p peer.ID, mc *muxConn) {
 // dropMux marks mc failed with err, resets its stream, fails its waiting
 // calls and forgets it, unless a newer stream to p replaced it.
 func (e *Endpoint) dropMux(p peer.ID, mc *muxConn, err error) {
+	// Forget it first: a call that sees its waiters fail and calls again
+	// must open a new stream, not find this one.
+	e.muxMu.Lock()
+	if e.muxes[p] == mc {
+		delete(e.muxes, p)
+	}
+	e.muxMu.Unlock()
 	mc.mu.Lock()
 	if mc.err == nil {
 		mc.err = err
@@ -117,11 +124,6 @@ func (e *Endpoint) dropMux(p peer.ID, mc *muxConn, err error) {
 	for _, ch := range pending {
 		close(ch)
 	}
-	e.muxMu.Lock()
-	if e.muxes[p] == mc {
-		delete(e.muxes, p)
-	}
-	e.muxMu.Unlock()
 }
 
 // closeMuxes resets every open mux stream (Endpoint.Close).

@@ -141,6 +141,14 @@ func TestMuxStreamLostIsReopened(t *testing.T) {
 		if err == nil {
 			t.Fatal("call on a cut stream succeeded")
 		}
+		// Its calls fail only once the stream is forgotten, so the next
+		// call cannot find it (it failed with the old stream's error).
+		client.muxMu.Lock()
+		stale := client.muxes[server.ID()] != nil
+		client.muxMu.Unlock()
+		if stale {
+			t.Fatal("the cut stream is still the peer's mux stream after its calls failed")
+		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("call on a cut stream still waiting after 30 s")
 	}
