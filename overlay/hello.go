@@ -34,13 +34,19 @@ func (e *Endpoint) sayHello(c network.Conn) {
 		case errors.As(err, &refused):
 			e.log.Warn("refused by peer", "peer", p, "reason", refused.Code.String(), "err", refused.Reason)
 			e.reject(p, fmt.Errorf("hello with %s: %w", p, err))
-		case c.IsClosed() || isTransportError(err) || errors.Is(err, context.DeadlineExceeded) || notServingHello(err):
+		case notServingHello(err):
+			// Not admitted, so refused and cut off; but no verdict and no
+			// block: it may be a node still starting (its host listens
+			// before its handlers are set), which the next connection
+			// admits, not a foreign peer.
+			e.m.Admissions.WithLabelValues("refused").Inc()
+			e.log.Debug("peer serves no hello", "peer", p, "err", err)
+			_ = c.Close()
+		case c.IsClosed() || isTransportError(err) || errors.Is(err, context.DeadlineExceeded):
 			// The connection went away under the handshake (a peer that
-			// restarted, a duplicate connection closed by the swarm), the
-			// peer was too slow to answer, or it does not serve hellos yet
-			// (a node still starting: its host listens before its
-			// handlers are set): no verdict, so no block; the next
-			// connection says hello anew.
+			// restarted, a duplicate connection closed by the swarm), or
+			// the peer was too slow to answer: no verdict, so no block;
+			// the next connection says hello anew.
 			e.log.Debug("hello interrupted", "peer", p, "err", err)
 			_ = c.Close()
 		default:
@@ -107,10 +113,10 @@ func isTransportError(err error) bool {
 }
 
 // notServingHello reports whether err is the peer answering that it has no
-// hello handler. That proves nothing against it: a restarting node's host
+// hello handler. That is no proof against it: a restarting node's host
 // accepts connections a moment before it serves the protocol, and blocking
-// it for that would cut it off for BlockFor. A peer that never serves
-// hellos is still never admitted; its connection is closed.
+// it would cut it off for BlockFor. A peer that never serves hellos is
+// still never admitted: each of its connections is closed.
 func notServingHello(err error) bool {
 	return errors.Is(err, msmux.ErrNotSupported[protocol.ID]{})
 }

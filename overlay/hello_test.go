@@ -44,7 +44,7 @@ func TestHelloVerdicts(t *testing.T) {
 			_, _ = s.Write([]byte{0x05, 1, 2, 3, 4, 5})
 			_ = s.Close()
 		}, "peer refused", true},
-		{"no hello handler yet", nil, "hello interrupted", false},
+		{"no hello handler yet", nil, "peer serves no hello", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newRPCNet(t)
