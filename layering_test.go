@@ -27,9 +27,11 @@ var purePackages = []purePackage{
 		path: module + "/claim",
 		allowed: []string{
 			"bytes",
+			"cmp",
 			"crypto/ed25519",
 			"errors",
 			"fmt",
+			"slices",
 			"github.com/up-pool/up/codec",
 			"github.com/up-pool/up/job",
 		},

@@ -1,7 +1,8 @@
-// Package claimnet is the node side of the claim protocol: grant,
-// confirm, release and certify handlers around claim.Decide and
-// claim.CheckConfirm, temporary claims in memory, permanent claims through
-// the job pool, the proof checker that merges claims from other nodes,
+// Package claimnet is the node side of the claim protocol's I/O: grant,
+// confirm, release and certify handlers that decode, step the claim
+// machine (claim.Server: temporary claims, the confirm check, the claim
+// log) and sign or merge what it returns, permanent claims through the
+// job pool, the proof checker that merges claims from other nodes,
 // and the per-client rate limit on claims. A confirm's replies are checked
 // together, in one batch verification. The client side (the Claimer) is
 // package claimclient, which links no pool.
@@ -9,7 +10,6 @@ package claimnet
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -65,17 +65,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Record is one permanent claim this node made, for audit. Released is
-// set when the client gave it back (its confirm failed elsewhere, or it
-// gave up the job), whether its release reached this node or came by
-// replication from another (the job ready again before the deadline).
+// Record is one permanent claim this node made, for audit (claim.Record
+// with the job it is for).
 type Record struct {
-	Job      []byte
-	Client   []byte
-	Start    int64
-	Deadline int64
-	Released bool
-	At       int64 // ms on this node's clock: when it accepted the confirm
+	Job []byte
+	claim.Record
 }
 
 // Service answers claims for the jobs a node holds.
@@ -88,15 +82,11 @@ type Service struct {
 	limiter *overlay.RateLimiter
 	started int64 // Unix ms, for claim.CanJudge
 
-	mu    sync.Mutex
-	temps map[string]*claim.Temp
-	// claims holds, per job this node still holds, the permanent claims it
-	// made (in order); a job's records go when the job leaves the store
-	// (collected and kept T_collect, or handed on), so the log is bounded
-	// by the jobs held.
-	claims map[string]*jobClaims
-	seq    uint64      // order of records across jobs, for Log
-	keys   *keyCache   // expanded node keys, for batch verification
+	mu sync.Mutex
+	// srv is the claim machine: temporary claims and the log of permanent
+	// ones. Stepped under mu.
+	srv   *claim.Server[string]
+	keys  *keyCache   // expanded node keys, for batch verification
 	own    *ownReplies // digests of the replies this node signed lately
 	freed  []func(key []byte)
 	// positions are the position records verified lately; forgers counts
@@ -145,7 +135,8 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 	// since a move rotates id's peer key and position for the next host
 	// while this one may still be answering.
 	snapshot := *id
-	s := &Service{cfg: cfg, ep: ep, d: d, pool: p, id: &snapshot, temps: map[string]*claim.Temp{}, keys: newKeyCache(4096),
+	s := &Service{cfg: cfg, ep: ep, d: d, pool: p, id: &snapshot, keys: newKeyCache(4096),
+		srv:     claim.NewServer[string](cfg.TClaim.Milliseconds(), cfg.TSkew.Milliseconds()),
 		started: cfg.Now().UnixMilli(),
 		own:     newOwnReplies(1<<14, 2*cfg.TClaim.Milliseconds()),
 		limiter: overlay.NewRateLimiter(cfg.Limit, cfg.Burst, cfg.Now)}
@@ -163,7 +154,6 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 		Name: "up_claims_voided_total", Help: "Claims accepted here that got no certificate within T_cert and were voided when another client asked.",
 	})
 	ep.Metrics().Registry.MustRegister(s.mReplies, s.mConfirm, s.mForged, s.mVoided)
-	s.claims = map[string]*jobClaims{}
 	p.OnChange(s.onChange)
 	clients := []certs.Role{certs.RoleClient}
 	ep.Handle(wire.ProtoClaim, 1024, clients, s.handleClaim)
@@ -200,34 +190,15 @@ func (s *Service) Counts() Counts {
 	}
 }
 
-// jobClaims are one held job's permanent claims at this node.
-type jobClaims struct {
-	recs []Record
-	seqs []uint64 // order of each record in the whole log
-	// closed is set once the job is finished or collected: its claims are
-	// past releasing.
-	closed bool
-}
-
 // Log returns the permanent claims this node made on the jobs it still
 // holds, in the order it made them.
 func (s *Service) Log() []Record {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	type seqRec struct {
-		seq uint64
-		rec Record
-	}
-	var all []seqRec
-	for _, jc := range s.claims {
-		for i, r := range jc.recs {
-			all = append(all, seqRec{jc.seqs[i], r})
-		}
-	}
-	slices.SortFunc(all, func(a, b seqRec) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]Record, len(all))
-	for i, sr := range all {
-		out[i] = sr.rec
+	logged := s.srv.Log()
+	s.mu.Unlock()
+	out := make([]Record, len(logged))
+	for i, l := range logged {
+		out[i] = Record{Job: []byte(l.Job), Record: l.Record}
 	}
 	return out
 }
@@ -255,28 +226,16 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 		}
 	}
 	s.mu.Lock()
-	temp := s.temps[string(req.Job)]
-	if temp != nil && now >= temp.Until {
-		delete(s.temps, string(req.Job))
-		temp = nil
-	}
-	d := claim.Decide(held, h.State, temp, client, now, s.cfg.TClaim.Milliseconds())
-	if d.Temp != nil {
-		s.temps[string(req.Job)] = d.Temp
-		s.watchLapse(req.Job, d.Temp)
-	}
-	if len(s.temps) > 100000 {
-		s.sweepLocked(now)
-	}
+	g := s.srv.Grant(string(req.Job), held, h.State, client, now)
 	s.mu.Unlock()
-	s.mReplies.WithLabelValues(d.Kind.String()).Inc()
-	if d.Kind == claim.Denied {
-		s.why.add("deny: " + d.Reason)
+	if g.Temp != nil {
+		s.watchLapse(req.Job, g.Temp)
 	}
-	stmt := claim.Statement{Kind: d.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now, Busy: d.Busy}
-	if d.Kind == claim.Granted && h.State.Phase == job.Ready {
-		stmt.Start = h.State.Start // the ended claim's: the new one must start after it
+	s.mReplies.WithLabelValues(g.Kind.String()).Inc()
+	if g.Kind == claim.Denied {
+		s.why.add("deny: " + g.Reason)
 	}
+	stmt := claim.Statement{Kind: g.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now, Busy: g.Busy, Start: g.Start}
 	signed, err := claim.Sign(stmt,
 		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
 	if err != nil {
@@ -290,14 +249,6 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 func (s *Service) refused(err error) {
 	s.mConfirm.WithLabelValues("refused").Inc()
 	s.why.add(refuseReason(err))
-}
-
-func (s *Service) sweepLocked(now int64) {
-	for k, t := range s.temps {
-		if now >= t.Until {
-			delete(s.temps, k)
-		}
-	}
 }
 
 func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
@@ -333,8 +284,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	}
 	near, need := nearRule(s.d, h.Pos, nowMS-s.started, s.cfg.Warmup.Milliseconds()) // up to f of the r may deny or be silent
 	s.mu.Lock()
-	temp := s.temps[string(req.Job)]
-	st, err := claim.CheckConfirm(h.State, temp, client, replies, need, near, req.Start, h.TFinish, nowMS, s.cfg.TSkew.Milliseconds())
+	pend, err := s.srv.Confirm(string(req.Job), h.State, client, replies, need, near, req.Start, h.TFinish, nowMS)
 	s.mu.Unlock()
 	if err != nil {
 		s.refused(err)
@@ -343,40 +293,22 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	if s.beforeConfirmApply != nil {
 		s.beforeConfirmApply(req.Job)
 	}
-	merged, err := s.pool.Apply(req.Job, st)
+	merged, err := s.pool.Apply(req.Job, pend.State)
 	if err != nil {
 		return nil, err
 	}
-	// The claim holds only if it is the job's state now (a release or a
-	// result may have been merged in meanwhile).
-	if merged.Phase != job.Claimed || string(merged.Client) != string(client) || merged.Start != st.Start || merged.Deadline != st.Deadline {
-		s.refused(errors.New("the claim was released"))
-		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: the claim was released", req.Job))
-	}
 	s.mu.Lock()
-	if s.temps[string(req.Job)] != temp {
-		// The client released the job while this confirm was applied: the
-		// release ended the temporary claim and found no claim to end, so
-		// the claim would outlive it here, uncertified, denying everyone.
-		s.mu.Unlock()
-		if rel, mine := claim.Release(st, client, nowMS); mine {
-			_, _ = s.pool.Apply(req.Job, rel)
-		}
-		s.refused(errors.New("the claim was released meanwhile"))
-		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: the claim was released meanwhile", req.Job))
-	}
-	delete(s.temps, string(req.Job))
-	jc := s.claims[string(req.Job)]
-	if jc == nil {
-		jc = &jobClaims{}
-		s.claims[string(req.Job)] = jc
-	}
-	s.seq++
-	jc.recs = append(jc.recs, Record{Job: req.Job, Client: client, Start: st.Start, Deadline: st.Deadline, At: nowMS})
-	jc.seqs = append(jc.seqs, s.seq)
+	rel, release, err := s.srv.Applied(pend, merged, nowMS)
 	s.mu.Unlock()
+	if release {
+		_, _ = s.pool.Apply(req.Job, rel)
+	}
+	if err != nil {
+		s.refused(err)
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: %w", req.Job, err))
+	}
 	s.mConfirm.WithLabelValues("claimed").Inc()
-	return s.accept(req.Job, client, st.Start, nowMS)
+	return s.accept(req.Job, client, pend.State.Start, nowMS)
 }
 
 // accept is this node's signed acceptance of the claim (client, start) of
@@ -413,44 +345,14 @@ func (s *Service) handleCertify(_ context.Context, from *overlay.Admitted, body 
 	return &wire.Ping{}, nil
 }
 
-// onChange marks the claims of a job that became ready before their
-// deadline as released: the release came by replication.
+// onChange follows a held job's state into the claim log: records of a
+// deleted job go, and a job ready again before a claim's deadline had that
+// claim released (the release came by replication).
 func (s *Service) onChange(key []byte, st job.State, deleted bool) {
-	if deleted {
-		s.mu.Lock()
-		delete(s.claims, string(key))
-		s.mu.Unlock()
-		return
-	}
-	if st.Phase == job.Finished || st.Phase == job.Collected {
-		s.mu.Lock()
-		if jc := s.claims[string(key)]; jc != nil {
-			jc.closed = true // past releasing
-		}
-		s.mu.Unlock()
-		return
-	}
-	if st.Phase != job.Ready {
-		return
-	}
 	now := s.cfg.Now().UnixMilli()
 	s.mu.Lock()
-	s.releasedLocked(key, func(r Record) bool { return now < r.Deadline })
+	s.srv.Changed(string(key), st, deleted, now)
 	s.mu.Unlock()
-}
-
-// releasedLocked marks the job's open claims that match as released.
-// s.mu is held.
-func (s *Service) releasedLocked(key []byte, match func(Record) bool) {
-	jc := s.claims[string(key)]
-	if jc == nil || jc.closed {
-		return
-	}
-	for i := range jc.recs {
-		if !jc.recs[i].Released && match(jc.recs[i]) {
-			jc.recs[i].Released = true
-		}
-	}
 }
 
 // checkReply checks the signed reply i of a confirm: a node's, for this
@@ -494,11 +396,7 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 	}
 	client := []byte(from.Identity.PublicKey)
 	s.mu.Lock()
-	t := s.temps[string(req.Job)]
-	ended := t != nil && string(t.Client) == string(client)
-	if ended {
-		delete(s.temps, string(req.Job))
-	}
+	ended := s.srv.EndTemp(string(req.Job), client)
 	s.mu.Unlock()
 	if ended {
 		s.tempEnded(req.Job)
@@ -512,7 +410,7 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 				return nil, err
 			}
 			s.mu.Lock()
-			s.releasedLocked(req.Job, func(r Record) bool { return string(r.Client) == string(client) })
+			s.srv.MarkReleased(string(req.Job), func(r claim.Record) bool { return string(r.Client) == string(client) })
 			s.mu.Unlock()
 		}
 	}
@@ -561,19 +459,14 @@ func (s *Service) tempEnded(key []byte) {
 	}
 }
 
-// watchLapse checks, T_claim after it was granted, whether the temporary
-// claim t on the job lapsed unconfirmed (its client gave up without a
-// release: it crashed, or lost its connection): then it is dropped and the
-// job freed. A claim confirmed, released or replaced meanwhile is no
-// longer t. s.mu is held.
+// watchLapse has the claim machine check, T_claim after it was granted,
+// whether the temporary claim t on the job lapsed unconfirmed (claim
+// Server.Lapse); then the job is freed.
 func (s *Service) watchLapse(key []byte, t *claim.Temp) {
 	key = slices.Clone(key)
 	time.AfterFunc(s.cfg.TClaim+time.Millisecond, func() {
 		s.mu.Lock()
-		lapsed := s.temps[string(key)] == t && s.cfg.Now().UnixMilli() >= t.Until
-		if lapsed {
-			delete(s.temps, string(key))
-		}
+		lapsed := s.srv.Lapse(string(key), t, s.cfg.Now().UnixMilli())
 		s.mu.Unlock()
 		if lapsed {
 			s.tempEnded(key)

@@ -36,12 +36,8 @@ func (s *Service) voidUncertified(key []byte, st job.State, now int64) bool {
 	skew := s.cfg.TSkew.Milliseconds()
 	at, since := st.Start+skew, st.Start-skew
 	s.mu.Lock()
-	if jc := s.claims[string(key)]; jc != nil {
-		for _, r := range jc.recs {
-			if bytes.Equal(r.Client, st.Client) && r.Start == st.Start && r.At != 0 {
-				at, since = r.At, r.At
-			}
-		}
+	if acc, ok := s.srv.AcceptedAt(string(key), st.Client, st.Start); ok {
+		at, since = acc, acc
 	}
 	s.mu.Unlock()
 	if now-at < s.cfg.TCert.Milliseconds() || !s.pool.ResyncedSince(key, since) {
@@ -55,7 +51,7 @@ func (s *Service) voidUncertified(key []byte, st job.State, now int64) bool {
 		return false // gone, or something newer came in meanwhile
 	}
 	s.mu.Lock()
-	s.releasedLocked(key, func(r Record) bool { return bytes.Equal(r.Client, st.Client) && r.Start == st.Start })
+	s.srv.MarkReleased(string(key), func(r claim.Record) bool { return bytes.Equal(r.Client, st.Client) && r.Start == st.Start })
 	s.mu.Unlock()
 	s.mVoided.Inc()
 	s.voided.Add(1)

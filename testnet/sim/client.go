@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	"github.com/up-pool/up/claim"
@@ -146,22 +145,26 @@ func (s *Sim) act(att *attempt, a claim.Action, delay int64) {
 	}
 }
 
-// heldState returns node id's replica of j with expiry applied and its
-// live temporary claim.
-func (s *Sim) heldState(id, j int32) (*replica, job.State, *claim.Temp) {
+// heldState returns node id's replica of j with expiry applied.
+func (s *Sim) heldState(id, j int32) (*replica, job.State) {
 	rep := s.nodes[id].jobs[j]
 	if rep == nil {
-		return nil, job.State{}, nil
+		return nil, job.State{}
 	}
-	st := s.lapse(id, j, rep.st)
-	if rep.temp.Client != nil && s.nowAt(id) < rep.temp.Until {
-		t := rep.temp
-		return rep, st, &t
-	}
-	return rep, st, nil
+	return rep, s.lapse(id, j, rep.st)
 }
 
-// ask: a claim request arrives; the node answers with claim.Decide.
+// claimsOf is node id's claim machine, the one claimnet steps on a node.
+func (s *Sim) claimsOf(id int32) *claim.Server[int32] {
+	n := &s.nodes[id]
+	if n.claims == nil {
+		n.claims = claim.NewServer[int32](ms(s.c.TClaim), claim.DefaultTSkew)
+	}
+	return n.claims
+}
+
+// ask: a claim request arrives; the node's claim machine answers (Grant,
+// claim.Decide).
 func (s *Sim) ask(ev event) {
 	att := ev.att
 	name := nodeName(ev.node, ev.gen)
@@ -177,16 +180,15 @@ func (s *Sim) ask(ev event) {
 		return
 	}
 	s.count(ev.node, kClaim, s.c.SizeState)
-	rep, st, temp := s.heldState(ev.node, att.job)
-	d := claim.Decide(rep != nil, st, temp, att.client, s.nowAt(ev.node), ms(s.c.TClaim))
+	rep, st := s.heldState(ev.node, att.job)
+	var d claim.Decision
 	switch s.fault[ev.node] {
 	case Deny:
 		d = claim.Decision{Kind: claim.Denied}
 	case Forge:
 		d = claim.Decision{Kind: claim.Granted}
-	}
-	if d.Temp != nil {
-		rep.temp = *d.Temp
+	default:
+		d = s.claimsOf(ev.node).Grant(att.job, rep != nil, st, att.client, s.nowAt(ev.node)).Decision
 	}
 	att.replies = append(att.replies, claim.Reply{Node: name, Kind: d.Kind, At: s.nowAt(ev.node)})
 	s.act(att, att.drv.Answer(name, true, d.Kind, nil), s.latency())
@@ -209,7 +211,8 @@ func (s *Sim) amongClosest(name string, j int32, side int8) bool {
 	return false
 }
 
-// confirm: the client's confirm arrives; claim.CheckConfirm decides.
+// confirm: the client's confirm arrives; the node's claim machine checks
+// it (Confirm, claim.CheckConfirm) and, once merged, keeps it (Applied).
 func (s *Sim) confirm(ev event) {
 	att := ev.att
 	name := nodeName(ev.node, ev.gen)
@@ -218,19 +221,22 @@ func (s *Sim) confirm(ev event) {
 		return
 	}
 	s.count(ev.node, kClaim, s.c.SizeState*(1+len(att.replies)))
-	rep, st, temp := s.heldState(ev.node, att.job)
+	rep, st := s.heldState(ev.node, att.job)
 	ok := s.fault[ev.node] == Forge // accepts every confirm, keeps no claim
 	if rep != nil && (s.fault[ev.node] == Honest || s.fault[ev.node] == Withhold) {
 		side := s.nodes[ev.node].side
 		near := func(nd string) bool { return s.amongClosest(nd, att.job, side) }
-		claimed, err := claim.CheckConfirm(st, temp, att.client, att.replies, s.c.ClaimQuorum, near,
-			att.start, s.jobs[att.job].tFinish, s.nowAt(ev.node), claim.DefaultTSkew)
-		if ok = err == nil; ok {
-			rep.temp = claim.Temp{}
-			if m := job.Merge(rep.st, claimed); !job.Equal(m, rep.st) {
+		now := s.nowAt(ev.node)
+		srv := s.claimsOf(ev.node)
+		p, err := srv.Confirm(att.job, st, att.client, att.replies, s.c.ClaimQuorum, near,
+			att.start, s.jobs[att.job].tFinish, now)
+		if err == nil {
+			if m := job.Merge(rep.st, p.State); !job.Equal(m, rep.st) {
 				s.setState(ev.node, att.job, rep, m)
 			}
+			_, _, err = srv.Applied(p, rep.st, now) // one event: nothing released meanwhile
 		}
+		ok = err == nil
 	}
 	s.act(att, att.drv.Confirmed(name, ok), s.latency())
 }
@@ -242,13 +248,11 @@ func (s *Sim) release(ev event) {
 		return
 	}
 	s.count(ev.node, kClaim, s.c.SizeState)
-	rep, st, _ := s.heldState(ev.node, att.job)
+	rep, st := s.heldState(ev.node, att.job)
 	if rep == nil {
 		return
 	}
-	if bytes.Equal(rep.temp.Client, att.client) {
-		rep.temp = claim.Temp{}
-	}
+	s.claimsOf(ev.node).EndTemp(att.job, att.client)
 	if rel, ok := claim.Release(st, att.client, s.nowAt(ev.node)); ok {
 		s.setState(ev.node, att.job, rep, job.Merge(rep.st, rel))
 	}

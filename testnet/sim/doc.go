@@ -24,8 +24,9 @@
 // and churn (exponential lifetimes and down times). Every protocol decision
 // is made by the pure cores the nodes run: job.Receive and job.Lapse (on each
 // node's own clock, fault.go) for
-// replica states, replica.Decide for republish rounds, claim.Decide,
-// claim.CheckConfirm, claim.Release and claim.Driver for claims,
+// replica states, replica.Decide for republish rounds, claim.Server (the
+// node side: claim.Decide, claim.CheckConfirm and the post-merge check, as
+// claimnet steps it), claim.Release and claim.Driver for claims,
 // index.Table (Put, Select with quarantine, Withdraw, Expire, Page) and
 // index.Desired for the index, and loadbalance.Decide, Weighted, SplitFrom
 // and MinSplitBit for load balancing.

@@ -54,7 +54,7 @@ func TestClaimLapsesTSkewLate(t *testing.T) {
 		want  job.Phase
 	}{{time.Minute.Milliseconds(), job.Claimed}, {claim.DefaultTSkew + 1, job.Ready}} {
 		s.e.now = 1_000 + s.tFinish + tc.after
-		if _, st, _ := s.heldState(a, j); st.Phase != tc.want {
+		if _, st := s.heldState(a, j); st.Phase != tc.want {
 			t.Errorf("%d ms past the deadline the claim reads %v; want %v", tc.after, st.Phase, tc.want)
 		}
 	}

@@ -37,7 +37,8 @@ type node struct {
 	gen      uint32
 	side     int8 // partition side
 	jobs     map[int32]*replica
-	active   int32 // replicas not finished or collected
+	claims   *claim.Server[int32] // the node side of claiming, as claimnet steps it; nil until asked
+	active   int32                // replicas not finished or collected
 	idx      *index.Table
 	cache    map[uint64]int64 // lookup cache: key prefix → valid until (ms)
 	rv       [2]regionView    // region views of the keyword and the finished keyword
@@ -69,7 +70,6 @@ type replica struct {
 	st     job.State // kept unexpired, as pool keeps it
 	lapsed job.State // st as job.Lapse last read it in a republish round
 	resp   int64     // last time among the job's r closest (ms)
-	temp   claim.Temp
 }
 
 // wop is a job whose index entries a writer must look at in its next tick.
@@ -271,6 +271,7 @@ func (s *Sim) join(id int32) {
 	n.pos = keyspace.PeerPos([]byte(n.name))
 	n.alive = true
 	n.jobs = map[int32]*replica{}
+	n.claims = nil
 	n.cache = map[uint64]int64{}
 	n.rv = [2]regionView{}
 	n.idx, n.wq, n.flushAt, n.expiring, n.active = nil, nil, 0, false, 0
@@ -334,6 +335,9 @@ func (s *Sim) dropReplica(id, j int32) {
 		n.active--
 	}
 	delete(n.jobs, j)
+	if n.claims != nil {
+		n.claims.Changed(j, job.State{}, true, s.nowAt(id))
+	}
 	r := &s.jobs[j]
 	r.live--
 	if r.live <= 0 && !r.collected && !r.lost {
