@@ -87,8 +87,8 @@ type Service struct {
 	// ones. Stepped under mu.
 	srv   *claim.Server[string]
 	keys  *keyCache   // expanded node keys, for batch verification
-	own    *ownReplies // digests of the replies this node signed lately
-	freed  []func(key []byte)
+	own   *ownReplies // digests of the replies this node signed lately
+	freed []func(key []byte)
 	// positions are the position records verified lately; forgers counts
 	// forged replies by the certificate that signed them.
 	positions *positions
