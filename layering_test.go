@@ -170,7 +170,7 @@ var purePackages = []purePackage{
 const (
 	ruleOverlay    = "a. overlay links no pool, claimnet or indexnet"
 	ruleNode       = "b. only cmd/up and the harness import node"
-	ruleClientSide = "c. client-side packages link no store or pool"
+	ruleClientSide = "c. client-side packages link no store, pool or server shell"
 	ruleSimulator  = "d. the simulator links no libp2p, pebble or prometheus"
 )
 
@@ -193,11 +193,13 @@ var shellRules = []dependencyRule{
 		forbidden: []packageSet{treeOf("node")},
 	},
 	{
-		// A worker or a project holds no replicas: it must not link the
-		// node's job store or its pebble database.
-		name:       ruleClientSide,
-		from:       treeOf("agent", "client", "project", "claimclient", "indexnet"),
-		forbidden:  []packageSet{treeOf("store"), treeOf("pool")},
+		// A worker or a project holds no replicas and serves no protocol
+		// of a node: it must not link the node's job store, its pebble
+		// database, or the server halves of claiming and the index.
+		name: ruleClientSide,
+		from: treeOf("agent", "client", "project", "claimclient", "indexclient"),
+		forbidden: []packageSet{treeOf("store"), treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"),
+			externalTree("pebble", "github.com/cockroachdb/pebble")},
 		transitive: true,
 	},
 	{

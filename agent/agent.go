@@ -19,7 +19,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
 )
@@ -35,9 +35,9 @@ type Config struct {
 	Listen []multiaddr.Multiaddr
 	// DHT configures lookups; Mode is forced to client.
 	DHT dht.Config
-	// Index configures region views and Find (server and writer settings
-	// are ignored: only nodes hold index entries).
-	Index indexnet.Config
+	// Index configures region views and Find (only nodes hold index
+	// entries: an agent carries no index server).
+	Index indexclient.Config
 	// HelloTimeout bounds admission handshakes. Default 10 s.
 	HelloTimeout time.Duration
 	// Now reads the clock. Default time.Now.
@@ -52,7 +52,7 @@ type Agent struct {
 	host host.Host
 	ep   *overlay.Endpoint
 	dht  *dht.DHT
-	idx  *indexnet.Client
+	idx  *indexclient.Client
 	log  *slog.Logger
 	now  func() time.Time
 	once sync.Once
@@ -113,8 +113,8 @@ func Open(cfg Config) (*Agent, error) {
 		a.closeHost()
 		return nil, err
 	}
-	regions := indexnet.NewRegions(a.dht, cfg.Index.RegionBits, cfg.Index.RegionTTL, keyspace.Seed([]byte(id.PeerID), cfg.Index.Seed+3), cfg.Now)
-	a.idx = indexnet.NewClient(a.dht, regions, nil, cfg.Index.FindTries)
+	regions := indexclient.NewRegions(a.dht, cfg.Index.RegionBits, cfg.Index.RegionTTL, keyspace.Seed([]byte(id.PeerID), cfg.Index.Seed+3), cfg.Now)
+	a.idx = indexclient.NewClient(a.dht, regions, nil, cfg.Index.FindTries)
 	return a, nil
 }
 
@@ -171,7 +171,7 @@ func (a *Agent) Endpoint() *overlay.Endpoint { return a.ep }
 func (a *Agent) DHT() *dht.DHT { return a.dht }
 
 // Index queries the index.
-func (a *Agent) Index() *indexnet.Client { return a.idx }
+func (a *Agent) Index() *indexclient.Client { return a.idx }
 
 // Host is the party's libp2p host.
 func (a *Agent) Host() host.Host { return a.host }

@@ -13,7 +13,7 @@ import (
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
@@ -122,7 +122,7 @@ func TestNotAllowedIsNotClaimed(t *testing.T) {
 	key := cn.submit(t, "burn", []string{"100"}, time.Hour)
 	_, c := cn.worker(t, "careful", []string{"hashchain"})
 	ran, err := c.RunOne(context.Background(), "lhc")
-	if ran || !errors.Is(err, indexnet.ErrNoJob) {
+	if ran || !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatalf("ran %v, err %v; want the job skipped and nothing else found", ran, err)
 	}
 	if st := cn.state(key); st.Phase != job.Ready {
@@ -230,7 +230,7 @@ func TestKilledClientJobRedone(t *testing.T) {
 	dying.Close() // dies without releasing
 	cn.net.FlushAll(ctx)
 	_, c := cn.worker(t, "heir", []string{"hashchain"})
-	if _, err := c.RunOne(ctx, "lhc"); !errors.Is(err, indexnet.ErrNoJob) {
+	if _, err := c.RunOne(ctx, "lhc"); !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatalf("while claimed: %v, want no job", err)
 	}
 	cn.clock.Advance(time.Hour + time.Duration(claim.DefaultTSkew)*time.Millisecond + time.Second) // T_finish, then T_skew
@@ -264,7 +264,7 @@ func TestQueryRateLimit(t *testing.T) {
 	if limited < 50 {
 		t.Fatalf("only %d of 100 flooding queries limited", limited)
 	}
-	if _, err := calm.Index().Find(ctx, "lhc", 1); err != nil && !errors.Is(err, indexnet.ErrNoJob) {
+	if _, err := calm.Index().Find(ctx, "lhc", 1); err != nil && !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatalf("another client limited too: %v", err)
 	}
 }

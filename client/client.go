@@ -11,7 +11,7 @@ import (
 
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client/sched"
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/wire"
 )
 
@@ -131,7 +131,7 @@ func (c *Client) worker(ctx context.Context) {
 			// configured lower): a pause, not a growing backoff.
 			c.log.Info("rate limited", "project", proj, "err", err)
 			c.pause(proj, c.cfg.BackoffMin)
-		case errors.Is(err, indexnet.ErrNoJob):
+		case errors.Is(err, indexclient.ErrNoJob):
 			c.log.Debug("no job", "project", proj, "err", err)
 			c.setBackoff(proj)
 		case ctx.Err() != nil:

@@ -15,7 +15,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
@@ -226,7 +226,7 @@ func TestClientPacesItself(t *testing.T) {
 		if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
 			limited++
 		}
-		if ran || errors.Is(err, indexnet.ErrNoJob) {
+		if ran || errors.Is(err, indexclient.ErrNoJob) {
 			break
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/overlay"
 )
 
@@ -17,7 +17,7 @@ import (
 func (c *Client) countQuery(n int, err error) {
 	res := "found"
 	switch {
-	case errors.Is(err, indexnet.ErrNoJob) || (err == nil && n == 0):
+	case errors.Is(err, indexclient.ErrNoJob) || (err == nil && n == 0):
 		res = "empty"
 	case err != nil:
 		res = "error"

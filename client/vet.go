@@ -7,7 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
@@ -118,14 +118,14 @@ func (c *Client) unskipUnit(unit string) {
 
 // skipping is what the project's next query passes over: every job
 // skipped, and the declines of one node (taken: sent once).
-func (c *Client) skipping(project string) indexnet.Skipping {
+func (c *Client) skipping(project string) indexclient.Skipping {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sk := c.skips[project]
 	if sk == nil {
-		return indexnet.Skipping{}
+		return indexclient.Skipping{}
 	}
-	var out indexnet.Skipping
+	var out indexclient.Skipping
 	if len(sk.at) > 0 {
 		out.Node, out.Decline = sk.at[0], sk.decline[sk.at[0]]
 		delete(sk.decline, sk.at[0])

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
@@ -78,7 +78,7 @@ func BenchmarkFind(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		_, err := cl.Index().Find(ctx, "lhc AND NOT bw:modem", 1)
-		if errors.Is(err, indexnet.ErrNoJob) {
+		if errors.Is(err, indexclient.ErrNoJob) {
 			empty++
 			in.clock.Advance(3 * time.Minute) // quarantine over
 			continue

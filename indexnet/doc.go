@@ -1,27 +1,18 @@
-// Package indexnet is the network shell of U.P.'s keyword index: the index
-// server a node runs (write, withdraw and query protocols around an
-// index.Table, with listing verification), the cache of region views, and
-// the client side every party uses (Find a job by query, Harvest all
-// entries of a keyword region). The writer that keeps a node's own jobs
-// listed is package indexwriter: it reads the node's pool, which clients
-// and projects, linking this package, do not carry.
+// Package indexnet is the index server a node runs: the write, withdraw
+// and query protocols around an index.Table, with listing verification,
+// and the hand-over of entries when the keyspace changes hands. The
+// client side every party uses (region views, Find, Harvest) is package
+// indexclient; the writer that keeps a node's own jobs listed is package
+// indexwriter (it reads the node's pool).
 package indexnet
 
-import "time"
+import "github.com/up-pool/up/indexclient"
 
-// Config gathers the index settings of a party.
+// Config gathers the index settings of a node: its server's, and the
+// client side's its own finder uses (promoted fields: Seed, RegionBits,
+// RegionTTL, FindTries).
 type Config struct {
 	// Server tunes a node's index server.
 	Server ServerConfig
-	// Seed seeds the party's random choices of region points (a node's
-	// writer has its own, indexwriter.Config.Seed). Default 1.
-	Seed uint64
-	// RegionBits is p, the bits a wildcard region shares with its
-	// keyword's centre. Default DefaultRegionBits (4).
-	RegionBits int
-	// RegionTTL is how long a region view is reused. Default
-	// DefaultRegionTTL (5 min).
-	RegionTTL time.Duration
-	// FindTries is how many random points a Find asks. Default 3.
-	FindTries int
+	indexclient.Config
 }

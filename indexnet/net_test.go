@@ -12,7 +12,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/index"
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
 )
@@ -155,7 +155,7 @@ func TestFindQueries(t *testing.T) {
 		for queries < bound {
 			hits, err := cl.Index().Find(ctx, qs, n)
 			queries++
-			if errors.Is(err, indexnet.ErrNoJob) {
+			if errors.Is(err, indexclient.ErrNoJob) {
 				break
 			}
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/testnet"
@@ -70,9 +71,9 @@ func (in *idxNet) askedSince(before map[peer.ID]float64) map[peer.ID]int {
 
 // seededFinder is an index client of agent a whose random points replay:
 // its twin region cache, seeded alike, draws the same points in order.
-func seededFinder(a *agent.Agent, bits int, seed uint64, now func() time.Time) (finder *indexnet.Client, twin *indexnet.Regions) {
-	regions := indexnet.NewRegions(a.DHT(), bits, time.Hour, seed, now)
-	return indexnet.NewClient(a.DHT(), regions, nil, 3), indexnet.NewRegions(a.DHT(), bits, time.Hour, seed, now)
+func seededFinder(a *agent.Agent, bits int, seed uint64, now func() time.Time) (finder *indexclient.Client, twin *indexclient.Regions) {
+	regions := indexclient.NewRegions(a.DHT(), bits, time.Hour, seed, now)
+	return indexclient.NewClient(a.DHT(), regions, nil, 3), indexclient.NewRegions(a.DHT(), bits, time.Hour, seed, now)
 }
 
 // sameAsked compares the nodes asked with those expected, as multisets.
@@ -98,7 +99,7 @@ func sameAsked(asked map[peer.ID]int, want []peer.ID) bool {
 // the job quarantined, all three points are asked before ErrNoJob.
 func TestFindRetries(t *testing.T) {
 	const bits = 2 // a quarter of the keyspace: several nodes share the region
-	opts := testnet.Options{Index: indexnet.Config{RegionBits: bits}}
+	opts := testnet.Options{Index: indexnet.Config{Config: indexclient.Config{RegionBits: bits}}}
 	in := startIdxNet(t, 16, 50, opts)
 	rng := rand.New(rand.NewPCG(50, 50))
 	key := in.submit(t, in.project(t, "lhc"), 1, rng)[0]
@@ -113,7 +114,7 @@ func TestFindRetries(t *testing.T) {
 	// holder.
 	var seed uint64
 	for s := uint64(1); s < 1000 && seed == 0; s++ {
-		twin := indexnet.NewRegions(a.DHT(), bits, time.Hour, s, in.clock.Now)
+		twin := indexclient.NewRegions(a.DHT(), bits, time.Hour, s, in.clock.Now)
 		twin.RandomPoint("lhc") // where the region view's walk goes
 		x1, x2 := twin.RandomPoint("lhc"), twin.RandomPoint("lhc")
 		if in.trueClosest(x1) != holderID && in.trueClosest(x2) == holderID {
@@ -144,7 +145,7 @@ func TestFindRetries(t *testing.T) {
 	// The job is quarantined: every point is tried, then no job.
 	want := in.wantAsked(twin.RandomPoint("lhc"), twin.RandomPoint("lhc"), twin.RandomPoint("lhc"))
 	before = in.queriesReceived()
-	if _, err := finder.Find(ctx, "lhc", 1); !errors.Is(err, indexnet.ErrNoJob) {
+	if _, err := finder.Find(ctx, "lhc", 1); !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatalf("find of a quarantined job: %v, want ErrNoJob", err)
 	}
 	if asked := in.askedSince(before); !sameAsked(asked, want) {
@@ -159,7 +160,7 @@ func TestFindRetries(t *testing.T) {
 // region costs no near RPC beyond the view's first.
 func TestCrowdedRegion(t *testing.T) {
 	const bits = 1
-	in := startIdxNet(t, 64, 51, testnet.Options{Index: indexnet.Config{RegionBits: bits}})
+	in := startIdxNet(t, 64, 51, testnet.Options{Index: indexnet.Config{Config: indexclient.Config{RegionBits: bits}}})
 	a := in.client(t, "worker")
 	ctx := context.Background()
 	region := keyspace.IndexRegion("lhc", bits)
@@ -177,7 +178,7 @@ func TestCrowdedRegion(t *testing.T) {
 	}
 
 	const points = 60
-	regions := indexnet.NewRegions(a.DHT(), bits, time.Hour, 51, in.clock.Now)
+	regions := indexclient.NewRegions(a.DHT(), bits, time.Hour, 51, in.clock.Now)
 	near0 := nearSent()
 	for i := range points {
 		x, at, err := regions.Target(ctx, "lhc")
@@ -201,7 +202,7 @@ func TestCrowdedRegion(t *testing.T) {
 	for i := range 10 {
 		want := in.wantAsked(twin.RandomPoint("lhc"), twin.RandomPoint("lhc"), twin.RandomPoint("lhc"))
 		before := in.queriesReceived()
-		if _, err := finder.Find(ctx, "lhc", 1); !errors.Is(err, indexnet.ErrNoJob) {
+		if _, err := finder.Find(ctx, "lhc", 1); !errors.Is(err, indexclient.ErrNoJob) {
 			t.Fatalf("find %d in an empty index: %v, want ErrNoJob", i, err)
 		}
 		if asked := in.askedSince(before); !sameAsked(asked, want) {
@@ -211,7 +212,7 @@ func TestCrowdedRegion(t *testing.T) {
 
 	// A region of the default p holds no more nodes than an answer: no
 	// near RPC beyond the view's.
-	plain := indexnet.NewRegions(a.DHT(), indexnet.DefaultRegionBits, time.Hour, 53, in.clock.Now)
+	plain := indexclient.NewRegions(a.DHT(), indexclient.DefaultRegionBits, time.Hour, 53, in.clock.Now)
 	near0, walked0 := nearSent(), a.DHT().WalkStats().RPCs
 	for i := range points {
 		x, at, err := plain.Target(ctx, "lhc")

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
@@ -24,29 +24,29 @@ func TestFindSkipping(t *testing.T) {
 
 	// Alice skips all but one job: she is served that one only.
 	skip := append([][]byte(nil), keys[:5]...)
-	hits, _, err := alice.Index().FindSkipping(ctx, "lhc", 6, indexnet.Skipping{Skip: skip})
+	hits, _, err := alice.Index().FindSkipping(ctx, "lhc", 6, indexclient.Skipping{Skip: skip})
 	if err != nil || len(hits) != 1 || string(hits[0].Job) != string(keys[5]) {
 		t.Fatalf("skipping 5 of 6: served %d entries, %v; want the sixth only", len(hits), err)
 	}
-	if _, _, err := alice.Index().FindSkipping(ctx, "lhc", 6, indexnet.Skipping{Skip: skip}); !errors.Is(err, indexnet.ErrNoJob) {
+	if _, _, err := alice.Index().FindSkipping(ctx, "lhc", 6, indexclient.Skipping{Skip: skip}); !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatalf("skipping 5 of 6, the sixth quarantined: %v, want no job", err)
 	}
 
 	// Bob is served everything left; declined, the entries are served
 	// again at once, where a plain Find finds them quarantined.
-	got, at, err := bob.Index().FindSkipping(ctx, "lhc", 6, indexnet.Skipping{})
+	got, at, err := bob.Index().FindSkipping(ctx, "lhc", 6, indexclient.Skipping{})
 	if err != nil || len(got) != 5 {
 		t.Fatalf("bob: served %d entries, %v; want the 5 alice skipped", len(got), err)
 	}
-	if _, err := alice.Index().Find(ctx, "lhc", 6); !errors.Is(err, indexnet.ErrNoJob) {
+	if _, err := alice.Index().Find(ctx, "lhc", 6); !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatalf("all served, a plain Find: %v, want no job", err)
 	}
 	var declined [][]byte
 	for _, h := range got {
 		declined = append(declined, h.Job)
 	}
-	again, _, err := bob.Index().FindSkipping(ctx, "lhc", 6, indexnet.Skipping{Decline: declined, Node: at})
-	if !errors.Is(err, indexnet.ErrNoJob) {
+	again, _, err := bob.Index().FindSkipping(ctx, "lhc", 6, indexclient.Skipping{Decline: declined, Node: at})
+	if !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatalf("bob, declining what he was served: %d entries, %v; want none served to him", len(again), err)
 	}
 	back, err := alice.Index().Find(ctx, "lhc", 6)
@@ -59,7 +59,7 @@ func TestFindSkipping(t *testing.T) {
 	for i := range many {
 		many[i] = keys[0]
 	}
-	if _, _, err := alice.Index().FindSkipping(ctx, "lhc", 1, indexnet.Skipping{Skip: many}); err == nil {
+	if _, _, err := alice.Index().FindSkipping(ctx, "lhc", 1, indexclient.Skipping{Skip: many}); err == nil {
 		t.Fatal("a query skipping too many jobs was sent")
 	}
 }
@@ -79,7 +79,7 @@ func TestFindSkippingOldNodes(t *testing.T) {
 	alice := in.client(t, "alice")
 	ctx := context.Background()
 	for i := range 2 {
-		hits, _, err := alice.Index().FindSkipping(ctx, "lhc", 1, indexnet.Skipping{Skip: keys[:1]})
+		hits, _, err := alice.Index().FindSkipping(ctx, "lhc", 1, indexclient.Skipping{Skip: keys[:1]})
 		if err != nil || len(hits) != 1 {
 			t.Fatalf("find %d at old nodes: %d entries, %v; want one", i+1, len(hits), err)
 		}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/testnet"
 )
 
@@ -19,25 +19,25 @@ func TestEmptyFindRefreshesStaleView(t *testing.T) {
 	ctx := context.Background()
 	lookups := func() int64 { return a.DHT().WalkStats().Walks } // a view is a walk and a near question
 
-	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexnet.ErrNoJob) {
+	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatalf("find on an empty keyword: %v", err)
 	}
 	first := lookups()
 	if first == 0 {
 		t.Fatal("the first find made no lookup")
 	}
-	in.clock.Advance(indexnet.MinEmptyRefresh / 2)
-	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexnet.ErrNoJob) {
+	in.clock.Advance(indexclient.MinEmptyRefresh / 2)
+	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatal(err)
 	}
 	if got := lookups(); got != first {
 		t.Fatalf("a young view was looked up again: %d lookups, want %d", got, first)
 	}
-	in.clock.Advance(indexnet.MinEmptyRefresh)
-	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexnet.ErrNoJob) {
+	in.clock.Advance(indexclient.MinEmptyRefresh)
+	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatal(err)
 	}
-	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexnet.ErrNoJob) {
+	if _, err := a.Index().Find(ctx, "nothing-here", 1); !errors.Is(err, indexclient.ErrNoJob) {
 		t.Fatal(err)
 	}
 	if got := lookups(); got != first+1 {

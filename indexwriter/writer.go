@@ -12,6 +12,7 @@ import (
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
@@ -62,7 +63,7 @@ type Writer struct {
 	pool    *pool.Pool
 	d       *dht.DHT
 	ep      *overlay.Endpoint
-	regions *indexnet.Regions
+	regions *indexclient.Regions
 	local   *indexnet.Server
 
 	// busy serialises Flush and Round: a caller's Flush waits for a
@@ -98,7 +99,7 @@ type placed struct {
 }
 
 // New starts keeping the pool's entries written.
-func New(p *pool.Pool, d *dht.DHT, regions *indexnet.Regions, local *indexnet.Server, cfg Config) *Writer {
+func New(p *pool.Pool, d *dht.DHT, regions *indexclient.Regions, local *indexnet.Server, cfg Config) *Writer {
 	if cfg.RewriteMin == 0 {
 		cfg.RewriteMin = 10 * time.Minute
 	}

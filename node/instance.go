@@ -13,6 +13,7 @@ import (
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/indexwriter"
 	"github.com/up-pool/up/overlay"
@@ -29,7 +30,7 @@ type instance struct {
 	pool   *pool.Pool
 	index  *indexnet.Server
 	writer *indexwriter.Writer
-	finder *indexnet.Client
+	finder *indexclient.Client
 	claims *claimnet.Service
 }
 
@@ -152,9 +153,9 @@ func (n *Node) openIndex(in *instance) {
 		}
 		return ""
 	})
-	regions := indexnet.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(n.id.PeerID), wc.Seed+1), n.cfg.Now)
+	regions := indexclient.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(n.id.PeerID), wc.Seed+1), n.cfg.Now)
 	in.writer = indexwriter.New(in.pool, in.dht, regions, in.index, wc)
-	in.finder = indexnet.NewClient(in.dht, regions, in.index, ic.FindTries)
+	in.finder = indexclient.NewClient(in.dht, regions, in.index, ic.FindTries)
 }
 
 // close stops the instance's services, kad-dht and host (not the store).

@@ -19,6 +19,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/indexwriter"
 	"github.com/up-pool/up/keystore"
@@ -311,7 +312,7 @@ func (n *Node) Index() *indexnet.Server { return n.cur().index }
 func (n *Node) Writer() *indexwriter.Writer { return n.cur().writer }
 
 // Finder queries the index.
-func (n *Node) Finder() *indexnet.Client { return n.cur().finder }
+func (n *Node) Finder() *indexclient.Client { return n.cur().finder }
 
 // Claims is the node's claim service.
 func (n *Node) Claims() *claimnet.Service { return n.cur().claims }

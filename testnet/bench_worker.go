@@ -15,7 +15,7 @@ import (
 	"github.com/up-pool/up/apps"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/wire"
@@ -58,7 +58,7 @@ func (w *benchWorker) loop(ctx context.Context, claimed func(time.Duration)) {
 		}
 		hits, err := w.a.Index().Find(ctx, w.query, 1)
 		if err != nil {
-			if errors.Is(err, indexnet.ErrNoJob) {
+			if errors.Is(err, indexclient.ErrNoJob) {
 				w.empty.Add(1)
 			} else if ctx.Err() == nil {
 				w.fail(fmt.Errorf("find: %w", err))

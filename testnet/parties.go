@@ -27,7 +27,7 @@ func (n *Network) NewAgent(ctx context.Context, role certs.Role, name string) (*
 		return nil, err
 	}
 	a, err := agent.Open(agent.Config{
-		Identity: id, Host: h, DHT: n.opts.DHT, Index: n.opts.Index, HelloTimeout: n.opts.HelloTimeout,
+		Identity: id, Host: h, DHT: n.opts.DHT, Index: n.opts.Index.Config, HelloTimeout: n.opts.HelloTimeout,
 		Now: n.opts.Now, Logger: n.opts.Logger,
 	})
 	if err != nil {

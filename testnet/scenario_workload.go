@@ -14,7 +14,7 @@ import (
 
 	"github.com/up-pool/up/apps"
 	"github.com/up-pool/up/claimclient"
-	"github.com/up-pool/up/indexnet"
+	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
 )
@@ -226,7 +226,7 @@ func (rr *realRun) attempt(ctx context.Context, c int, wanted func() bool, goRun
 			if ctx.Err() != nil {
 				return
 			}
-			if err != nil && !errors.Is(err, indexnet.ErrNoJob) {
+			if err != nil && !errors.Is(err, indexclient.ErrNoJob) {
 				rr.failed("find failed")
 				rr.addErr("client %d: find: %v", c+1, err)
 			} else {

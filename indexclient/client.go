@@ -1,4 +1,4 @@
-package indexnet
+package indexclient
 
 import (
 	"context"
@@ -25,17 +25,25 @@ var ErrNoJob = errors.New("no job found")
 type Client struct {
 	d       *dht.DHT
 	regions *Regions
-	local   *Server // this node's own index server, or nil
+	local   Local // this node's own index server, or nil
 	tries   int
 
 	mu  sync.Mutex
 	old map[peer.ID]bool // nodes that do not serve ProtoIndexQuerySkip
 }
 
+// Local is a node's own index server, asked in-process rather than over
+// the network when the point queried falls to the node itself
+// (indexnet.Server).
+type Local interface {
+	Query(*wire.IndexQueryRequest) (*wire.IndexQueryResponse, error)
+	QuerySkipping(*wire.IndexQuerySkipRequest) (*wire.IndexQueryResponse, error)
+}
+
 // NewClient returns an index client; local is the party's own index
-// server when it is a node. tries is how many random points Find asks
+// server when it is a node (nil otherwise). tries is how many random points Find asks
 // before reporting ErrNoJob (default 3).
-func NewClient(d *dht.DHT, regions *Regions, local *Server, tries int) *Client {
+func NewClient(d *dht.DHT, regions *Regions, local Local, tries int) *Client {
 	if tries <= 0 {
 		tries = 3
 	}

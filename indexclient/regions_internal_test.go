@@ -1,4 +1,4 @@
-package indexnet
+package indexclient
 
 import (
 	"fmt"
