@@ -28,6 +28,7 @@ func cleanGraph() importGraph {
 		m("agent"):       {m("wire")},
 		m("project"):     {m("agent"), m("result")},
 		m("testnet/sim"): {m("dht/keyspace"), m("index"), m("job"), m("loadbalance")},
+		m("cadir"):       {m("certs"), m("keystore")},
 	}
 	for _, p := range purePackages {
 		graph[p.path] = slices.Clone(p.allowed)
@@ -77,6 +78,7 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		ruleClientSide + " | indexnet | store: indexnet -> overlay -> certs -> pool -> store",
 		ruleSimulator + " | testnet/sim | libp2p: testnet/sim -> pool -> overlay -> github.com/libp2p/go-libp2p/core/host",
 		ruleSimulator + " | testnet/sim | pebble: testnet/sim -> pool -> store -> github.com/cockroachdb/pebble/v2",
+		ruleCADir + " | cadir | overlay, dht, pool, store, node: cadir -> certs -> pool",
 		rulePureImports + " | dht/keyspace | github.com/google/btree: dht/keyspace -> github.com/google/btree",
 		rulePureImports + " | job | net: job -> net",
 		rulePureNetwork + " | claim | net: claim -> job -> net",
