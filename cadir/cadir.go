@@ -64,6 +64,13 @@ func (c *CA) CRLPath() string { return filepath.Join(c.Dir, CRLFile) }
 // CertPEM is the CA certificate, PEM encoded.
 func (c *CA) CertPEM() []byte { return certs.EncodeCertPEM(c.Authority.Cert) }
 
+// Holds reports whether dir holds a CA: a ca.key, which Create writes
+// last.
+func Holds(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, KeyFile))
+	return err == nil
+}
+
 // Create makes a new CA named name in dir (created with mode 0700 when
 // missing), valid from notBefore for validity, and writes ca.crt and then
 // ca.key. rand (nil: crypto/rand) supplies the key and the serial, so a
@@ -72,7 +79,7 @@ func (c *CA) CertPEM() []byte { return certs.EncodeCertPEM(c.Authority.Cert) }
 // it.
 func Create(dir, name string, notBefore time.Time, validity time.Duration, rand io.Reader) (*CA, error) {
 	c := &CA{Dir: dir}
-	if _, err := os.Stat(c.KeyPath()); err == nil {
+	if Holds(dir) {
 		return nil, fmt.Errorf("%s %w (%s exists)", dir, ErrExists, c.KeyPath())
 	}
 	a, err := certs.NewAuthority(name, notBefore, validity, rand)
