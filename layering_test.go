@@ -171,6 +171,7 @@ const (
 	ruleClientSide = "c. client-side packages link no store or pool"
 	ruleSimulator  = "d. the simulator links no libp2p, pebble or prometheus"
 	ruleCADir      = "e. the CA's directory links no network service"
+	ruleTestkit    = "f. the tests' kit links only the standard library"
 )
 
 // shellRules are the forbidden edges between the network shells.
@@ -221,6 +222,14 @@ var shellRules = []dependencyRule{
 			treeOf("overlay", "dht", "pool", "store", "node"),
 			externalTree("libp2p host", "github.com/libp2p/go-libp2p/p2p"),
 		},
+		transitive: true,
+	},
+	{
+		// Every package's tests may use testkit, those inside overlay and
+		// store included: it must import nothing that imports them back.
+		name:       ruleTestkit,
+		from:       treeOf("testnet/testkit"),
+		forbidden:  []packageSet{outsideStandardLibrary()},
 		transitive: true,
 	},
 }
