@@ -30,6 +30,7 @@ import (
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // Environment of the project process TestCrashChild runs as.
@@ -242,17 +243,6 @@ func (pp *projectProcess) finish(d time.Duration) childReport {
 	return rep
 }
 
-// waitFor polls cond until it holds, failing the test after d.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestKillProject: the project runs as its own process, as `up project`
 // does, over TCP, and is SIGKILLed in the middle of submit and of
 // harvest; re-running the command loses nothing and duplicates nothing.
@@ -335,7 +325,7 @@ func TestKillProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The second chunk reaches the nodes; its record waits for the lock.
-	waitFor(t, "the second chunk in the network", 8*time.Second, func() bool { return len(inNet()) >= 10 })
+	testkit.WaitFor(t, 8*time.Second, "the second chunk in the network", func() bool { return len(inNet()) >= 10 })
 	sub.kill()
 	held, recorded := len(inNet()), submitted()
 	t.Logf("submit killed: the network holds %d jobs, the ledger has %d of %d submitted", held, recorded, jobs)
