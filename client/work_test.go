@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,13 +19,14 @@ import (
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
 func newRunner(t testing.TB, allow map[string][]string) *runner.Runner {
 	t.Helper()
 	r, err := runner.New(runner.Config{
-		Launcher: []string{os.Args[0]}, WorkRoot: t.TempDir(), Allow: allow, Env: []string{"UP_RUNNER_EXEC=1"},
+		Launcher: testkit.Launcher(), WorkRoot: t.TempDir(), Allow: allow, Env: testkit.LauncherEnv(),
 	})
 	if err != nil {
 		t.Fatal(err)

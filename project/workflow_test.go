@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 type flow struct {
@@ -55,8 +55,8 @@ func (f *flow) worker(t *testing.T, name string) *client.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	r, err := runner.New(runner.Config{Launcher: []string{os.Args[0]}, WorkRoot: t.TempDir(),
-		Allow: map[string][]string{"lhc": {"*"}}, Env: []string{"UP_RUNNER_EXEC=1"}})
+	r, err := runner.New(runner.Config{Launcher: testkit.Launcher(), WorkRoot: t.TempDir(),
+		Allow: map[string][]string{"lhc": {"*"}}, Env: testkit.LauncherEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}
