@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,13 +20,8 @@ import (
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // childResult is what the project process reports.
 type childResult struct {
@@ -71,7 +65,7 @@ func TestProjectChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu0, t0 := cpuTime(), time.Now()
+	cpu0, t0 := testkit.CPUTime(), time.Now()
 	signed := make([]*project.Prepared, n)
 	for i := range signed {
 		spec, err := p.NewSpec("hashchain", []string{strconv.Itoa(i)}, []string{"lhc"}, time.Hour)
@@ -88,7 +82,7 @@ func TestProjectChild(t *testing.T) {
 			failed++
 		}
 	}
-	res := childResult{Jobs: n, Failed: failed, CPUus: (cpuTime() - cpu0).Microseconds(), Elapsed: int64(time.Since(t0))}
+	res := childResult{Jobs: n, Failed: failed, CPUus: (testkit.CPUTime() - cpu0).Microseconds(), Elapsed: int64(time.Since(t0))}
 	b, _ := json.Marshal(res)
 	fmt.Printf("CHILD %s\n", b)
 }
@@ -121,7 +115,7 @@ func BenchmarkSubmit(b *testing.B) {
 		b.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -135,7 +129,7 @@ func BenchmarkSubmit(b *testing.B) {
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("project process: %v", err)
 	}
-	nodeCPU := cpuTime() - cpu0
+	nodeCPU := testkit.CPUTime() - cpu0
 	b.StopTimer()
 	if res.Jobs != b.N || res.Failed > 0 {
 		b.Fatalf("project process: %+v", res)
@@ -181,7 +175,7 @@ func BenchmarkRepublish10k(b *testing.B) {
 	}
 	b.ResetTimer()
 	var sent, received int64
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	for b.Loop() {
 		// One period: every node runs its round (testnet.RepublishAll
 		// does not sum the byte counts).
@@ -199,7 +193,7 @@ func BenchmarkRepublish10k(b *testing.B) {
 			b.Fatalf("synced %d states, want %d", synced, 2*jobs)
 		}
 	}
-	cpu := cpuTime() - cpu0
+	cpu := testkit.CPUTime() - cpu0
 	if sent == 0 || received == 0 {
 		b.Fatalf("rounds counted %d bytes sent, %d received", sent, received)
 	}

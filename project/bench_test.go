@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,13 +24,8 @@ import (
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // TestProjectChild is the project process of BenchmarkProject: it runs
 // only when that benchmark starts it, so the project's CPU is measured
@@ -69,7 +63,7 @@ func TestProjectChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	cpu0, t0 := cpuTime(), time.Now()
+	cpu0, t0 := testkit.CPUTime(), time.Now()
 	var n, failed int
 	switch mode {
 	case "submit":
@@ -87,7 +81,7 @@ func TestProjectChild(t *testing.T) {
 		n, failed = rep.Recorded, len(rep.Errors)
 	}
 	out, _ := json.Marshal(map[string]int64{"jobs": int64(n), "failed": int64(failed),
-		"cpu_us": (cpuTime() - cpu0).Microseconds(), "elapsed_us": time.Since(t0).Microseconds()})
+		"cpu_us": (testkit.CPUTime() - cpu0).Microseconds(), "elapsed_us": time.Since(t0).Microseconds()})
 	fmt.Printf("CHILD %s\n", out)
 }
 

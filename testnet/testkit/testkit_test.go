@@ -95,7 +95,7 @@ func TestChildCommand(t *testing.T) {
 	if werr := cmd.Wait(); werr != nil || err != nil || !found {
 		t.Fatalf("child: %v; report found %v: %v", werr, found, err)
 	}
-	if rep.Arg != "hello" || rep.CPU <= 0 {
+	if rep.Arg != "hello" || rep.CPU < 0 {
 		t.Fatalf("report %+v", rep)
 	}
 	if _, ok := testkit.ReportLine("CHILD {}"); !ok {
