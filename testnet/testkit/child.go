@@ -47,8 +47,8 @@ func ChildCommand(test string, env []string, extra ...string) *exec.Cmd {
 	return cmd
 }
 
-// reportPrefix starts the line a child process reports on.
-const reportPrefix = "CHILD "
+// ReportPrefix starts the line a child process reports on (Report).
+const ReportPrefix = "CHILD "
 
 // Report prints v, JSON encoded, as the child's report line on stdout.
 func Report(v any) error {
@@ -56,24 +56,46 @@ func Report(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Printf("%s%s\n", reportPrefix, b)
+	_, err = fmt.Printf("%s%s\n", ReportPrefix, b)
 	return err
 }
 
-// ReportLine returns what follows the report prefix on line, and whether
-// line is a child's report.
-func ReportLine(line string) (string, bool) {
-	return strings.CutPrefix(line, reportPrefix)
+// RunChild runs cmd (a ChildCommand) to its end and decodes its report
+// line (its last, if it printed several) into v. The child's stderr goes
+// to this process's unless cmd names another. It fails when the child
+// fails or reports nothing.
+func RunChild(cmd *exec.Cmd, v any) error {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	found, readErr := readReport(out, v)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("child %s: %w", strings.Join(cmd.Args[1:], " "), err)
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if !found {
+		return fmt.Errorf("child %s printed no report line", strings.Join(cmd.Args[1:], " "))
+	}
+	return nil
 }
 
-// ReadReport reads a child's output to its end and decodes its last
+// readReport reads a child's output to its end and decodes its last
 // report line into v; it reports whether there was one.
-func ReadReport(r io.Reader, v any) (bool, error) {
+func readReport(r io.Reader, v any) (bool, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	found := false
 	for sc.Scan() {
-		if rest, ok := ReportLine(sc.Text()); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), ReportPrefix); ok {
 			if err := json.Unmarshal([]byte(rest), v); err != nil {
 				return true, fmt.Errorf("child report: %w", err)
 			}

@@ -74,34 +74,31 @@ func TestChildReports(t *testing.T) {
 		t.Skip("the child process of TestChildCommand")
 	}
 	fmt.Println("some other output")
+	if arg == "fail" {
+		t.Fatal("asked to fail")
+	}
 	if err := testkit.Report(childReport{Arg: arg, CPU: int64(testkit.CPUTime())}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // TestChildCommand: a test run as a child process, told what to do by
-// its environment, reports back a line the parent decodes.
+// its environment, reports back a line the parent decodes; a child that
+// reports nothing, or fails, is an error.
 func TestChildCommand(t *testing.T) {
-	cmd := testkit.ChildCommand("TestChildReports", []string{"UP_TESTKIT_CHILD=hello"})
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var rep childReport
-	found, err := testkit.ReadReport(out, &rep)
-	if werr := cmd.Wait(); werr != nil || err != nil || !found {
-		t.Fatalf("child: %v; report found %v: %v", werr, found, err)
+	if err := testkit.RunChild(testkit.ChildCommand("TestChildReports", []string{"UP_TESTKIT_CHILD=hello"}), &rep); err != nil {
+		t.Fatal(err)
 	}
 	if rep.Arg != "hello" || rep.CPU < 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	if _, ok := testkit.ReportLine("CHILD {}"); !ok {
-		t.Fatal("a report line not recognised")
+	silent := testkit.ChildCommand("TestChildReports", nil) // skips itself: no report
+	if err := testkit.RunChild(silent, &rep); err == nil || !strings.Contains(err.Error(), "no report") {
+		t.Fatalf("a child without a report: %v", err)
 	}
-	if found, _ := testkit.ReadReport(strings.NewReader("no report\n"), &rep); found {
-		t.Fatal("found a report in output without one")
+	failing := testkit.ChildCommand("TestChildReports", []string{"UP_TESTKIT_CHILD=fail"})
+	if err := testkit.RunChild(failing, &rep); err == nil {
+		t.Fatal("a failing child passed")
 	}
 }
