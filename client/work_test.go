@@ -236,22 +236,8 @@ func TestManyClients(t *testing.T) {
 	// No job was permanently claimed by two clients at any node (a claim
 	// given back at once because its confirm failed elsewhere, possible
 	// when the protocol outlasts T_claim, does not count).
-	claimers := map[string]map[string]bool{}
-	for _, nd := range net.Live() {
-		for _, rec := range nd.Claims().Log() {
-			if rec.Released {
-				continue
-			}
-			if claimers[string(rec.Job)] == nil {
-				claimers[string(rec.Job)] = map[string]bool{}
-			}
-			claimers[string(rec.Job)][string(rec.Client)] = true
-		}
-	}
-	for k, cs := range claimers {
-		if len(cs) > 1 {
-			t.Fatalf("job %x claimed by %d clients", k, len(cs))
-		}
+	for k, n := range testnet.ClaimedTwice(net.ClaimLogs()...) {
+		t.Fatalf("job %x claimed by %d clients", k, n)
 	}
 
 	// The project harvests: every job exactly once, each result opens.
