@@ -34,29 +34,11 @@ func newRunner(t testing.TB, allow map[string][]string) *runner.Runner {
 	return r
 }
 
-// submitJobs submits n hashchain jobs of p.
+// submitJobs submits n jobs of p running app with arguments 1000 and
+// the job's number.
 func submitJobs(t *testing.T, p *project.Project, n int, app string) [][]byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	prepared := make([]*project.Prepared, n)
-	for i := range prepared {
-		spec, err := p.NewSpec(app, []string{"1000", fmt.Sprint(i)}, []string{p.Name()}, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if prepared[i], err = p.Sign(spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	keys := make([][]byte, n)
-	for i, r := range p.Submit(ctx, prepared) {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		keys[i] = prepared[i].Key()
-	}
-	return keys
+	return testnet.SubmitJobs(t, p, n, testnet.Jobs{App: app, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
 }
 
 // TestManyClients: 300 jobs, 20 clients running at once while nodes join,

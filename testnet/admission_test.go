@@ -138,7 +138,7 @@ func TestAdmissionRefusesImpostors(t *testing.T) {
 }
 
 func testImpostors(t *testing.T, tr testnet.Transport) {
-	net := startNet(t, testnet.Options{Nodes: 8, Seed: 3, HelloTimeout: 2 * time.Second, Transport: tr})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 8, Seed: 3, HelloTimeout: 2 * time.Second, Transport: tr})
 	target := net.Node(0)
 	// "revoked" last: it leaves a revocation list on every node.
 	for _, kind := range []string{"no certificate", "forged", "other CA", "wrong role", "expired", "revoked"} {
@@ -198,7 +198,7 @@ func testImpostors(t *testing.T, tr testnet.Transport) {
 // TestAdmittedProjectNotInRoutingTable: a valid project certificate is
 // admitted for RPCs but never enters a routing table.
 func TestAdmittedProjectNotInRoutingTable(t *testing.T) {
-	net := startNet(t, testnet.Options{Nodes: 4, Seed: 4})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 4, Seed: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	proj, err := net.NewParty(certs.RoleProject, "proj")
@@ -250,7 +250,7 @@ func TestAdmittedProjectNotInRoutingTable(t *testing.T) {
 // tables; the CA revokes it; one node is handed the list, which spreads to
 // all; the revoked node leaves every routing table and is refused.
 func TestRevocationDropsNode(t *testing.T) {
-	net := startNet(t, testnet.Options{Nodes: 6, Seed: 5})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 6, Seed: 5})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id, err := net.NewParty(certs.RoleNode, "victim")
