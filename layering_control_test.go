@@ -15,20 +15,22 @@ func m(relative string) string { return module + "/" + relative }
 // the rules want.
 func cleanGraph() importGraph {
 	graph := importGraph{
-		m("cmd/up"):      {m("node")},
-		m("testnet"):     {m("node"), m("testnet/sim")},
-		m("node"):        {m("claimnet"), m("indexnet"), m("overlay"), m("pool")},
-		m("claimnet"):    {m("claim"), m("overlay")},
-		m("indexnet"):    {m("index"), m("overlay")},
-		m("indexclient"): {m("index"), m("overlay")},
-		m("pool"):        {m("job"), m("overlay"), m("store")},
-		m("store"):       {"github.com/cockroachdb/pebble/v2"},
-		m("overlay"):     {"github.com/libp2p/go-libp2p/core/host"},
-		m("apps"):        {"fmt"},
-		m("client"):      {m("client/sched"), m("job")},
-		m("agent"):       {m("indexclient"), m("wire")},
-		m("project"):     {m("agent"), m("result")},
-		m("testnet/sim"): {m("dht/keyspace"), m("index"), m("job"), m("loadbalance")},
+		m("cmd/up"):          {m("node")},
+		m("testnet"):         {m("node"), m("testnet/sim")},
+		m("node"):            {m("claimnet"), m("indexnet"), m("overlay"), m("pool")},
+		m("claimnet"):        {m("claim"), m("overlay")},
+		m("indexnet"):        {m("index"), m("overlay")},
+		m("indexclient"):     {m("index"), m("overlay")},
+		m("pool"):            {m("job"), m("overlay"), m("store")},
+		m("store"):           {"github.com/cockroachdb/pebble/v2"},
+		m("overlay"):         {"github.com/libp2p/go-libp2p/core/host"},
+		m("apps"):            {"fmt"},
+		m("client"):          {m("client/sched"), m("job")},
+		m("agent"):           {m("indexclient"), m("wire")},
+		m("project"):         {m("agent"), m("result")},
+		m("testnet/sim"):     {m("dht/keyspace"), m("index"), m("job"), m("loadbalance")},
+		m("cadir"):           {m("certs"), m("keystore")},
+		m("testnet/testkit"): {"os", "testing", "time"},
 	}
 	for _, p := range purePackages {
 		graph[p.path] = slices.Clone(p.allowed)
@@ -66,6 +68,8 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 	// The simulator reaches pebble (pool -> store) and libp2p (pool ->
 	// overlay).
 	add(m("testnet/sim"), m("pool"))
+	// The tests' kit imports a package of the module.
+	add(m("testnet/testkit"), m("overlay"))
 	// A pure package's tests import outside their allow-list.
 	testImports := importGraph{m("loadbalance"): {"net/http", "testing"}}
 
@@ -87,6 +91,8 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		ruleClientSide + " | project | pebble: project -> agent -> indexclient -> overlay -> certs -> pool -> store -> github.com/cockroachdb/pebble/v2",
 		ruleSimulator + " | testnet/sim | libp2p: testnet/sim -> pool -> overlay -> github.com/libp2p/go-libp2p/core/host",
 		ruleSimulator + " | testnet/sim | pebble: testnet/sim -> pool -> store -> github.com/cockroachdb/pebble/v2",
+		ruleCADir + " | cadir | overlay, dht, pool, store, node: cadir -> certs -> pool",
+		ruleTestkit + " | testnet/testkit | outside the standard library: testnet/testkit -> overlay",
 		rulePureImports + " | dht/keyspace | github.com/google/btree: dht/keyspace -> github.com/google/btree",
 		rulePureImports + " | job | net: job -> net",
 		rulePureNetwork + " | claim | net: claim -> job -> net",

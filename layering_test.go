@@ -172,6 +172,8 @@ const (
 	ruleNode       = "b. only cmd/up and the harness import node"
 	ruleClientSide = "c. client-side packages link no store, pool or server shell"
 	ruleSimulator  = "d. the simulator links no libp2p, pebble or prometheus"
+	ruleCADir      = "e. the CA's directory links no network service"
+	ruleTestkit    = "f. the tests' kit links only the standard library"
 )
 
 // shellRules are the forbidden edges between the network shells.
@@ -212,6 +214,26 @@ var shellRules = []dependencyRule{
 			externalTree("pebble", "github.com/cockroachdb/pebble"),
 			externalTree("prometheus", "github.com/prometheus"),
 		},
+		transitive: true,
+	},
+	{
+		// The CA operator's tools run offline, beside the CA key: they
+		// link no overlay, store or daemon (keystore's libp2p key types
+		// are all they get of libp2p).
+		name: ruleCADir,
+		from: treeOf("cadir"),
+		forbidden: []packageSet{
+			treeOf("overlay", "dht", "pool", "store", "node"),
+			externalTree("libp2p host", "github.com/libp2p/go-libp2p/p2p"),
+		},
+		transitive: true,
+	},
+	{
+		// Every package's tests may use testkit, those inside overlay and
+		// store included: it must import nothing that imports them back.
+		name:       ruleTestkit,
+		from:       treeOf("testnet/testkit"),
+		forbidden:  []packageSet{outsideStandardLibrary()},
 		transitive: true,
 	},
 }

@@ -3,7 +3,6 @@ package claimnet_test
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,13 +14,8 @@ import (
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkClaim: one client claims b.N jobs (r = 5) on 16 TCP nodes:
 // claims per second, RPCs and CPU per claim (all parties).
@@ -59,7 +53,7 @@ func BenchmarkClaim(b *testing.B) {
 		hints[i] = net.TrueClosest(prepared[i].Key(), 5)
 	}
 	sent0 := overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "", "")
-	cpu0, t0 := cpuTime(), time.Now()
+	cpu0, t0 := testkit.CPUTime(), time.Now()
 	b.ResetTimer()
 	for i := range b.N { // with the replica set an index entry carries
 		if _, err := cl.ClaimAt(ctx, prepared[i].Key(), hints[i]); err != nil {
@@ -69,5 +63,5 @@ func BenchmarkClaim(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "claims/s")
 	b.ReportMetric((overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "", "")-sent0)/float64(b.N), "RPCs/claim")
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/claim")
+	b.ReportMetric(float64((testkit.CPUTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/claim")
 }

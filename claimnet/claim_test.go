@@ -28,36 +28,12 @@ type claimNet struct {
 	keys  [][]byte
 }
 
+// startClaimNet starts a network of nodes with the project lhc and its
+// jobs (hashchain, listed under lhc).
 func startClaimNet(t *testing.T, nodes, jobs int, seed uint64) *claimNet {
 	t.Helper()
-	clock := testnet.NewClock(time.Now())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
-	p, err := net.NewProject(ctx, "lhc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Agent().Close() })
-	cn := &claimNet{net: net, clock: clock, proj: p}
-	prepared := make([]*project.Prepared, jobs)
-	for i := range prepared {
-		spec, _ := p.NewSpec("hashchain", []string{fmt.Sprint(i)}, []string{"lhc"}, time.Hour)
-		if prepared[i], err = p.Sign(spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, r := range p.Submit(ctx, prepared) {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		cn.keys = append(cn.keys, prepared[i].Key())
-	}
-	return cn
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: nodes, Seed: seed})
+	return &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: testnet.SubmitJobs(t, f.Project, jobs, testnet.Jobs{})}
 }
 
 func (cn *claimNet) client(t *testing.T, name string) (*agent.Agent, *claimclient.Claimer) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/node"
-	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
@@ -65,29 +64,12 @@ func TestFailedClaimServesJobAgain(t *testing.T) {
 // releases it (it crashed). Once the temporary claim lapses the job is
 // served again, not after the quarantine.
 func TestLapsedTempFreesJob(t *testing.T) {
-	clock := testnet.NewClock(time.Now())
 	ctx := context.Background()
-	net, err := testnet.Start(ctx, testnet.Options{Nodes: 6, Dir: t.TempDir(), Seed: 62, Now: clock.Now,
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 6, Seed: 62,
 		Configure: func(_ int, cfg *node.Config) { cfg.Claim.TClaim = 200 * time.Millisecond }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
+	net, clock := f.Net, f.Clock
 	cn := &claimNet{net: net, clock: clock}
-	p, err := net.NewProject(ctx, "lhc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Agent().Close() })
-	spec, _ := p.NewSpec("hashchain", []string{"1"}, []string{"lhc"}, time.Hour)
-	prep, err := p.Sign(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := p.Submit(ctx, []*project.Prepared{prep})[0]; r.Err != nil {
-		t.Fatal(r.Err)
-	}
-	key := prep.Key()
+	key := testnet.SubmitJobs(t, f.Project, 1, testnet.Jobs{Args: func(int) []string { return []string{"1"} }})[0]
 	net.FlushAll(ctx)
 
 	crashed, _ := cn.client(t, "crashed")

@@ -13,7 +13,6 @@ import (
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/node"
-	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
 )
 
@@ -23,35 +22,11 @@ func startSkewedClaimNet(t *testing.T, nodes, jobs int, seed uint64) (*claimNet,
 	t.Helper()
 	clock := testnet.NewClock(time.Now())
 	skews := make([]atomic.Int64, nodes)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now,
+	f := testnet.StartFixture(t, clock, testnet.Options{Nodes: nodes, Seed: seed,
 		Configure: func(i int, cfg *node.Config) {
 			cfg.Claim.Now = func() time.Time { return clock.Now().Add(time.Duration(skews[i].Load())) }
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
-	p, err := net.NewProject(ctx, "lhc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Agent().Close() })
-	cn := &claimNet{net: net, clock: clock, proj: p}
-	prepared := make([]*project.Prepared, jobs)
-	for i := range prepared {
-		spec, _ := p.NewSpec("hashchain", []string{fmt.Sprint(i)}, []string{"lhc"}, time.Hour)
-		if prepared[i], err = p.Sign(spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, r := range p.Submit(ctx, prepared) {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		cn.keys = append(cn.keys, prepared[i].Key())
-	}
+	cn := &claimNet{net: f.Net, clock: clock, proj: f.Project, keys: testnet.SubmitJobs(t, f.Project, jobs, testnet.Jobs{})}
 	return cn, skews
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
@@ -61,20 +62,16 @@ func TestStaleClaimResynced(t *testing.T) {
 	if _, err := y.Claim(ctx, key); err == nil {
 		t.Fatal("claimed past a stale and a denying replica of five: want no quorum")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, _ := stale.Pool().State(key)
-		if st.Phase == job.Ready {
-			break
+	var st job.State
+	if !testkit.Poll(10*time.Second, func() bool { // awaiting a background sync
+		st, _ = stale.Pool().State(key)
+		return st.Phase == job.Ready
+	}) {
+		for _, nd := range hs {
+			st, _ := nd.Pool().State(key)
+			t.Logf("%s: %+v evidence %v", nd.Name(), st, nd.Pool().Evidence())
 		}
-		if time.Now().After(deadline) {
-			for _, nd := range hs {
-				st, _ := nd.Pool().State(key)
-				t.Logf("%s: %+v evidence %v", nd.Name(), st, nd.Pool().Evidence())
-			}
-			t.Fatalf("the stale replica still holds %s 10 s after denying a claim: not resynced", st.Phase)
-		}
-		time.Sleep(10 * time.Millisecond) // awaiting a background sync
+		t.Fatalf("the stale replica still holds %s 10 s after denying a claim: not resynced", st.Phase)
 	}
 	if _, err := y.Claim(ctx, key); err != nil {
 		t.Fatalf("claim after the resync: %v", err)
@@ -102,13 +99,9 @@ func TestUncertifiedClaimVoided(t *testing.T) {
 	if _, err := y.Claim(ctx, key); err == nil {
 		t.Fatal("claimed past a stale and a denying replica of five: want no quorum")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !stale.Pool().ResyncedSince(key, now) {
-		if time.Now().After(deadline) {
-			t.Fatal("the stale replica did not resync the job after denying a claim")
-		}
-		time.Sleep(10 * time.Millisecond) // awaiting a background sync
-	}
+	testkit.WaitFor(t, 10*time.Second, "the stale replica to resync the job after denying a claim", func() bool {
+		return stale.Pool().ResyncedSince(key, now) // a background sync
+	})
 	if _, err := y.Claim(ctx, key); err == nil {
 		t.Fatal("the uncertified claim was voided before T_cert")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/result"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // submitNet is a network of exactly r = 5 nodes with one job claimed by a
@@ -87,14 +88,10 @@ func TestResultRetriedUntilMajority(t *testing.T) {
 		n, err := cl.SubmitResult(context.Background(), won, env)
 		done <- out{n, err}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, has := first.Result(won.Job); has {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the live node never stored the result")
-		}
-	}
+	testkit.WaitFor(t, 10*time.Second, "the live node to store the result", func() bool {
+		_, has := first.Result(won.Job)
+		return has
+	})
 	for _, i := range killed[:2] {
 		if err := cn.net.Restart(context.Background(), i); err != nil {
 			t.Fatal(err)

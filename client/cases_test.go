@@ -29,20 +29,8 @@ type caseNet struct {
 
 func startCaseNet(t *testing.T, seed uint64) *caseNet {
 	t.Helper()
-	clock := testnet.NewClock(time.Now())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, testnet.Options{Nodes: 8, Dir: t.TempDir(), Seed: seed, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
-	p, err := net.NewProject(ctx, "lhc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Agent().Close() })
-	return &caseNet{net: net, clock: clock, proj: p}
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: seed})
+	return &caseNet{net: f.Net, clock: f.Clock, proj: f.Project}
 }
 
 func (cn *caseNet) submit(t *testing.T, app string, args []string, tFinish time.Duration) []byte {

@@ -16,7 +16,6 @@ import (
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/indexclient"
-	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
@@ -43,25 +42,8 @@ func TestTwoClientsCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Agent().Close()
-	var prepared []*project.Prepared
-	for u := range units {
-		for range 2 { // copies: 2, submitted side by side as a batch does
-			spec, err := p.NewSpec("hashchain", []string{"1000", fmt.Sprint(u)}, []string{"lhc"}, time.Hour)
-			if err != nil {
-				t.Fatal(err)
-			}
-			prep, err := p.Sign(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			prepared = append(prepared, prep)
-		}
-	}
-	for _, r := range p.Submit(ctx, prepared) {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-	}
+	// copies: 2 of each unit, submitted side by side as a batch does
+	testnet.SubmitJobs(t, p, 2*units, testnet.Jobs{Args: func(i int) []string { return []string{"1000", fmt.Sprint(i / 2)} }})
 	net.FlushAll(ctx)
 
 	runCtx, stop := context.WithCancel(ctx)

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,13 +19,14 @@ import (
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
 func newRunner(t testing.TB, allow map[string][]string) *runner.Runner {
 	t.Helper()
 	r, err := runner.New(runner.Config{
-		Launcher: []string{os.Args[0]}, WorkRoot: t.TempDir(), Allow: allow, Env: []string{"UP_RUNNER_EXEC=1"},
+		Launcher: testkit.Launcher(), WorkRoot: t.TempDir(), Allow: allow, Env: testkit.LauncherEnv(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -34,29 +34,11 @@ func newRunner(t testing.TB, allow map[string][]string) *runner.Runner {
 	return r
 }
 
-// submitJobs submits n hashchain jobs of p.
+// submitJobs submits n jobs of p running app with arguments 1000 and
+// the job's number.
 func submitJobs(t *testing.T, p *project.Project, n int, app string) [][]byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	prepared := make([]*project.Prepared, n)
-	for i := range prepared {
-		spec, err := p.NewSpec(app, []string{"1000", fmt.Sprint(i)}, []string{p.Name()}, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if prepared[i], err = p.Sign(spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	keys := make([][]byte, n)
-	for i, r := range p.Submit(ctx, prepared) {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		keys[i] = prepared[i].Key()
-	}
-	return keys
+	return testnet.SubmitJobs(t, p, n, testnet.Jobs{App: app, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
 }
 
 // TestManyClients: 300 jobs, 20 clients running at once while nodes join,
@@ -236,22 +218,8 @@ func TestManyClients(t *testing.T) {
 	// No job was permanently claimed by two clients at any node (a claim
 	// given back at once because its confirm failed elsewhere, possible
 	// when the protocol outlasts T_claim, does not count).
-	claimers := map[string]map[string]bool{}
-	for _, nd := range net.Live() {
-		for _, rec := range nd.Claims().Log() {
-			if rec.Released {
-				continue
-			}
-			if claimers[string(rec.Job)] == nil {
-				claimers[string(rec.Job)] = map[string]bool{}
-			}
-			claimers[string(rec.Job)][string(rec.Client)] = true
-		}
-	}
-	for k, cs := range claimers {
-		if len(cs) > 1 {
-			t.Fatalf("job %x claimed by %d clients", k, len(cs))
-		}
+	for k, n := range testnet.ClaimedTwice(net.ClaimLogs()...) {
+		t.Fatalf("job %x claimed by %d clients", k, n)
 	}
 
 	// The project harvests: every job exactly once, each result opens.

@@ -16,26 +16,13 @@ import (
 	"github.com/up-pool/up/wire"
 )
 
-func startNet(t *testing.T, opts testnet.Options) *testnet.Network {
-	t.Helper()
-	opts.Dir = t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start testnet: %v", err)
-	}
-	t.Cleanup(func() { _ = net.Close() })
-	return net
-}
-
 // TestLookupCache: a second lookup of a key is answered from the cache
 // without an RPC until the TTL passes on the injected clock; Invalidate
 // forgets the answer at once; ClosestPeers and ClosestN share the entry.
 func TestLookupCache(t *testing.T) {
 	clock := testnet.NewClock(time.Now())
 	const ttl = 90 * time.Second
-	net := startNet(t, testnet.Options{Nodes: 8, Seed: 11, Now: clock.Now, DHT: dht.Config{LookupCacheTTL: ttl}})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 8, Seed: 11, Now: clock.Now, DHT: dht.Config{LookupCacheTTL: ttl}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d := net.Node(0).DHT()
@@ -78,7 +65,7 @@ func TestLookupCache(t *testing.T) {
 // TestLookupCacheOff: a negative TTL turns the cache off, so every lookup
 // goes to the network.
 func TestLookupCacheOff(t *testing.T) {
-	net := startNet(t, testnet.Options{Nodes: 4, Seed: 12, DHT: dht.Config{LookupCacheTTL: -1}})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 4, Seed: 12, DHT: dht.Config{LookupCacheTTL: -1}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d := net.Node(1).DHT()
@@ -98,7 +85,7 @@ func TestLookupCacheOff(t *testing.T) {
 // nodes' positions, whoever is asked.
 func TestNear(t *testing.T) {
 	const nodes = 12
-	net := startNet(t, testnet.Options{Nodes: nodes, Seed: 13})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: nodes, Seed: 13})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	live := net.Live()
@@ -148,7 +135,7 @@ func TestNear(t *testing.T) {
 // network, /up/near answers from the asked node's own view: its routing
 // table and itself, not the whole network.
 func TestNearLocalView(t *testing.T) {
-	net := startNet(t, testnet.Options{Nodes: 10, Seed: 15})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 10, Seed: 15})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	asker, asked := net.Node(0), net.Node(1)
@@ -182,7 +169,7 @@ func TestNearLocalView(t *testing.T) {
 // admitted node (kad-dht added it from its queue after its drop) is swept
 // out; admitted nodes stay.
 func TestSweepRemovesUnadmitted(t *testing.T) {
-	net := startNet(t, testnet.Options{Nodes: 4, Seed: 12})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 4, Seed: 12})
 	d := net.Node(0).DHT()
 	stranger := peer.ID("not a node of this overlay")
 	if ok, _ := d.AddToRoutingTable(stranger); !ok {

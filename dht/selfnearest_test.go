@@ -11,7 +11,7 @@ import (
 // TestSelfNearestFunc: the precomputed test agrees with NearestLocal on
 // random positions and on positions next to the node's own.
 func TestSelfNearestFunc(t *testing.T) {
-	net := startNet(t, testnet.Options{Nodes: 12, Seed: 27})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 12, Seed: 27})
 	rng := rand.New(rand.NewPCG(27, 28))
 	whole := keyspace.NewRegion(keyspace.Pos{}, 0)
 	for _, nd := range net.Live() {

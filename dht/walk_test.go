@@ -22,7 +22,7 @@ func TestWalk(t *testing.T) {
 		t.Skip("64 nodes")
 	}
 	const nodes = 64
-	net := startNet(t, testnet.Options{Nodes: nodes, Seed: 23})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: nodes, Seed: 23})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a, err := net.NewAgent(ctx, certs.RoleClient, "walker")

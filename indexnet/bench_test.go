@@ -4,21 +4,15 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 func sumReceived(in *idxNet, proto string) float64 {
 	var s float64
@@ -42,7 +36,7 @@ func BenchmarkIndexWrite(b *testing.B) {
 		}
 	}
 	rpc0 := sumReceived(in, wire.ProtoIndexWrite)
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	b.ResetTimer()
 	st := in.net.FlushAll(ctx)
 	b.StopTimer()
@@ -50,7 +44,7 @@ func BenchmarkIndexWrite(b *testing.B) {
 	if entries < 5*b.N {
 		b.Fatalf("wrote %d entries for %d jobs", entries, b.N)
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(entries), "cpu-µs/entry")
+	b.ReportMetric(float64((testkit.CPUTime()-cpu0).Microseconds())/float64(entries), "cpu-µs/entry")
 	b.ReportMetric((sumReceived(in, wire.ProtoIndexWrite)-rpc0)/float64(entries), "RPCs/entry")
 }
 
@@ -73,7 +67,7 @@ func BenchmarkFind(b *testing.B) {
 		b.Fatal(err)
 	}
 	sent0 := overlay.SumCounter(cl.Endpoint().Metrics().RPCSent, "", "")
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	empty := 0
 	b.ResetTimer()
 	for b.Loop() {
@@ -87,7 +81,7 @@ func BenchmarkFind(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/query")
+	b.ReportMetric(float64((testkit.CPUTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/query")
 	b.ReportMetric((overlay.SumCounter(cl.Endpoint().Metrics().RPCSent, "", "")-sent0)/float64(b.N), "RPCs/query")
 	b.ReportMetric(float64(empty)/float64(b.N), "empty/query")
 }

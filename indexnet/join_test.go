@@ -16,6 +16,7 @@ import (
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
@@ -33,18 +34,6 @@ func findable(t *testing.T, cl *agent.Agent, query string, key []byte) bool {
 		t.Fatalf("harvest %q: %v", query, err)
 	}
 	return found
-}
-
-// waitUntil polls cond every 50 ms for up to d.
-func waitUntil(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(end) {
-			return false
-		}
-	}
 }
 
 // TestJoinHandsJobsOnAtOnce: a node joins nearer some jobs of a 32-node
@@ -120,7 +109,7 @@ func waitHeld(t *testing.T, nd *node.Node, keys [][]byte, job []byte) {
 		}
 		return n
 	}
-	if !waitUntil(5*time.Second, func() bool { return missing() == 0 && len(nd.Writer().Placed(job)) > 0 }) {
+	if !testkit.Poll(5*time.Second, func() bool { return missing() == 0 && len(nd.Writer().Placed(job)) > 0 }) {
 		t.Fatalf("5 s after the join the newcomer lacks %d of the %d jobs whose r closest it entered (listed: %v)",
 			missing(), len(keys), nd.Writer().Placed(job))
 	}
@@ -165,7 +154,7 @@ func testJoin(t *testing.T, fresh bool) {
 	if err := nx.Join(ctx, []peer.AddrInfo{in.net.Node(0).AddrInfo()}); err != nil {
 		t.Fatal(err)
 	}
-	if !waitUntil(5*time.Second, func() bool { return slices.Contains(old.DHT().RoutingTablePeers(), x) }) {
+	if !testkit.Poll(5*time.Second, func() bool { return slices.Contains(old.DHT().RoutingTablePeers(), x) }) {
 		t.Fatal("the job's previous closest did not add the newcomer to its routing table")
 	}
 	// A writer round of every node now: the previous closest sees a

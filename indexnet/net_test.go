@@ -35,14 +35,8 @@ func startIdxNetB(b *testing.B, nodes int) *idxNet {
 func startIdxNet(t testing.TB, nodes int, seed uint64, opts testnet.Options) *idxNet {
 	t.Helper()
 	clock := testnet.NewClock(time.Now())
-	opts.Nodes, opts.Dir, opts.Seed, opts.Now = nodes, t.TempDir(), seed, clock.Now
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
+	opts.Nodes, opts.Seed, opts.Now = nodes, seed, clock.Now
+	net := testnet.StartNetwork(t, opts)
 	return &idxNet{net: net, clock: clock, jobs: map[string][]string{}, created: map[string]int64{}, base: clock.Now().UnixMilli() - 10_000_000}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
@@ -284,18 +285,6 @@ func (l *errorLog) has(target error) bool {
 	return slices.ContainsFunc(l.errs, func(err error) bool { return errors.Is(err, target) })
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestCallForeignPeer: a party whose certificate comes from another CA is
 // refused (ErrUnknownIssuer) and blocked; calls either way fail and no
 // handler runs.
@@ -314,7 +303,7 @@ func TestCallForeignPeer(t *testing.T) {
 	defer cancel()
 	connect(ctx, t, foreign.Raw(), server.Raw())
 
-	waitFor(t, 10*time.Second, "the server to refuse the foreign peer", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the server to refuse the foreign peer", func() bool {
 		return server.Admission().IsBlocked(foreign.ID())
 	})
 	if !logs.has(certs.ErrUnknownIssuer) {

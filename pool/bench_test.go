@@ -1,33 +1,17 @@
 package pool_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multiaddr"
-
-	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // childResult is what the project process reports.
 type childResult struct {
@@ -46,32 +30,13 @@ func TestProjectChild(t *testing.T) {
 		t.Skip("the project process of BenchmarkSubmit")
 	}
 	n, _ := strconv.Atoi(os.Getenv("UP_PROJECT_CHILD_JOBS"))
-	var nodes []peer.AddrInfo
-	for _, s := range strings.Split(os.Getenv("UP_PROJECT_CHILD_NODES"), ",") {
-		ai, err := peer.AddrInfoFromP2pAddr(multiaddr.StringCast(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, *ai)
-	}
-	id, err := keystore.Load(dir, certs.RoleProject, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.Open(agent.Config{Identity: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
 	ctx := context.Background()
-	if err := a.Join(ctx, nodes); err != nil {
-		t.Fatal(err)
-	}
-	p, err := project.New(a)
+	p, err := testnet.JoinProject(ctx, dir, os.Getenv("UP_PROJECT_CHILD_NODES"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu0, t0 := cpuTime(), time.Now()
+	defer p.Agent().Close()
+	cpu0, t0 := testkit.CPUTime(), time.Now()
 	signed := make([]*project.Prepared, n)
 	for i := range signed {
 		spec, err := p.NewSpec("hashchain", []string{strconv.Itoa(i)}, []string{"lhc"}, time.Hour)
@@ -88,9 +53,10 @@ func TestProjectChild(t *testing.T) {
 			failed++
 		}
 	}
-	res := childResult{Jobs: n, Failed: failed, CPUus: (cpuTime() - cpu0).Microseconds(), Elapsed: int64(time.Since(t0))}
-	b, _ := json.Marshal(res)
-	fmt.Printf("CHILD %s\n", b)
+	res := childResult{Jobs: n, Failed: failed, CPUus: (testkit.CPUTime() - cpu0).Microseconds(), Elapsed: int64(time.Since(t0))}
+	if err := testkit.Report(res); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // BenchmarkSubmit submits b.N jobs from a project in its own process to 16
@@ -106,36 +72,18 @@ func BenchmarkSubmit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var addrs []string
-	for _, nd := range net.Live() {
-		addrs = append(addrs, nd.Addrs()[0].String())
-	}
+	addrs := net.NodeAddrs()
 	b.ResetTimer()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestProjectChild$", "-test.v")
-	cmd.Env = append(os.Environ(),
-		"UP_PROJECT_CHILD_DIR="+id.Dir,
-		"UP_PROJECT_CHILD_JOBS="+strconv.Itoa(b.N),
-		"UP_PROJECT_CHILD_NODES="+strings.Join(addrs, ","))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	cpu0 := cpuTime()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd := testkit.ChildCommand("TestProjectChild", []string{
+		"UP_PROJECT_CHILD_DIR=" + id.Dir,
+		"UP_PROJECT_CHILD_JOBS=" + strconv.Itoa(b.N),
+		"UP_PROJECT_CHILD_NODES=" + addrs})
+	cpu0 := testkit.CPUTime()
 	var res childResult
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "CHILD "); ok {
-			_ = json.Unmarshal([]byte(rest), &res)
-		}
-	}
-	if err := cmd.Wait(); err != nil {
+	if err := testkit.RunChild(cmd, &res); err != nil {
 		b.Fatalf("project process: %v", err)
 	}
-	nodeCPU := cpuTime() - cpu0
+	nodeCPU := testkit.CPUTime() - cpu0
 	b.StopTimer()
 	if res.Jobs != b.N || res.Failed > 0 {
 		b.Fatalf("project process: %+v", res)
@@ -181,7 +129,7 @@ func BenchmarkRepublish10k(b *testing.B) {
 	}
 	b.ResetTimer()
 	var sent, received int64
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	for b.Loop() {
 		// One period: every node runs its round (testnet.RepublishAll
 		// does not sum the byte counts).
@@ -199,7 +147,7 @@ func BenchmarkRepublish10k(b *testing.B) {
 			b.Fatalf("synced %d states, want %d", synced, 2*jobs)
 		}
 	}
-	cpu := cpuTime() - cpu0
+	cpu := testkit.CPUTime() - cpu0
 	if sent == 0 || received == 0 {
 		b.Fatalf("rounds counted %d bytes sent, %d received", sent, received)
 	}

@@ -23,24 +23,11 @@ func startSkewedPoolNet(t *testing.T, nodes, jobs int, seed uint64) (*poolNet, [
 	t.Helper()
 	clock := testnet.NewClock(time.Now())
 	skew := make([]atomic.Int64, nodes)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now,
+	f := testnet.StartFixture(t, clock, testnet.Options{Nodes: nodes, Seed: seed,
 		Configure: func(i int, cfg *node.Config) {
 			cfg.Pool.Now = func() time.Time { return clock.Now().Add(time.Duration(skew[i].Load())) }
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
-	proj, err := net.NewProject(ctx, "lhc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proj.Agent().Close() })
-	pn := &poolNet{net: net, clock: clock, proj: proj}
-	pn.keys = submit(t, proj, jobs)
-	return pn, skew
+	return &poolNet{net: f.Net, clock: clock, proj: f.Project, keys: submit(t, f.Project, jobs)}, skew
 }
 
 // claimOn makes a fresh client's claim of key, starting now with the

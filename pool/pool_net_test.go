@@ -2,7 +2,6 @@ package pool_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -49,49 +48,15 @@ func startTrustingPoolNet(t *testing.T, nodes, jobs int, seed uint64) *poolNet {
 
 func startPoolNetWith(t *testing.T, nodes, jobs int, seed uint64, pc pool.Config) *poolNet {
 	t.Helper()
-	clock := testnet.NewClock(time.Now())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now, Pool: pc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
-	proj, err := net.NewProject(ctx, "lhc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proj.Agent().Close() })
-	pn := &poolNet{net: net, clock: clock, proj: proj}
-	if jobs > 0 {
-		pn.keys = submit(t, proj, jobs)
-	}
-	return pn
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: nodes, Seed: seed, Pool: pc})
+	return &poolNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: submit(t, f.Project, jobs)}
 }
 
+// submit submits n hashchain jobs of proj, listed under lhc and
+// lhc:mem:small.
 func submit(t *testing.T, proj *project.Project, n int) [][]byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	signed := make([]*project.Prepared, n)
-	for i := range signed {
-		spec, err := proj.NewSpec("hashchain", []string{fmt.Sprint(i)}, []string{"lhc", "lhc:mem:small"}, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if signed[i], err = proj.Sign(spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res := proj.Submit(ctx, signed)
-	keys := make([][]byte, n)
-	for i, r := range res {
-		if r.Err != nil {
-			t.Fatalf("submit job %d: %v", i, r.Err)
-		}
-		keys[i] = signed[i].Key()
-	}
-	return keys
+	return testnet.SubmitJobs(t, proj, n, testnet.Jobs{Keywords: []string{"lhc", "lhc:mem:small"}})
 }
 
 // checkPlacement asserts that every job of the project's list is held by

@@ -1,37 +1,23 @@
 package project_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ipfs/go-cid"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multiaddr"
 
-	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
-	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // TestProjectChild is the project process of BenchmarkProject: it runs
 // only when that benchmark starts it, so the project's CPU is measured
@@ -42,34 +28,18 @@ func TestProjectChild(t *testing.T) {
 		t.Skip("the project process of BenchmarkProject")
 	}
 	dir := os.Getenv("UP_PROJECT_DIR")
-	var nodes []peer.AddrInfo
-	for _, s := range strings.Split(os.Getenv("UP_PROJECT_NODES"), ",") {
-		ai, err := peer.AddrInfoFromP2pAddr(multiaddr.StringCast(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, *ai)
-	}
-	id, err := keystore.Load(dir, certs.RoleProject, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.Open(agent.Config{Identity: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
 	ctx := context.Background()
-	if err := a.Join(ctx, nodes); err != nil {
+	p, err := testnet.JoinProject(ctx, dir, os.Getenv("UP_PROJECT_NODES"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := project.New(a)
+	defer p.Agent().Close()
 	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	cpu0, t0 := cpuTime(), time.Now()
+	cpu0, t0 := testkit.CPUTime(), time.Now()
 	var n, failed int
 	switch mode {
 	case "submit":
@@ -86,35 +56,22 @@ func TestProjectChild(t *testing.T) {
 		}
 		n, failed = rep.Recorded, len(rep.Errors)
 	}
-	out, _ := json.Marshal(map[string]int64{"jobs": int64(n), "failed": int64(failed),
-		"cpu_us": (cpuTime() - cpu0).Microseconds(), "elapsed_us": time.Since(t0).Microseconds()})
-	fmt.Printf("CHILD %s\n", out)
+	if err := testkit.Report(map[string]int64{"jobs": int64(n), "failed": int64(failed),
+		"cpu_us": (testkit.CPUTime() - cpu0).Microseconds(), "elapsed_us": time.Since(t0).Microseconds()}); err != nil {
+		t.Fatal(err)
+	}
 }
 
-func runChild(b *testing.B, mode, dir string, addrs []string) map[string]int64 {
-	args := []string{"-test.run=^TestProjectChild$", "-test.v"}
+// runChild runs TestProjectChild in mode and returns its report.
+func runChild(b *testing.B, mode, dir, addrs string) map[string]int64 {
+	var args []string
 	if prof := os.Getenv("UP_PROJECT_CPUPROFILE"); prof != "" {
 		// The project process's CPU profile: <prefix><mode>.prof.
 		args = append(args, "-test.cpuprofile="+prof+mode+".prof")
 	}
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "UP_PROJECT_BENCH="+mode, "UP_PROJECT_DIR="+dir, "UP_PROJECT_NODES="+strings.Join(addrs, ","))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd := testkit.ChildCommand("TestProjectChild", []string{"UP_PROJECT_BENCH=" + mode, "UP_PROJECT_DIR=" + dir, "UP_PROJECT_NODES=" + addrs}, args...)
 	res := map[string]int64{}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "CHILD "); ok {
-			_ = json.Unmarshal([]byte(rest), &res)
-		}
-	}
-	if err := cmd.Wait(); err != nil {
+	if err := testkit.RunChild(cmd, &res); err != nil {
 		b.Fatalf("project process (%s): %v", mode, err)
 	}
 	return res
@@ -141,10 +98,7 @@ func BenchmarkProject(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(id.Dir, "jobs.yaml"), []byte(file), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	var addrs []string
-	for _, nd := range net.Live() {
-		addrs = append(addrs, nd.Addrs()[0].String())
-	}
+	addrs := net.NodeAddrs()
 	b.ResetTimer()
 	sub := runChild(b, "submit", id.Dir, addrs)
 	b.StopTimer()

@@ -18,10 +18,7 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multiaddr"
 
-	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
@@ -30,6 +27,7 @@ import (
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // Environment of the project process TestCrashChild runs as.
@@ -59,32 +57,13 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("the project process of TestKillProject")
 	}
 	dir := os.Getenv(envCrashDir)
-	var nodes []peer.AddrInfo
-	for _, s := range strings.Split(os.Getenv(envCrashNodes), ",") {
-		ai, err := peer.AddrInfoFromP2pAddr(multiaddr.StringCast(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, *ai)
-	}
-	id, err := keystore.Load(dir, certs.RoleProject, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.Open(agent.Config{Identity: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := a.Join(ctx, nodes); err != nil {
-		t.Fatal(err)
-	}
-	p, err := project.New(a)
+	p, err := testnet.JoinProject(ctx, dir, os.Getenv(envCrashNodes))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Agent().Close()
 	p.SetChunk(5)
 	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
 	if err != nil {
@@ -126,11 +105,9 @@ func TestCrashChild(t *testing.T) {
 	for _, e := range errs {
 		rep.Errors = append(rep.Errors, e.Error())
 	}
-	out, err := json.Marshal(rep)
-	if err != nil {
+	if err := testkit.Report(rep); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("CHILD %s\n", out)
 }
 
 // projectProcess is a running TestCrashChild.
@@ -145,13 +122,13 @@ type projectProcess struct {
 
 // startProject starts the project process in mode, paused at its first
 // progress report when pause is set.
-func startProject(t *testing.T, mode string, pause bool, dir string, addrs []string) *projectProcess {
+func startProject(t *testing.T, mode string, pause bool, dir, addrs string) *projectProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), envCrashMode+"="+mode, envCrashDir+"="+dir, envCrashNodes+"="+strings.Join(addrs, ","))
+	env := []string{envCrashMode + "=" + mode, envCrashDir + "=" + dir, envCrashNodes + "=" + addrs}
 	if pause {
-		cmd.Env = append(cmd.Env, envCrashPause+"=1")
+		env = append(env, envCrashPause+"=1")
 	}
+	cmd := testkit.ChildCommand("TestCrashChild", env)
 	pp := &projectProcess{t: t, mode: mode, cmd: cmd, lines: make(chan string, 4096)}
 	cmd.Stderr = &pp.stderr
 	var err error
@@ -231,7 +208,7 @@ func (pp *projectProcess) kill() {
 func (pp *projectProcess) finish(d time.Duration) childReport {
 	pp.t.Helper()
 	var rep childReport
-	if err := json.Unmarshal([]byte(pp.await("CHILD ", d)), &rep); err != nil {
+	if err := json.Unmarshal([]byte(pp.await(testkit.ReportPrefix, d)), &rep); err != nil {
 		pp.t.Fatalf("project %s report: %v", pp.mode, err)
 	}
 	for range pp.lines {
@@ -240,17 +217,6 @@ func (pp *projectProcess) finish(d time.Duration) childReport {
 		pp.t.Fatalf("project %s: %v\nstderr:\n%s", pp.mode, err, pp.stderr.String())
 	}
 	return rep
-}
-
-// waitFor polls cond until it holds, failing the test after d.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestKillProject: the project runs as its own process, as `up project`
@@ -283,10 +249,7 @@ func TestKillProject(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(id.Dir, "jobs.yaml"), []byte(file), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var addrs []string
-	for _, nd := range net.Live() {
-		addrs = append(addrs, nd.Addrs()[0].String())
-	}
+	addrs := net.NodeAddrs()
 	inNet := func() map[string]bool {
 		seen := map[string]bool{}
 		for _, nd := range net.Live() {
@@ -335,7 +298,7 @@ func TestKillProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The second chunk reaches the nodes; its record waits for the lock.
-	waitFor(t, "the second chunk in the network", 8*time.Second, func() bool { return len(inNet()) >= 10 })
+	testkit.WaitFor(t, 8*time.Second, "the second chunk in the network", func() bool { return len(inNet()) >= 10 })
 	sub.kill()
 	held, recorded := len(inNet()), submitted()
 	t.Logf("submit killed: the network holds %d jobs, the ledger has %d of %d submitted", held, recorded, jobs)

@@ -1,16 +1,11 @@
 package project_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // TestMain doubles as `up app exec` when the workers' runner launches it.
-func TestMain(m *testing.M) {
-	if os.Getenv("UP_RUNNER_EXEC") == "1" {
-		os.Exit(runner.Exec(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testkit.ExecMain(m, runner.Exec) }

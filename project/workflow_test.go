@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 type flow struct {
@@ -27,25 +27,13 @@ type flow struct {
 
 func startFlow(t *testing.T, nodes int, seed uint64) *flow {
 	t.Helper()
-	clock := testnet.NewClock(time.Now())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, testnet.Options{Nodes: nodes, Dir: t.TempDir(), Seed: seed, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
-	p, err := net.NewProject(ctx, "lhc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Agent().Close() })
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: nodes, Seed: seed})
 	l, err := project.OpenLedger(filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return &flow{net: net, clock: clock, proj: p, ledger: l}
+	return &flow{net: f.Net, clock: f.Clock, proj: f.Project, ledger: l}
 }
 
 func (f *flow) worker(t *testing.T, name string) *client.Client {
@@ -55,8 +43,8 @@ func (f *flow) worker(t *testing.T, name string) *client.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	r, err := runner.New(runner.Config{Launcher: []string{os.Args[0]}, WorkRoot: t.TempDir(),
-		Allow: map[string][]string{"lhc": {"*"}}, Env: []string{"UP_RUNNER_EXEC=1"}})
+	r, err := runner.New(runner.Config{Launcher: testkit.Launcher(), WorkRoot: t.TempDir(),
+		Allow: map[string][]string{"lhc": {"*"}}, Env: testkit.LauncherEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // TestExecInProcess runs Exec's paths that set no CPU or memory limit in
@@ -69,7 +70,7 @@ func TestExecWallBackstop(t *testing.T) {
 				t.Skip("no backstop for external programs on " + runtime.GOOS)
 			}
 			cmd := exec.Command(exe, append([]string{"--wall", "100ms", "--"}, tc.app...)...)
-			cmd.Env = append(os.Environ(), "UP_RUNNER_EXEC=1")
+			cmd.Env = append(os.Environ(), testkit.LauncherEnv()...)
 			start := time.Now()
 			err := cmd.Run()
 			elapsed := time.Since(start)

@@ -16,16 +16,12 @@ import (
 
 	"github.com/up-pool/up/apps"
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
-// TestMain makes the test binary its own launcher: with UP_RUNNER_EXEC=1 in
-// the environment it is `up app exec`.
-func TestMain(m *testing.M) {
-	if os.Getenv("UP_RUNNER_EXEC") == "1" {
-		os.Exit(runner.Exec(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+// TestMain makes the test binary its own launcher: with
+// testkit.LauncherEnv in the environment it is `up app exec`.
+func TestMain(m *testing.M) { testkit.ExecMain(m, runner.Exec) }
 
 // newRunner returns a runner launching this test binary, with every built-in
 // allowed for project "demo"; edit may change the config first.
@@ -39,7 +35,7 @@ func newRunner(t *testing.T, edit func(*runner.Config)) (*runner.Runner, runner.
 		Launcher: []string{exe},
 		WorkRoot: filepath.Join(t.TempDir(), "work"),
 		Allow:    map[string][]string{"demo": {"*"}},
-		Env:      []string{"UP_RUNNER_EXEC=1"},
+		Env:      testkit.LauncherEnv(),
 	}
 	if edit != nil {
 		edit(&cfg)

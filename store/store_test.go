@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 func open(t *testing.T, dir string) *Store {
@@ -336,13 +338,7 @@ func TestGroupSyncLoop(t *testing.T) {
 	if err := s.Put([]byte("k"), []byte("v")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.GroupSyncs() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no group sync within 10 s at a 1 ms interval")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "a group sync at a 1 ms interval", func() bool { return s.GroupSyncs() > 0 })
 	each := openTemp(t)
 	if err := each.Put([]byte("k"), []byte("v")); err != nil {
 		t.Fatal(err)

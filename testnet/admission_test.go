@@ -21,6 +21,7 @@ import (
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
@@ -137,7 +138,7 @@ func TestAdmissionRefusesImpostors(t *testing.T) {
 }
 
 func testImpostors(t *testing.T, tr testnet.Transport) {
-	net := startNet(t, testnet.Options{Nodes: 8, Seed: 3, HelloTimeout: 2 * time.Second, Transport: tr})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 8, Seed: 3, HelloTimeout: 2 * time.Second, Transport: tr})
 	target := net.Node(0)
 	// "revoked" last: it leaves a revocation list on every node.
 	for _, kind := range []string{"no certificate", "forged", "other CA", "wrong role", "expired", "revoked"} {
@@ -181,7 +182,7 @@ func testImpostors(t *testing.T, tr testnet.Transport) {
 					t.Fatalf("hello with %s certificate accepted", kind)
 				}
 			}
-			waitFor(t, 10*time.Second, "the node to refuse the impostor", func() bool {
+			testkit.WaitFor(t, 10*time.Second, "the node to refuse the impostor", func() bool {
 				return overlay.CounterValue(target.Endpoint().Metrics().Admissions, "refused") > refusedBefore
 			})
 			checkAllRefused(t, ctx, h, target, kind+" impostor")
@@ -197,7 +198,7 @@ func testImpostors(t *testing.T, tr testnet.Transport) {
 // TestAdmittedProjectNotInRoutingTable: a valid project certificate is
 // admitted for RPCs but never enters a routing table.
 func TestAdmittedProjectNotInRoutingTable(t *testing.T) {
-	net := startNet(t, testnet.Options{Nodes: 4, Seed: 4})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 4, Seed: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	proj, err := net.NewParty(certs.RoleProject, "proj")
@@ -224,7 +225,7 @@ func TestAdmittedProjectNotInRoutingTable(t *testing.T) {
 	if _, err := ep.WaitAdmitted(ctx, target.ID()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "node admits project", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "node admits project", func() bool {
 		return target.Endpoint().Admission().IsAdmitted(h.ID(), certs.RoleProject)
 	})
 	// The probe reaches every handler: an admitted project gets a reply on
@@ -249,7 +250,7 @@ func TestAdmittedProjectNotInRoutingTable(t *testing.T) {
 // tables; the CA revokes it; one node is handed the list, which spreads to
 // all; the revoked node leaves every routing table and is refused.
 func TestRevocationDropsNode(t *testing.T) {
-	net := startNet(t, testnet.Options{Nodes: 6, Seed: 5})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 6, Seed: 5})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id, err := net.NewParty(certs.RoleNode, "victim")
@@ -283,7 +284,7 @@ func TestRevocationDropsNode(t *testing.T) {
 	if !net.Node(0).Endpoint().AdoptCRL(rl) {
 		t.Fatal("node 0 did not adopt the revocation list")
 	}
-	waitFor(t, 30*time.Second, "revocation list on every node and victim in no routing table", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "revocation list on every node and victim in no routing table", func() bool {
 		for _, nd := range net.Live() {
 			cur := nd.Endpoint().Admission().Verifier().RevocationList()
 			if cur == nil || cur.Number.Cmp(rl.Number) != 0 {
@@ -301,16 +302,4 @@ func TestRevocationDropsNode(t *testing.T) {
 		}
 	}
 	checkAllRefused(t, ctx, h, net.Node(1), "revoked node")
-}
-
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

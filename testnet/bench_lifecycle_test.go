@@ -3,11 +3,11 @@ package testnet_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // TestBenchLifecycle: a small lifecycle bench adds up: every job
@@ -20,7 +20,7 @@ func TestBenchLifecycle(t *testing.T) {
 	}{
 		{"inproc", testnet.BenchOptions{Nodes: 8, R: 3, Clients: 2, Jobs: 40, Copies: 2, Keywords: 2, Batch: 8, ProjectShare: true, TCollect: 2 * time.Second}},
 		{"subprocess", testnet.BenchOptions{Nodes: 6, R: 3, Clients: 2, Slots: 1, Jobs: 6, Exec: testnet.ExecSubprocess,
-			Launcher: []string{os.Args[0]}, LauncherEnv: []string{"UP_RUNNER_EXEC=1"}}},
+			Launcher: testkit.Launcher(), LauncherEnv: testkit.LauncherEnv()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o

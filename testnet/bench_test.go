@@ -3,19 +3,11 @@ package testnet_test
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
-
-// cpuTime is the process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkLookup32 measures one closest-r lookup in a 32-node network,
 // uncached (a fresh key each time) and cached (the same key again): RPCs
@@ -35,7 +27,7 @@ func BenchmarkLookup32(b *testing.B) {
 			ctx := context.Background()
 			b.Run("uncached", func(b *testing.B) {
 				var rpcs int64
-				cpu0 := cpuTime()
+				cpu0 := testkit.CPUTime()
 				b.ResetTimer()
 				for i := 0; b.Loop(); i++ {
 					nd := nodes[i%len(nodes)]
@@ -46,7 +38,7 @@ func BenchmarkLookup32(b *testing.B) {
 					rpcs += nd.DHT().Stats().RPCs - before
 				}
 				b.ReportMetric(float64(rpcs)/float64(b.N), "RPCs/lookup")
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/lookup")
+				b.ReportMetric(float64((testkit.CPUTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/lookup")
 			})
 			b.Run("cached", func(b *testing.B) {
 				key := []byte("bench-cached")
@@ -55,7 +47,7 @@ func BenchmarkLookup32(b *testing.B) {
 					b.Fatal(err)
 				}
 				before := nd.DHT().Stats().RPCs
-				cpu0 := cpuTime()
+				cpu0 := testkit.CPUTime()
 				b.ResetTimer()
 				for b.Loop() {
 					if _, err := nd.DHT().ClosestPeers(ctx, key); err != nil {
@@ -63,7 +55,7 @@ func BenchmarkLookup32(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(nd.DHT().Stats().RPCs-before)/float64(b.N), "RPCs/lookup")
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/lookup")
+				b.ReportMetric(float64((testkit.CPUTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/lookup")
 			})
 		})
 	}

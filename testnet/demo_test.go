@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // TestDemo: the embedded default runs end to end: every tile validated,
@@ -18,7 +19,7 @@ func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
 	rep, err := testnet.RunDemo(context.Background(), testnet.DemoOptions{
-		Dir: dir, Tiles: 4, Launcher: []string{os.Args[0]}, LauncherEnv: []string{"UP_RUNNER_EXEC=1"}, Timeout: 90 * time.Second, Log: &log,
+		Dir: dir, Tiles: 4, Launcher: testkit.Launcher(), LauncherEnv: testkit.LauncherEnv(), Timeout: 90 * time.Second, Log: &log,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())

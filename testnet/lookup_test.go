@@ -10,32 +10,13 @@ import (
 	"github.com/up-pool/up/testnet"
 )
 
-func startNet(t *testing.T, opts testnet.Options) *testnet.Network {
-	t.Helper()
-	if opts.Dir == "" {
-		opts.Dir = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	net, err := testnet.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start testnet: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := net.Close(); err != nil {
-			t.Logf("close testnet: %v", err)
-		}
-	})
-	return net
-}
-
 // TestClosestLookupAccuracy: 32 nodes, 200 random keys, closest-5 from
 // every node against the truth computed from all positions; the cached
 // second lookup costs no RPC.
 func TestClosestLookupAccuracy(t *testing.T) {
 	// A still clock: the 90 s cache must not lapse however slow the run.
 	clock := testnet.NewClock(time.Now())
-	net := startNet(t, testnet.Options{Nodes: 32, Seed: 7, Now: clock.Now})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 32, Seed: 7, Now: clock.Now})
 	rng := rand.New(rand.NewPCG(7, 7))
 	keys := make([][]byte, 200)
 	for i := range keys {

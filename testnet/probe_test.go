@@ -22,6 +22,7 @@ import (
 
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
@@ -184,7 +185,7 @@ func pushIntoRoutingTables(t *testing.T, ctx context.Context, net *testnet.Netwo
 	}
 	// A node that already cut the outsider off gives its kad-dht no
 	// chance; every other one must have identified it.
-	waitFor(t, 10*time.Second, "every connected node to identify the outsider's kad-dht", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "every connected node to identify the outsider's kad-dht", func() bool {
 		for _, nd := range nodes {
 			raw := nd.Endpoint().Raw()
 			ps, err := raw.Peerstore().SupportsProtocols(h.ID(), wire.DHTProtocol)

@@ -17,7 +17,7 @@ func TestRestartKeepsIdentityAndRejoins(t *testing.T) {
 		t    testnet.Transport
 	}{{"tcp", testnet.TCP}, {"mocknet", testnet.Mocknet}} {
 		t.Run(tr.name, func(t *testing.T) {
-			net := startNet(t, testnet.Options{Nodes: 8, Seed: 11, Transport: tr.t})
+			net := testnet.StartNetwork(t, testnet.Options{Nodes: 8, Seed: 11, Transport: tr.t})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			const i = 3

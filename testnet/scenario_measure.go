@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/wire"
@@ -263,23 +265,11 @@ func (s *sampler) costFigures(f *Figures) {
 // logDoubles counts the jobs whose unreleased permanent claims, over
 // every claim log read during the run, name more than one client.
 func (s *sampler) logDoubles() int {
-	by := map[string]map[string]bool{}
+	seen := make([]claimnet.Record, 0, len(s.claims))
 	for _, c := range s.claims {
-		if c.released {
-			continue
-		}
-		if by[c.job] == nil {
-			by[c.job] = map[string]bool{}
-		}
-		by[c.job][c.client] = true
+		seen = append(seen, claimnet.Record{Job: []byte(c.job), Record: claim.Record{Client: []byte(c.client), Released: c.released}})
 	}
-	n := 0
-	for _, cs := range by {
-		if len(cs) > 1 {
-			n++
-		}
-	}
-	return n
+	return len(ClaimedTwice(seen))
 }
 
 // perJob fills the window's RPCs per submitted job, by kind and by

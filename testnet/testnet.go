@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/up-pool/up/cadir"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/grind"
@@ -47,7 +47,8 @@ type Options struct {
 	Nodes int
 	// Transport: Mocknet (default) or TCP.
 	Transport Transport
-	// Dir holds the CA and the nodes' data directories. Required.
+	// Dir holds the CA's directory (ca/, as `up testnet init` makes it)
+	// and the parties' data directories. Required.
 	Dir string
 	// Seed makes identities, and so positions, replay. Default 1.
 	Seed uint64
@@ -88,6 +89,7 @@ type Options struct {
 type Network struct {
 	opts   Options
 	CA     *certs.Authority
+	ca     *cadir.CA // CA, in Dir/ca
 	rng    *rand.Rand
 	mn     mocknet.Mocknet
 	mu     sync.Mutex
@@ -123,11 +125,11 @@ func Start(ctx context.Context, opts Options) (*Network, error) {
 		n.adv = chooseAdversary(opts)
 	}
 	randSrc := newSeeded(seed)
-	ca, err := certs.NewAuthority("testnet CA", opts.Now().Add(-time.Hour), 10*365*24*time.Hour, randSrc)
+	ca, err := cadir.Create(filepath.Join(opts.Dir, "ca"), "testnet CA", opts.Now().Add(-time.Hour), 10*365*24*time.Hour, randSrc)
 	if err != nil {
 		return nil, err
 	}
-	n.CA = ca
+	n.ca, n.CA = ca, ca.Authority
 	if opts.Transport == Mocknet {
 		n.mn = mocknet.New()
 	}
@@ -198,7 +200,7 @@ func seedBytes(seed uint64) [32]byte {
 func (n *Network) openAll(ctx context.Context, randSrc io.Reader) error {
 	for i := range n.opts.Nodes {
 		dir := filepath.Join(n.opts.Dir, fmt.Sprintf("node%03d", i))
-		if err := n.initParty(dir, certs.RoleNode, fmt.Sprintf("node%03d", i), randSrc); err != nil {
+		if _, err := n.initParty(dir, certs.RoleNode, fmt.Sprintf("node%03d", i), randSrc); err != nil {
 			return err
 		}
 		n.dirs[i] = dir
@@ -220,28 +222,8 @@ func (n *Network) openAll(ctx context.Context, randSrc io.Reader) error {
 }
 
 // initParty creates and certifies a party's data directory.
-func (n *Network) initParty(dir string, role certs.Role, name string, rand io.Reader) error {
-	now := n.opts.Now()
-	csrPath, err := keystore.Init(dir, role, name, certs.EncodeCertPEM(n.CA.Cert), now, rand)
-	if err != nil {
-		return err
-	}
-	csr, err := os.ReadFile(csrPath)
-	if err != nil {
-		return err
-	}
-	pub, _, err := certs.ReadSubjectKey(csr)
-	if err != nil {
-		return err
-	}
-	cert, err := n.CA.Issue(certs.IssueRequest{
-		PublicKey: pub, Role: role, Name: name,
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour),
-	})
-	if err != nil {
-		return err
-	}
-	return keystore.WriteFileAtomic(keystore.Paths{Dir: dir, Role: role}.Cert(), certs.EncodeCertPEM(cert), 0o644)
+func (n *Network) initParty(dir string, role certs.Role, name string, rand io.Reader) (*keystore.Identity, error) {
+	return n.ca.Certify(cadir.Party{Dir: dir, Role: role, Name: name, Now: n.opts.Now(), Rand: rand})
 }
 
 // NewParty creates a certified data directory for a client, project or
@@ -251,10 +233,7 @@ func (n *Network) NewParty(role certs.Role, name string) (*keystore.Identity, er
 	n.mu.Lock()
 	seed := n.rng.Uint64()
 	n.mu.Unlock()
-	if err := n.initParty(dir, role, name, newSeeded(seedBytes(seed))); err != nil {
-		return nil, err
-	}
-	return keystore.Load(dir, role, n.opts.Now())
+	return n.initParty(dir, role, name, newSeeded(seedBytes(seed)))
 }
 
 // open starts node i from its data directory.

@@ -3,26 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/big"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/up-pool/up/cadir"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/keystore"
 )
-
-// caPaths names the files of a CA directory.
-type caPaths struct{ dir string }
-
-func (c caPaths) cert() string { return filepath.Join(c.dir, "ca.crt") }
-func (c caPaths) key() string  { return filepath.Join(c.dir, "ca.key") }
-func (c caPaths) crl() string  { return filepath.Join(c.dir, "crl.pem") }
 
 func newCACmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -51,33 +43,12 @@ func newCAInitCmd() *cobra.Command {
 			if days <= 0 {
 				return usageError{fmt.Errorf("--days must be positive, got %d", days)}
 			}
-			p := caPaths{dir}
-			if _, err := os.Stat(p.key()); err == nil {
-				return fmt.Errorf("%s already holds a CA (%s exists)", dir, p.key())
-			}
-			ca, err := certs.NewAuthority(name, time.Now(), time.Duration(days)*24*time.Hour, nil)
+			ca, err := cadir.Create(dir, name, time.Now(), time.Duration(days)*24*time.Hour, nil)
 			if err != nil {
-				return err
-			}
-			keyPEM, err := certs.EncodePrivateKeyPEM(ca.Key)
-			if err != nil {
-				return err
-			}
-			created := !exists(dir)
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return fmt.Errorf("create %s: %w", dir, err)
-			}
-			if err := keystore.WriteFileAtomic(p.cert(), certs.EncodeCertPEM(ca.Cert), 0o644); err != nil {
-				undo(created, dir)
-				return err
-			}
-			if err := keystore.WriteFileAtomic(p.key(), keyPEM, 0o600); err != nil {
-				os.Remove(p.cert())
-				undo(created, dir)
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "CA %q created in %s (certificate %s, valid until %s)\n",
-				name, dir, p.cert(), ca.Cert.NotAfter.UTC().Format(time.DateOnly))
+				name, dir, ca.CertPath(), ca.Authority.Cert.NotAfter.UTC().Format(time.DateOnly))
 			return nil
 		},
 	}
@@ -91,29 +62,6 @@ func newCAInitCmd() *cobra.Command {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return !errors.Is(err, fs.ErrNotExist)
-}
-
-func undo(created bool, dir string) {
-	if created {
-		os.RemoveAll(dir)
-	}
-}
-
-func loadCA(dir string) (*certs.Authority, error) {
-	p := caPaths{dir}
-	certPEM, err := os.ReadFile(p.cert())
-	if err != nil {
-		return nil, fmt.Errorf("CA certificate: %w", err)
-	}
-	keyPEM, err := os.ReadFile(p.key())
-	if err != nil {
-		return nil, fmt.Errorf("CA key: %w", err)
-	}
-	ca, err := certs.LoadAuthority(certPEM, keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("CA in %s: %w", dir, err)
-	}
-	return ca, nil
 }
 
 func newCAIssueCmd() *cobra.Command {
@@ -141,37 +89,30 @@ writes) or a PEM public key. The role is the CA operator's decision.`,
 			if exists(out) && !force {
 				return fmt.Errorf("%s exists (use --force to replace it)", out)
 			}
-			ca, err := loadCA(dir)
+			ca, err := cadir.Load(dir)
 			if err != nil {
 				return err
 			}
-			req, err := os.ReadFile(in)
+			req, err := cadir.ReadRequest(in)
 			if err != nil {
-				return fmt.Errorf("request: %w", err)
+				return err
 			}
-			pub, reqName, err := certs.ReadSubjectKey(req)
-			if err != nil {
-				return fmt.Errorf("request %s: %w", in, err)
+			if name != "" {
+				req.Name = name
 			}
-			if name == "" {
-				name = reqName
-			}
-			if name == "" {
+			if req.Name == "" {
 				return usageError{fmt.Errorf("%s names no subject: give --name", in)}
 			}
 			now := time.Now()
-			c, err := ca.Issue(certs.IssueRequest{
-				PublicKey: pub, Role: role, Name: name,
-				NotBefore: now.Add(-5 * time.Minute), NotAfter: now.Add(time.Duration(days) * 24 * time.Hour),
-			})
+			c, err := ca.Issue(req, role, now.Add(-5*time.Minute), now.Add(time.Duration(days)*24*time.Hour))
 			if err != nil {
 				return err
 			}
-			if err := keystore.WriteFileAtomic(out, certs.EncodeCertPEM(c), 0o644); err != nil {
+			if err := cadir.WriteCert(out, c); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "issued %s certificate for %q, serial %x, valid until %s: %s\n",
-				role, name, c.SerialNumber, c.NotAfter.UTC().Format(time.DateOnly), out)
+				role, req.Name, c.SerialNumber, c.NotAfter.UTC().Format(time.DateOnly), out)
 			return nil
 		},
 	}
@@ -214,42 +155,35 @@ pick it up within a minute and spread it through the overlay.`,
 			if err != nil {
 				return err
 			}
-			ca, err := loadCA(dir)
+			ca, err := cadir.Load(dir)
 			if err != nil {
 				return err
 			}
 			for _, f := range certFiles {
-				n, err := certSerial(ca, f)
+				n, err := ca.IssuedSerial(f)
 				if err != nil {
-					return err
+					return fmt.Errorf("revoke: %w", err)
 				}
 				list = append(list, n)
 			}
-			p := caPaths{dir}
-			var prev *certs.RevocationList
-			if b, err := os.ReadFile(p.crl()); err == nil {
-				if prev, err = certs.ParseRevocationList(b, ca.Cert); err != nil {
-					return fmt.Errorf("existing %s: %w", p.crl(), err)
-				}
-			}
-			fresh := notRevoked(cmd.OutOrStdout(), prev, list, p.crl())
-			if len(fresh) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "nothing new to revoke: %s unchanged\n", p.crl())
-				return nil
-			}
-			rl, err := ca.Revoke(prev, fresh, time.Now(), time.Duration(days)*24*time.Hour)
+			rl, already, err := ca.Revoke(list, time.Now(), time.Duration(days)*24*time.Hour)
 			if err != nil {
 				return err
 			}
-			if err := keystore.WriteFileAtomic(p.crl(), rl.PEM(), 0o644); err != nil {
-				return err
+			w := cmd.OutOrStdout()
+			for _, n := range already {
+				fmt.Fprintf(w, "serial %x is already revoked in %s\n", n, ca.CRLPath())
+			}
+			if rl == nil {
+				fmt.Fprintf(w, "nothing new to revoke: %s unchanged\n", ca.CRLPath())
+				return nil
 			}
 			if out != "" {
 				if err := keystore.WriteFileAtomic(out, rl.PEM(), 0o644); err != nil {
 					return err
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revocation list %s: number %s, %d revoked\n", p.crl(), rl.Number, len(rl.Serials()))
+			fmt.Fprintf(w, "revocation list %s: number %s, %d revoked\n", ca.CRLPath(), rl.Number, len(rl.Serials()))
 			return nil
 		},
 	}
@@ -275,35 +209,4 @@ func parseSerials(serials []string) ([]*big.Int, error) {
 		list = append(list, n)
 	}
 	return list, nil
-}
-
-// notRevoked returns the serials prev does not revoke yet, and says on w
-// which it already does.
-func notRevoked(w io.Writer, prev *certs.RevocationList, serials []*big.Int, crlPath string) []*big.Int {
-	var fresh []*big.Int
-	for _, n := range serials {
-		if prev != nil && prev.IsRevoked(n) {
-			fmt.Fprintf(w, "serial %x is already revoked in %s\n", n, crlPath)
-			continue
-		}
-		fresh = append(fresh, n)
-	}
-	return fresh
-}
-
-// certSerial reads the certificate file to revoke and returns its serial,
-// if ca issued it.
-func certSerial(ca *certs.Authority, file string) (*big.Int, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("certificate to revoke: %w", err)
-	}
-	c, err := certs.DecodeCertPEM(b)
-	if err != nil {
-		return nil, fmt.Errorf("certificate to revoke %s: %w", file, err)
-	}
-	if err := c.CheckSignatureFrom(ca.Cert); err != nil {
-		return nil, fmt.Errorf("certificate to revoke %s was not issued by this CA: %w", file, err)
-	}
-	return c.SerialNumber, nil
 }

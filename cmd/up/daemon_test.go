@@ -15,6 +15,7 @@ import (
 
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // child is an up command running in a process of its own.
@@ -97,11 +98,8 @@ func TestClientRunWaitsForItsNode(t *testing.T) {
 	}
 	nd := startChild(t, `^listening on (\S+)`, `^$`, "node", "run", "--data", f.n1, "--listen", listen)
 	nd.out.await(t, 30*time.Second, `the node's "listening on" line`)
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(cl.err.String(), "client started"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no \"client started\" 30 s after its node came up: %s", cl.err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.Poll(30*time.Second, func() bool { return strings.Contains(cl.err.String(), "client started") }) {
+		t.Fatalf("no \"client started\" 30 s after its node came up: %s", cl.err)
 	}
 	if err := cl.stop(t, 15*time.Second); err != nil {
 		t.Fatalf("client exit: %v; stderr: %s", err, cl.err)

@@ -17,6 +17,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/spf13/cobra"
 
+	"github.com/up-pool/up/cadir"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/node"
@@ -73,7 +74,7 @@ func initParty(w io.Writer, dir string, role certs.Role, name, caFile string) er
 	}
 	p := keystore.Paths{Dir: dir, Role: role}
 	caDir, who := filepath.Dir(caFile), "have the CA run"
-	if !exists(caPaths{caDir}.key()) {
+	if !cadir.Holds(caDir) {
 		caDir, who = "CA_DIR", "send "+csr+" to the CA, who runs"
 	}
 	fmt.Fprintf(w, "%s %q initialised in %s\nnext: %s: up ca issue --data %s --role %s --in %s --out %s\n",

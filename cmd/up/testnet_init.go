@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/up-pool/up/cadir"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/keystore"
 )
@@ -99,13 +99,16 @@ func (f testnetInitFlags) jobFile() string {
 // makeTestnet creates in f.dir the CA, the certified parties,
 // bootstrap.txt and jobs.yaml, and returns bootstrap.txt's line.
 func makeTestnet(f testnetInitFlags, now time.Time) (string, error) {
-	ca, err := newTestnetCA(f.dir, now)
+	ca, err := cadir.Create(filepath.Join(f.dir, "ca"), "U.P. testnet CA", now.Add(-time.Hour), 365*24*time.Hour, nil)
 	if err != nil {
 		return "", err
 	}
+	party := func(sub string, role certs.Role, name string) (*keystore.Identity, error) {
+		return ca.Certify(cadir.Party{Dir: filepath.Join(f.dir, sub), Role: role, Name: name, Now: now})
+	}
 	var bootstrap string
 	for i := 1; i <= f.nodes; i++ {
-		id, err := ca.party(fmt.Sprintf("node%d", i), certs.RoleNode, fmt.Sprintf("node%d", i))
+		id, err := party(fmt.Sprintf("node%d", i), certs.RoleNode, fmt.Sprintf("node%d", i))
 		if err != nil {
 			return "", err
 		}
@@ -113,11 +116,11 @@ func makeTestnet(f testnetInitFlags, now time.Time) (string, error) {
 			bootstrap = f.bootstrapLine(id.PeerID)
 		}
 	}
-	if _, err := ca.party("project", certs.RoleProject, f.project); err != nil {
+	if _, err := party("project", certs.RoleProject, f.project); err != nil {
 		return "", err
 	}
 	for i := 1; i <= f.clients; i++ {
-		if _, err := ca.party(fmt.Sprintf("client%d", i), certs.RoleClient, fmt.Sprintf("client%d", i)); err != nil {
+		if _, err := party(fmt.Sprintf("client%d", i), certs.RoleClient, fmt.Sprintf("client%d", i)); err != nil {
 			return "", err
 		}
 	}
@@ -128,62 +131,4 @@ func makeTestnet(f testnetInitFlags, now time.Time) (string, error) {
 		return "", err
 	}
 	return bootstrap, nil
-}
-
-// testnetCA is a test network's CA, which certifies its parties.
-type testnetCA struct {
-	dir   string // the test network's directory
-	ca    *certs.Authority
-	caPEM []byte
-	now   time.Time
-}
-
-// newTestnetCA creates a CA valid for a year from now in dir/ca.
-func newTestnetCA(dir string, now time.Time) (*testnetCA, error) {
-	ca, err := certs.NewAuthority("U.P. testnet CA", now.Add(-time.Hour), 365*24*time.Hour, nil)
-	if err != nil {
-		return nil, err
-	}
-	caDir := filepath.Join(dir, "ca")
-	if err := os.MkdirAll(caDir, 0o700); err != nil {
-		return nil, err
-	}
-	keyPEM, err := certs.EncodePrivateKeyPEM(ca.Key)
-	if err != nil {
-		return nil, err
-	}
-	caPEM := certs.EncodeCertPEM(ca.Cert)
-	if err := keystore.WriteFileAtomic(filepath.Join(caDir, "ca.crt"), caPEM, 0o644); err != nil {
-		return nil, err
-	}
-	if err := keystore.WriteFileAtomic(filepath.Join(caDir, "ca.key"), keyPEM, 0o600); err != nil {
-		return nil, err
-	}
-	return &testnetCA{dir: dir, ca: ca, caPEM: caPEM, now: now}, nil
-}
-
-// party creates the data directory sub of a party with role and name,
-// certified for a year, and returns its identity.
-func (t *testnetCA) party(sub string, role certs.Role, name string) (*keystore.Identity, error) {
-	d := filepath.Join(t.dir, sub)
-	csrPath, err := keystore.Init(d, role, name, t.caPEM, t.now, nil)
-	if err != nil {
-		return nil, err
-	}
-	csr, err := os.ReadFile(csrPath)
-	if err != nil {
-		return nil, err
-	}
-	pub, _, err := certs.ReadSubjectKey(csr)
-	if err != nil {
-		return nil, err
-	}
-	c, err := t.ca.Issue(certs.IssueRequest{PublicKey: pub, Role: role, Name: name, NotBefore: t.now.Add(-time.Hour), NotAfter: t.now.Add(365 * 24 * time.Hour)})
-	if err != nil {
-		return nil, err
-	}
-	if err := keystore.WriteFileAtomic(keystore.Paths{Dir: d, Role: role}.Cert(), certs.EncodeCertPEM(c), 0o644); err != nil {
-		return nil, err
-	}
-	return keystore.Load(d, role, t.now)
 }

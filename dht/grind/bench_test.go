@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // BenchmarkCandidates measures one secp256k1 worker (one core): ns/op is per
@@ -23,7 +24,7 @@ func BenchmarkCandidates(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := testkit.CPUTime()
 			var done uint64
 			for done < uint64(b.N) {
 				tries, _, err := w.batch(&nowhere)
@@ -33,7 +34,7 @@ func BenchmarkCandidates(b *testing.B) {
 				done += tries
 			}
 			b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "cand/s")
-			reportCPU(b, done, cpuTime()-cpu0)
+			reportCPU(b, done, testkit.CPUTime()-cpu0)
 		})
 	}
 }
@@ -42,7 +43,7 @@ func BenchmarkCandidates(b *testing.B) {
 // work on one core: seed, keygen, peer ID, hash, compare.
 func BenchmarkEd25519Candidates(b *testing.B) {
 	var c ed25519Candidate
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	for b.Loop() {
 		if err := c.next(rand.Reader); err != nil {
 			b.Fatal(err)
@@ -52,7 +53,7 @@ func BenchmarkEd25519Candidates(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cand/s")
-	reportCPU(b, uint64(b.N), cpuTime()-cpu0)
+	reportCPU(b, uint64(b.N), testkit.CPUTime()-cpu0)
 }
 
 // reportCPU reports candidates per CPU second (user + system time of the
@@ -70,7 +71,7 @@ func benchGrind(b *testing.B, bits int) {
 	rng := mrand.New(mrand.NewPCG(uint64(bits), 1))
 	var tries uint64
 	var took time.Duration
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	for b.Loop() {
 		res, err := Secp256k1{}.Grind(context.Background(), randomRegion(rng, bits))
 		if err != nil {
@@ -82,7 +83,7 @@ func benchGrind(b *testing.B, bits int) {
 	b.ReportMetric(float64(tries)/float64(b.N), "tries/op")
 	b.ReportMetric(took.Seconds()/float64(b.N), "s/op")
 	b.ReportMetric(float64(tries)/took.Seconds(), "cand/s")
-	reportCPU(b, tries, cpuTime()-cpu0)
+	reportCPU(b, tries, testkit.CPUTime()-cpu0)
 }
 
 func BenchmarkGrind16(b *testing.B) { benchGrind(b, 16) }
