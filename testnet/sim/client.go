@@ -260,6 +260,11 @@ func (s *Sim) release(ev event) {
 
 // attemptEnd: the driver finished, delay ms from now at the client.
 func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
+	if s.onAttemptEnd != nil { // a scripted run (Script): the script goes on
+		s.onAttemptEnd(att, out)
+		att.drv = nil
+		return
+	}
 	if out != claim.Won {
 		s.m.failedAttempts++
 		s.m.outcomes[out]++
