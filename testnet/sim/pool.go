@@ -6,7 +6,6 @@ import (
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
-	replicarule "github.com/up-pool/up/replica"
 )
 
 func sortedKeys[V any](m map[int32]V) []int32 {
@@ -192,73 +191,6 @@ func (s *Sim) desired(closest bool, st job.State) int8 {
 
 func (s *Sim) reachable(id int32, gen uint32) bool {
 	return id >= 0 && s.nodes[id].alive && s.nodes[id].gen == gen
-}
-
-// republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
-// each job decided by replica.Decide: the closest syncs the others of the r
-// closest, the others sync the closest, replicas no longer among the r
-// closest sync the closest too (their state may be newer: pool's
-// RepublishRound hands it on) and are dropped once that has lasted longer
-// than the replica expiry, collected jobs are deleted after T_collect.
-// Items are batched per peer: one RPC each.
-func (s *Sim) republish(id int32) {
-	n := &s.nodes[id]
-	now := s.e.now
-	plan := map[int32][]syncItem{}
-	var order []int32
-	add := func(t int32, it syncItem) {
-		if _, ok := plan[t]; !ok {
-			order = append(order, t)
-		}
-		plan[t] = append(plan[t], it)
-	}
-	v := s.view(n.side)
-	for _, j := range sortedKeys(n.jobs) {
-		rep := n.jobs[j]
-		st := s.lapse(id, j, rep.st)
-		if !job.Equal(st, rep.lapsed) {
-			// A claim lapsed on this node's clock: its listing follows.
-			rep.lapsed = st
-			s.writerCheck(id, j, st)
-		}
-		if st.Phase == job.Collected && s.nowAt(id)-st.At >= ms(s.c.TCollect) {
-			s.dropReplica(id, j)
-			continue
-		}
-		view := v.closest(s.jobs[j].pos, s.c.R, s.scratch2[:0])
-		s.scratch2 = view
-		h := replicarule.Holding{State: st, Responsible: rep.resp}
-		out := syncItem{job: j, st: rep.st} // sent unexpired: each receiver judges the lapse on its clock
-		switch replicarule.Decide(id, view, h, now, ms(s.c.ReplicaExpiry)) {
-		case replicarule.Republish:
-			rep.resp = now
-			for _, t := range view[1:] {
-				add(t, out)
-			}
-			s.writerCheck(id, j, st)
-		case replicarule.Keep:
-			rep.resp = now
-			add(view[0], out)
-		case replicarule.Linger:
-			// No longer among the r closest: the state goes to the
-			// closest, so a newer one that reached only this node (a
-			// result, a release, a collected notice sent to the claim's
-			// nodes) does not stay here.
-			add(view[0], out)
-		case replicarule.Drop:
-			add(view[0], out) // handed on before it is dropped
-			s.dropReplica(id, j)
-		}
-	}
-	if s.fault[id] == Forge {
-		s.forgeRound(id, add)
-	}
-	for _, t := range order {
-		items := plan[t]
-		b := &batch{from: id, fromGen: n.gen, items: items}
-		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b})
-	}
-	s.e.after(s.e.uniform(ms(s.c.RepublishMin), ms(s.c.RepublishMax)), event{kind: evRepublish, node: id, gen: n.gen})
 }
 
 // sync: a republish batch (or a replication from the closest, arg 1)

@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/up-pool/up/job"
+	replicarule "github.com/up-pool/up/replica"
+)
+
+// The replica side of a node's rounds, stepped by the nodes' own rules
+// (package replica, imported as replicarule): a republish round is
+// planned by replica.PlanRound.
+
+// republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
+// planned by replica.PlanRound as pool.RepublishRound plans it: the
+// closest of a job's r syncs the others, the others sync the closest,
+// replicas no longer among the r closest hand their state on to the
+// closest (it may be newer) and are dropped past the replica expiry;
+// collected jobs are deleted after T_collect (pool.ExpireNow). The views
+// are the live ring: the node's probe before its plan. Items are batched
+// per peer: one RPC each.
+func (s *Sim) republish(id int32) {
+	n := &s.nodes[id]
+	now := s.e.now
+	jobs, items := s.roundJobs(id)
+	pl := replicarule.PlanRound(id, jobs, now, ms(s.c.ReplicaExpiry))
+	for _, k := range pl.Responsible {
+		n.jobs[items[k].job].resp = now
+	}
+	for k := range pl.Replicas {
+		// The closest (re)writes its listing (indexwriter's full round).
+		j := items[k].job
+		s.writerCheck(id, j, s.lapse(id, j, n.jobs[j].st))
+	}
+	plan := map[int32][]syncItem{}
+	order := syncOrder(jobs, pl.Sync)
+	for _, t := range order {
+		for _, k := range pl.Sync[t] {
+			plan[t] = append(plan[t], items[k])
+		}
+	}
+	for _, k := range pl.Drop {
+		s.dropReplica(id, items[k].job)
+	}
+	if s.fault[id] == Forge {
+		s.forgeRound(id, func(t int32, it syncItem) {
+			if _, ok := plan[t]; !ok {
+				order = append(order, t)
+			}
+			plan[t] = append(plan[t], it)
+		})
+	}
+	for _, t := range order {
+		b := &batch{from: id, fromGen: n.gen, items: plan[t]}
+		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b})
+	}
+	s.e.after(s.e.uniform(ms(s.c.RepublishMin), ms(s.c.RepublishMax)), event{kind: evRepublish, node: id, gen: n.gen})
+}
+
+// roundJobs is what node id's round plans over: each held job, in job
+// order, with its r nearest live nodes, and the item each would send (its
+// state unexpired: each receiver judges a lapse on its own clock), by
+// key. On the way it lets the writer follow claims that lapsed on the
+// node's clock and deletes collected jobs kept for T_collect.
+func (s *Sim) roundJobs(id int32) ([]replicarule.RoundJob[int32], map[string]syncItem) {
+	n := &s.nodes[id]
+	v := s.view(n.side)
+	jobs := make([]replicarule.RoundJob[int32], 0, len(n.jobs))
+	items := make(map[string]syncItem, len(n.jobs))
+	for _, j := range sortedKeys(n.jobs) {
+		rep := n.jobs[j]
+		st := s.lapse(id, j, rep.st)
+		if !job.Equal(st, rep.lapsed) {
+			// A claim lapsed on this node's clock: its listing follows.
+			rep.lapsed = st
+			s.writerCheck(id, j, st)
+		}
+		if st.Phase == job.Collected && s.nowAt(id)-st.At >= ms(s.c.TCollect) {
+			s.dropReplica(id, j)
+			continue
+		}
+		k := string(s.jobs[j].key)
+		jobs = append(jobs, replicarule.RoundJob[int32]{
+			Holding: replicarule.Holding{Key: k, State: st, Responsible: rep.resp},
+			View:    v.closest(s.jobs[j].pos, s.c.R, nil),
+		})
+		items[k] = syncItem{job: j, st: rep.st}
+	}
+	return jobs, items
+}
+
+// syncOrder returns a plan's targets in the order the round's jobs first
+// name them (job order, then view order), so a round sends (and draws its
+// latencies) in an order that does not depend on map iteration.
+func syncOrder(jobs []replicarule.RoundJob[int32], sync map[int32][]string) []int32 {
+	first := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		first[j.Key] = i
+	}
+	type at struct{ t, job, pos int32 }
+	ats := make([]at, 0, len(sync))
+	for t, keys := range sync {
+		i := first[keys[0]]
+		ats = append(ats, at{t, int32(i), int32(slices.Index(jobs[i].View, t))})
+	}
+	slices.SortFunc(ats, func(a, b at) int {
+		return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.pos, b.pos))
+	})
+	out := make([]int32, len(ats))
+	for i, a := range ats {
+		out[i] = a.t
+	}
+	return out
+}
