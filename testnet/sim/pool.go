@@ -101,13 +101,14 @@ func (s *Sim) store(ev event) {
 	}
 	self := slices.Contains(view, id)
 	pushed := false
+	tried := append([]int32{id}, view...)
 	for _, to := range view {
 		if to == id {
 			continue
 		}
 		pushed = pushed || s.reachable(to, s.nodes[to].gen)
-		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j}}}
-		s.e.after(lat+s.latency(), event{kind: evSync, node: to, gen: s.nodes[to].gen, bat: b, arg: 1})
+		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j}}, tried: &tried}
+		s.e.after(lat+s.latency(), event{kind: evSync, node: to, gen: s.nodes[to].gen, bat: b, arg: syncPlace})
 	}
 	if self || !pushed {
 		// A node outside the r closest forgets the job once placed; it
@@ -193,9 +194,11 @@ func (s *Sim) reachable(id int32, gen uint32) bool {
 	return id >= 0 && s.nodes[id].alive && s.nodes[id].gen == gen
 }
 
-// sync: a republish batch (or a replication from the closest, arg 1)
-// arrives; the replica stores what it lacks, merges the rest and answers
-// the states where its own is greater.
+// sync: a republish batch (or a placement, a pass-on or a hand-on: the
+// event's arg, syncKind) arrives; the replica stores what it lacks,
+// merges the rest and answers the states where its own is greater. A
+// batch that cannot arrive fails at its sender after the time-out
+// (syncFailed).
 //
 // As pool.handleSync and syncWith do, a replica that lacks a job answers
 // so and the sender stores it there (one more RPC, the job's size), and a
@@ -207,6 +210,9 @@ func (s *Sim) sync(ev event) {
 	b := ev.bat
 	from := s.nodes[b.from].side
 	if !s.reach(from, ev.node, ev.gen) {
+		if s.reachable(b.from, b.fromGen) {
+			s.e.after(ms(s.c.RPCTimeout), event{kind: evSyncFailed, node: b.from, gen: b.fromGen, job: ev.node, arg: ev.arg, bat: b})
+		}
 		return
 	}
 	id := ev.node
@@ -215,7 +221,7 @@ func (s *Sim) sync(ev event) {
 	var back []syncItem
 	need, fetch := 0, 0
 	for _, it := range b.items {
-		if it.st.Phase == job.Ready && len(it.st.Client) == 0 && ev.arg == 1 {
+		if it.st.Phase == job.Ready && len(it.st.Client) == 0 && ev.arg == syncPlace {
 			size += s.c.SizeJob
 		} else {
 			size += s.c.SizeState
@@ -233,7 +239,7 @@ func (s *Sim) sync(ev event) {
 			if s.fault[id] == Drop {
 				continue
 			}
-			if ev.arg != 1 {
+			if ev.arg != syncPlace {
 				need++
 			} else if r := &s.jobs[it.job]; r.lost {
 				// The placing node died with its pushes in flight: they
@@ -262,7 +268,7 @@ func (s *Sim) sync(ev event) {
 	s.count(id, kJob, size)
 	if need > 0 {
 		s.count(id, kJob, need*s.c.SizeJob)
-		if ev.arg == 2 {
+		if ev.arg == syncPassOn {
 			s.count(id, kJob, need*s.c.SizeState)
 		}
 	}
@@ -314,24 +320,30 @@ func (s *Sim) amongR(id, j int32) bool {
 // closest syncs it to the closest, and a node no longer among them (the
 // job's closest nodes changed since the claim) syncs it to all r. One
 // sync RPC per target; a target without the result fetches it (sync). A
-// target that is down is not replaced by the next one (the real node
-// re-plans after a failure; the sim's republish does not model that
-// either).
+// target that fails is marked dead and the pass-on goes to the nodes the
+// new view names that it did not try yet (syncFailed), as syncNow does.
 func (s *Sim) passOn(id, j int32, st job.State) {
 	n := &s.nodes[id]
 	var buf [8]int32
-	view := s.view(n.side).closest(s.jobs[j].pos, s.c.R, buf[:0])
-	to := view
-	switch i := slices.Index(view, id); {
-	case i == 0:
-		to = view[1:]
-	case i > 0:
-		to = view[:1]
-	}
+	to := passOnTargets(id, s.view(n.side).closest(s.jobs[j].pos, s.c.R, buf[:0]))
+	tried := append([]int32{id}, to...)
 	for _, t := range to {
-		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j, st: st}}}
-		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b, arg: 2})
+		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j, st: st}}, tried: &tried}
+		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b, arg: syncPassOn})
 	}
+}
+
+// passOnTargets is whom pool.syncNow syncs a job's state to, given the
+// job's r nearest live nodes: the others when this node is the closest,
+// the closest when it is another of the r, all r when it is none of them.
+func passOnTargets(self int32, view []int32) []int32 {
+	switch i := slices.Index(view, self); {
+	case i == 0:
+		return view[1:]
+	case i > 0:
+		return view[:1]
+	}
+	return view
 }
 
 func keyPosOf(key []byte) keyspace.Pos { return keyspace.KeyPos(key) }

@@ -4,13 +4,26 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	replicarule "github.com/up-pool/up/replica"
 )
 
 // The replica side of a node's rounds, stepped by the nodes' own rules
 // (package replica, imported as replicarule): a republish round is
-// planned by replica.PlanRound.
+// planned by replica.PlanRound, and a sync that fails is re-planned by
+// replica.Replan.
+
+// A sync's kind, the arg of its evSync and evSyncFailed events.
+const (
+	syncRound  int32 = iota // a republish round's batch (republish)
+	syncPlace               // the placing node's push of a new job (store)
+	syncPassOn              // a result's pass-on (passOn)
+)
+
+// syncAttempts is how many times a node sends a sync that fails, the
+// first included (pool's syncPlanned, syncNow and replicate: 4).
+const syncAttempts = 4
 
 // republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
 // planned by replica.PlanRound as pool.RepublishRound plans it: the
@@ -37,7 +50,9 @@ func (s *Sim) republish(id int32) {
 	order := syncOrder(jobs, pl.Sync)
 	for _, t := range order {
 		for _, k := range pl.Sync[t] {
-			plan[t] = append(plan[t], items[k])
+			it := items[k]
+			it.handed = pl.Handed[k]
+			plan[t] = append(plan[t], it)
 		}
 	}
 	for _, k := range pl.Drop {
@@ -110,6 +125,70 @@ func syncOrder(jobs []replicarule.RoundJob[int32], sync map[int32][]string) []in
 	out := make([]int32, len(ats))
 	for i, a := range ats {
 		out[i] = a.t
+	}
+	return out
+}
+
+// syncFailed: a sync to node ev.job did not arrive, and the sender's
+// time-out ran out. The sender marks the target dead (its next views
+// leave it out: the ring already does once it is gone) and re-plans, as
+// the node does, at most syncAttempts times in all: a round's items by
+// replica.Replan on the job's new view; a pass-on or a placement to the
+// nodes its new view names that it did not try yet. A forger's lies are
+// not re-sent.
+func (s *Sim) syncFailed(ev event) {
+	s.m.failedSyncs++
+	if !s.alive(ev) || int(ev.bat.attempt)+1 >= syncAttempts {
+		return
+	}
+	id, failed, b := ev.node, ev.job, ev.bat
+	next := map[int32][]syncItem{}
+	var order []int32
+	for _, it := range b.items {
+		if it.forged {
+			continue
+		}
+		view := s.viewWithout(id, s.jobs[it.job].pos, failed)
+		var to []int32
+		switch ev.arg {
+		case syncRound:
+			to = replicarule.Replan(id, failed, view, it.handed)
+		case syncPassOn:
+			to = s.untried(b.tried, passOnTargets(id, view))
+		case syncPlace:
+			to = s.untried(b.tried, view)
+		}
+		for _, t := range to {
+			if _, ok := next[t]; !ok {
+				order = append(order, t)
+			}
+			next[t] = append(next[t], it)
+		}
+	}
+	n := &s.nodes[id]
+	for _, t := range order {
+		nb := &batch{from: id, fromGen: n.gen, items: next[t], attempt: b.attempt + 1, tried: b.tried}
+		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: nb, arg: ev.arg})
+	}
+}
+
+// viewWithout is the r nearest live nodes to pos in node id's view,
+// closest first, without failed (a node marked dead, though a lost
+// message leaves it on the ring).
+func (s *Sim) viewWithout(id int32, pos keyspace.Pos, failed int32) []int32 {
+	view := s.view(s.nodes[id].side).closest(pos, s.c.R+1, nil)
+	view = slices.DeleteFunc(view, func(v int32) bool { return v == failed })
+	return view[:min(len(view), s.c.R)]
+}
+
+// untried returns those of to not in tried, and adds them to it.
+func (s *Sim) untried(tried *[]int32, to []int32) []int32 {
+	var out []int32
+	for _, t := range to {
+		if !slices.Contains(*tried, t) {
+			*tried = append(*tried, t)
+			out = append(out, t)
+		}
 	}
 	return out
 }

@@ -121,12 +121,15 @@ type batch struct {
 	jobs    []int32
 	pts     []keyspace.Pos
 	kws     []int8
+	attempt uint8    // a sync's attempt: 0 first, then re-planned after a failure (syncFailed)
+	tried   *[]int32 // a pass-on's or placement's targets so far, shared by its batches
 }
 
 type syncItem struct {
 	job    int32
 	st     job.State
 	forged bool // a forging node's finished or collected state: its proof fails the receiver's check
+	handed bool // the sender is not among the job's r closest: it hands the state on (replica.Replan)
 }
 
 // Sim is one simulation run.
@@ -444,6 +447,8 @@ func (s *Sim) dispatch(ev event) {
 		s.sync(ev)
 	case evSyncReply:
 		s.syncReply(ev)
+	case evSyncFailed:
+		s.syncFailed(ev)
 	case evRewrite:
 		s.rewriteDue(ev)
 	case evFlush:
