@@ -278,6 +278,7 @@ func (s *Sim) sync(ev event) {
 	if len(back) > 0 {
 		s.e.after(s.latency(), event{kind: evSyncReply, node: b.from, gen: b.fromGen, bat: &batch{from: id, fromGen: s.nodes[id].gen, items: back}})
 	}
+	s.handedOn(id, b)
 }
 
 // syncReply merges the newer states a replica answered. A job that

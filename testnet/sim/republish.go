@@ -29,10 +29,10 @@ const syncAttempts = 4
 // planned by replica.PlanRound as pool.RepublishRound plans it: the
 // closest of a job's r syncs the others, the others sync the closest,
 // replicas no longer among the r closest hand their state on to the
-// closest (it may be newer) and are dropped past the replica expiry;
-// collected jobs are deleted after T_collect (pool.ExpireNow). The views
-// are the live ring: the node's probe before its plan. Items are batched
-// per peer: one RPC each.
+// closest (it may be newer) and, past the replica expiry, are dropped
+// once handed on (handedOn); collected jobs are deleted after T_collect
+// (pool.ExpireNow). The views are the live ring: the node's probe before
+// its plan. Items are batched per peer: one RPC each.
 func (s *Sim) republish(id int32) {
 	n := &s.nodes[id]
 	now := s.e.now
@@ -46,6 +46,11 @@ func (s *Sim) republish(id int32) {
 		j := items[k].job
 		s.writerCheck(id, j, s.lapse(id, j, n.jobs[j].st))
 	}
+	for _, k := range pl.Drop {
+		it := items[k]
+		it.drop = true
+		items[k] = it
+	}
 	plan := map[int32][]syncItem{}
 	order := syncOrder(jobs, pl.Sync)
 	for _, t := range order {
@@ -54,9 +59,6 @@ func (s *Sim) republish(id int32) {
 			it.handed = pl.Handed[k]
 			plan[t] = append(plan[t], it)
 		}
-	}
-	for _, k := range pl.Drop {
-		s.dropReplica(id, items[k].job)
 	}
 	if s.fault[id] == Forge {
 		s.forgeRound(id, func(t int32, it syncItem) {
@@ -191,4 +193,33 @@ func (s *Sim) untried(tried *[]int32, to []int32) []int32 {
 		}
 	}
 	return out
+}
+
+// handedOn is pool.handedOn at the sender of batch b, which just arrived
+// at node t: a lingering copy the round drops goes once its state went to
+// the job's closest in a sync that succeeded and, when the sender holds
+// the job's result, t now serves it (one result fetch at t checks).
+// Otherwise it stays for the next round.
+func (s *Sim) handedOn(t int32, b *batch) {
+	if !s.reachable(b.from, b.fromGen) {
+		return
+	}
+	from := &s.nodes[b.from]
+	checked := 0
+	for _, it := range b.items {
+		rep := from.jobs[it.job]
+		if !it.drop || rep == nil {
+			continue
+		}
+		if rep.st.Phase == job.Finished && s.fault[b.from] != Withhold {
+			checked++
+			if h := s.nodes[t].jobs[it.job]; h == nil || h.st.Phase < job.Finished || s.fault[t] == Withhold {
+				continue
+			}
+		}
+		s.dropReplica(b.from, it.job)
+	}
+	if checked > 0 {
+		s.count(t, kJob, checked*s.c.SizeResult)
+	}
 }

@@ -130,6 +130,7 @@ type syncItem struct {
 	st     job.State
 	forged bool // a forging node's finished or collected state: its proof fails the receiver's check
 	handed bool // the sender is not among the job's r closest: it hands the state on (replica.Replan)
+	drop   bool // handed on for the last time: the sender drops its copy once this sync took it (handedOn)
 }
 
 // Sim is one simulation run.
