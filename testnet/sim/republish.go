@@ -11,14 +11,15 @@ import (
 
 // The replica side of a node's rounds, stepped by the nodes' own rules
 // (package replica, imported as replicarule): a republish round is
-// planned by replica.PlanRound, and a sync that fails is re-planned by
-// replica.Replan.
+// planned by replica.PlanRound, a sync that fails is re-planned by
+// replica.Replan, and a newcomer is handed its jobs by replica.HandOnTo.
 
 // A sync's kind, the arg of its evSync and evSyncFailed events.
 const (
 	syncRound  int32 = iota // a republish round's batch (republish)
 	syncPlace               // the placing node's push of a new job (store)
 	syncPassOn              // a result's pass-on (passOn)
+	syncHandOn              // a hand-on to a newcomer (handOn)
 )
 
 // syncAttempts is how many times a node sends a sync that fails, the
@@ -222,4 +223,57 @@ func (s *Sim) handedOn(t int32, b *batch) {
 	if checked > 0 {
 		s.count(t, kJob, checked*s.c.SizeResult)
 	}
+}
+
+// handOnGather is how long a node waits after a newcomer entered its
+// routing table before handing it its jobs (pool's handOnGather), in ms.
+const handOnGather = 100
+
+// handOnSoon schedules the hand-on to newcomer x (a join or a move) at
+// the nodes that may hold jobs whose r closest it entered: the previous
+// closest of such a job is among the r nodes nearest x (XOR is an
+// ultrametric: the ball around the job holding both is the ball around
+// x). The overlay's first nodes, joining at time 0, hold nothing.
+func (s *Sim) handOnSoon(x int32) {
+	n := &s.nodes[x]
+	if s.e.now == 0 {
+		return
+	}
+	var buf [9]int32
+	for _, y := range s.view(n.side).closest(n.pos, s.c.R+1, buf[:0]) {
+		if y != x && len(s.nodes[y].jobs) > 0 {
+			s.e.after(handOnGather, event{kind: evHandOn, node: y, gen: s.nodes[y].gen, job: x, arg: int32(n.gen)})
+		}
+	}
+}
+
+// handOn is pool.HandOnNow at node ev.node for newcomer ev.job: each
+// held job replica.HandOnTo hands on to it (this node was its closest
+// before the newcomer and the newcomer is now among its r closest) goes
+// in one sync batch; the newcomer stores what it lacks. A failed hand-on
+// is not re-planned: the republish round places the jobs.
+func (s *Sim) handOn(ev event) {
+	x, xgen := ev.job, uint32(ev.arg)
+	if !s.alive(ev) || !s.reachable(x, xgen) {
+		return
+	}
+	id := ev.node
+	n := &s.nodes[id]
+	v := s.view(n.side)
+	known := v.len() - 2 // the routing table before the newcomer, without itself
+	newcomer := []int32{x}
+	var items []syncItem
+	var buf [9]int32
+	for _, j := range sortedKeys(n.jobs) {
+		view := v.closest(s.jobs[j].pos, s.c.R+1, buf[:0])
+		if len(replicarule.HandOnTo(id, newcomer, view, known, s.c.R)) > 0 {
+			items = append(items, syncItem{job: j, st: n.jobs[j].st})
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	s.m.handOnJobs += len(items)
+	b := &batch{from: id, fromGen: n.gen, items: items}
+	s.e.after(s.latency(), event{kind: evSync, node: x, gen: xgen, bat: b, arg: syncHandOn})
 }

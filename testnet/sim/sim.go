@@ -247,6 +247,8 @@ func (s *Sim) view(side int8) *ring {
 	return &s.rings[1+side]
 }
 
+// ringsAdd puts node id on the ring at its position (a join or a move)
+// and has its neighbours hand it their jobs (handOnSoon).
 func (s *Sim) ringsAdd(id int32) {
 	n := &s.nodes[id]
 	s.topo++
@@ -254,6 +256,7 @@ func (s *Sim) ringsAdd(id int32) {
 	if s.part {
 		s.rings[1+n.side].insert(n.pos, id)
 	}
+	s.handOnSoon(id)
 }
 
 func (s *Sim) ringsDel(id int32) {
@@ -450,6 +453,8 @@ func (s *Sim) dispatch(ev event) {
 		s.syncReply(ev)
 	case evSyncFailed:
 		s.syncFailed(ev)
+	case evHandOn:
+		s.handOn(ev)
 	case evRewrite:
 		s.rewriteDue(ev)
 	case evFlush:
