@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/up-pool/up/dht/keyspace"
-	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
 )
 
@@ -161,33 +160,6 @@ func (s *Sim) setState(id, j int32, rep *replica, st job.State) {
 	if !job.Equal(old, st) {
 		s.writerCheck(id, j, s.lapse(id, j, st))
 	}
-}
-
-// writerCheck queues job j for node id's writer when id is the job's
-// closest node and the job's listing is not what index.Desired wants.
-func (s *Sim) writerCheck(id, j int32, st job.State) {
-	if !s.isClosest(id, j) {
-		return
-	}
-	r := &s.jobs[j]
-	kw := s.desired(true, st)
-	if kw == r.wKw && r.wBy == id && s.reachable(r.wTo, r.wToGen) {
-		return
-	}
-	s.enqueue(id, wop{job: j})
-}
-
-// desired maps index.Desired onto the keyword numbers: -1 none, 0 the
-// keyword, 1 the finished keyword.
-func (s *Sim) desired(closest bool, st job.State) int8 {
-	want := index.Desired(closest, st, s.listing, s.c.Keyword)
-	switch {
-	case len(want) == 0:
-		return -1
-	case want[0] == s.kwFin:
-		return 1
-	}
-	return 0
 }
 
 func (s *Sim) reachable(id int32, gen uint32) bool {

@@ -273,6 +273,20 @@ func (s *Sim) handOn(ev event) {
 	if len(items) == 0 {
 		return
 	}
+	// It keeps listing them for a grace (pool.ListingHeld), so the
+	// newcomer's listing is up first.
+	now := s.e.now
+	for j, at := range n.handed {
+		if now-at >= handOnGrace {
+			delete(n.handed, j)
+		}
+	}
+	if n.handed == nil {
+		n.handed = map[int32]int64{}
+	}
+	for _, it := range items {
+		n.handed[it.job] = now
+	}
 	s.m.handOnJobs += len(items)
 	b := &batch{from: id, fromGen: n.gen, items: items}
 	s.e.after(s.latency(), event{kind: evSync, node: x, gen: xgen, bat: b, arg: syncHandOn})
