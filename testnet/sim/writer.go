@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
@@ -254,10 +256,13 @@ func (s *Sim) listedBy(id int32) (listed []int32) {
 		}
 	}
 	if n.idx != nil {
+		var held []int32
 		n.idx.Each(s.e.now, func(e index.Entry) bool {
-			listed = append(listed, jobID(e.Job))
+			held = append(held, jobID(e.Job))
 			return true
 		})
+		slices.Sort(held) // Each's order is a map's: the run must replay
+		listed = append(listed, slices.Compact(held)...)
 	}
 	return listed
 }
