@@ -26,21 +26,13 @@ func (s *Sim) kwRegion(kw int8) keyspace.Region {
 	return s.region
 }
 
-// nearLimit is how many peers a region lookup and a near question ask for
-// (indexnet's nearLimit).
-const nearLimit = 20
-
-// maxCovered bounds the sub-regions a region view remembers as known in
-// full (indexnet's maxCovered).
-const maxCovered = 64
-
 // regionView is a party's cached view of a keyword's region
-// (indexnet.Regions): fetched with a walk of near questions to the region's
-// first point (dht.Walk; walkCost), kept for Config.RegionTTL (5 min). It
-// is crowded when the region
-// holds nearLimit nodes or more (the answers all lie inside it): a target
-// point then costs a near question unless it lies in a sub-region an
-// earlier answer showed in full.
+// (indexnet.Regions): fetched with a walk of near questions to a random
+// point of the region (dht.Walk; walkCost), kept for Config.RegionTTL
+// (5 min). It is crowded when the region holds index.NearLimit nodes or
+// more (the answers all lie inside it): a target point then costs a near
+// question unless it lies in a sub-region an earlier answer showed in
+// full (at most index.MaxCovered are kept).
 type regionView struct {
 	at      int64 // ms it was fetched
 	until   int64 // ms; 0: not fetched
@@ -59,12 +51,12 @@ func (s *Sim) near(why lookupWhy, id int32) {
 }
 
 // cover adds to rv the sub-region around x that a near answer at x (the
-// nearLimit nodes nearest x) shows in full (indexnet's coverage).
+// index.NearLimit nodes nearest x) shows in full (indexnet's coverage).
 func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
 	v := s.view(side)
-	s.scratch2 = v.closest(x, nearLimit, s.scratch2[:0])
+	s.scratch2 = v.closest(x, index.NearLimit, s.scratch2[:0])
 	var sub keyspace.Region
-	if len(s.scratch2) >= nearLimit {
+	if len(s.scratch2) >= index.NearLimit {
 		m := keyspace.Bits
 		for _, id := range s.scratch2 {
 			m = min(m, keyspace.CommonPrefixLen(s.nodes[id].pos, x))
@@ -79,15 +71,15 @@ func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
 		}
 	}
 	rv.covered = append(rv.covered, sub)
-	if len(rv.covered) > maxCovered {
-		rv.covered = slices.Delete(rv.covered, 0, len(rv.covered)-maxCovered)
+	if len(rv.covered) > index.MaxCovered {
+		rv.covered = slices.Delete(rv.covered, 0, len(rv.covered)-index.MaxCovered)
 	}
 }
 
 // regionTarget is indexnet.Regions.Target for a party at position from
 // with region view rv and lookup cache cache: it fetches the view when
-// absent or older than Config.RegionTTL (a walk to the region's first
-// point), draws a random point of region g, refines a
+// absent or older than Config.RegionTTL (a walk to a random point of the
+// region), draws a random point of region g, refines a
 // crowded view with a near question when the point lies in no sub-region
 // known in full, and returns the point, the node closest to it and the
 // latency in ms. The node is the true closest; when it joined or moved
@@ -106,7 +98,7 @@ func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64
 		rv.at, rv.until = now, now+ms(s.c.RegionTTL)
 		rv.covered = rv.covered[:0]
 		a, b := v.span(g)
-		if rv.crowded = b-a >= nearLimit; rv.crowded {
+		if rv.crowded = b-a >= index.NearLimit; rv.crowded {
 			s.cover(rv, side, x)
 		}
 	}

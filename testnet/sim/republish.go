@@ -22,10 +22,6 @@ const (
 	syncHandOn              // a hand-on to a newcomer (handOn)
 )
 
-// syncAttempts is how many times a node sends a sync that fails, the
-// first included (pool's syncPlanned, syncNow and replicate: 4).
-const syncAttempts = 4
-
 // republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
 // planned by replica.PlanRound as pool.RepublishRound plans it: the
 // closest of a job's r syncs the others, the others sync the closest,
@@ -135,13 +131,13 @@ func syncOrder(jobs []replicarule.RoundJob[int32], sync map[int32][]string) []in
 // syncFailed: a sync to node ev.job did not arrive, and the sender's
 // time-out ran out. The sender marks the target dead (its next views
 // leave it out: the ring already does once it is gone) and re-plans, as
-// the node does, at most syncAttempts times in all: a round's items by
-// replica.Replan on the job's new view; a pass-on or a placement to the
-// nodes its new view names that it did not try yet. A forger's lies are
-// not re-sent.
+// the node does, at most replica.SyncAttempts times in all: a round's
+// items by replica.Replan on the job's new view; a pass-on or a placement
+// to the nodes its new view names that it did not try yet. A forger's
+// lies are not re-sent.
 func (s *Sim) syncFailed(ev event) {
 	s.m.failedSyncs++
-	if !s.alive(ev) || int(ev.bat.attempt)+1 >= syncAttempts {
+	if !s.alive(ev) || int(ev.bat.attempt)+1 >= replicarule.SyncAttempts {
 		return
 	}
 	id, failed, b := ev.node, ev.job, ev.bat
@@ -225,10 +221,6 @@ func (s *Sim) handedOn(t int32, b *batch) {
 	}
 }
 
-// handOnGather is how long a node waits after a newcomer entered its
-// routing table before handing it its jobs (pool's handOnGather), in ms.
-const handOnGather = 100
-
 // handOnSoon schedules the hand-on to newcomer x (a join or a move) at
 // the nodes that may hold jobs whose r closest it entered: the previous
 // closest of such a job is among the r nodes nearest x (XOR is an
@@ -242,7 +234,7 @@ func (s *Sim) handOnSoon(x int32) {
 	var buf [9]int32
 	for _, y := range s.view(n.side).closest(n.pos, s.c.R+1, buf[:0]) {
 		if y != x && len(s.nodes[y].jobs) > 0 {
-			s.e.after(handOnGather, event{kind: evHandOn, node: y, gen: s.nodes[y].gen, job: x, arg: int32(n.gen)})
+			s.e.after(replicarule.HandOnGatherMS, event{kind: evHandOn, node: y, gen: s.nodes[y].gen, job: x, arg: int32(n.gen)})
 		}
 	}
 }
@@ -277,7 +269,7 @@ func (s *Sim) handOn(ev event) {
 	// newcomer's listing is up first.
 	now := s.e.now
 	for j, at := range n.handed {
-		if now-at >= handOnGrace {
+		if now-at >= replicarule.HandOnGraceMS {
 			delete(n.handed, j)
 		}
 	}

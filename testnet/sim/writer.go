@@ -6,6 +6,7 @@ import (
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
+	replicarule "github.com/up-pool/up/replica"
 )
 
 // The index writer of each node, as indexwriter.Writer runs it: a job's
@@ -64,11 +65,6 @@ const (
 	wFinal uint8 = 1 << iota // a withdrawal the job's state calls for (index.RuledOut): whoever wrote the entry
 	wReset                   // a write that ends the entry's quarantine (the job came back to ready)
 )
-
-// handOnGrace is how long a node that handed a job on to a newer closest
-// keeps listing it, so the newcomer's listing is up first (pool's
-// handOnGrace), in ms.
-const handOnGrace = 60_000
 
 // writeBatches are a writer tick's index writes and withdrawals, batched
 // per index node in the order first named.
@@ -129,10 +125,10 @@ func (s *Sim) writes(id, j int32) bool {
 }
 
 // listingHeld is pool.ListingHeld: node id handed job j on to a newer
-// closest less than handOnGrace ago, so it keeps listing the job.
+// closest less than replica.HandOnGraceMS ago, so it keeps listing the job.
 func (s *Sim) listingHeld(id, j int32) bool {
 	at, ok := s.nodes[id].handed[j]
-	return ok && s.e.now-at < handOnGrace
+	return ok && s.e.now-at < replicarule.HandOnGraceMS
 }
 
 // writeJob is indexwriter's planJob for job j at node id: the keywords it
@@ -228,7 +224,7 @@ func (s *Sim) takeOver(id, j int32) {
 	yn := &s.nodes[y]
 	at := s.e.now
 	if h, ok := yn.handed[j]; ok {
-		at = max(at, h+handOnGrace)
+		at = max(at, h+replicarule.HandOnGraceMS)
 	}
 	tick := ms(s.c.WriterTick)
 	at = ((at-yn.phase)/tick+1)*tick + yn.phase
