@@ -223,7 +223,9 @@ func (s *Sim) indexExpire(ev event) {
 }
 
 // harvest is the project's round: it walks the finished keyword's region
-// (every node inside it and the k nearest its centre), pages the finished
+// (every node inside it and the index.WalkOutside nearest outside it, as
+// index.Walk keeps them; the sim took the k = 20 nearest its first
+// point, 16 outside at 64 nodes and none at 1,024), pages the finished
 // entries, fetches each result from a replica, records it and tells the
 // job's nodes it is collected (thesis 3.2.3, 4.2.1).
 func (s *Sim) harvest() {
@@ -232,8 +234,9 @@ func (s *Sim) harvest() {
 	lat := s.lookup(lkHarvest, s.projCache, s.projPos, 0, s.regionFin.Prefix)
 	v := s.view(0)
 	a, b := v.span(s.regionFin)
-	visit := slices.Clone(v.id[a:b])
-	visit = v.closest(s.regionFin.Prefix, s.c.K, visit)
+	// The nodes nearest the region's first point are those inside it,
+	// then the nearest outside.
+	visit := v.closest(s.regionFin.Prefix, b-a+index.WalkOutside, nil)
 	slices.Sort(visit)
 	visit = slices.Compact(visit)
 	left := s.c.HarvestMax
