@@ -4,6 +4,21 @@ import (
 	"github.com/up-pool/up/dht/keyspace"
 )
 
+// The region walk's and region views' constants, one source for the
+// nodes (indexnet) and the simulator.
+const (
+	// NearLimit is how many peers a near question asks for: each
+	// question of a region walk, a region view's walk and its refinements.
+	NearLimit = 20
+	// MaxCovered bounds the sub-regions a crowded region's view remembers
+	// as known in full (its near answers showed all their nodes).
+	MaxCovered = 64
+	// WalkOutside is how many of the nearest nodes outside a region a
+	// harvest's walk keeps (NewWalk's outside): they may hold entries
+	// written while the region was empty.
+	WalkOutside = 3
+)
+
 // Peer is a node seen during a walk: an opaque ID and its position.
 type Peer struct {
 	ID  string

@@ -336,7 +336,7 @@ func (c *Client) walk(ctx context.Context, kw string) ([]peer.ID, int, error) {
 // node nearest to each sub-region for its near peers; it returns the nodes
 // inside and the nearest outside ones.
 func (c *Client) walkRegion(ctx context.Context, region keyspace.Region, known map[string]peer.ID) (inside, near []index.Peer, questions int, err error) {
-	w := index.NewWalk(region, 20, 3)
+	w := index.NewWalk(region, nearLimit, index.WalkOutside)
 	for sub, ok := w.Next(); ok; sub, ok = w.Next() {
 		target := sub.First()
 		var answered []index.Peer
@@ -353,7 +353,7 @@ func (c *Client) walkRegion(ctx context.Context, region keyspace.Region, known m
 			if ask == "" {
 				return nil, nil, questions, fmt.Errorf("walk of %s: no live node known", region)
 			}
-			ans, err := c.regions.near(ctx, ask, target, 20)
+			ans, err := c.regions.near(ctx, ask, target, nearLimit)
 			questions++
 			if err != nil {
 				c.d.MarkDead(ask)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/index"
 )
 
 // DefaultRegionBits is p: an index region is every position sharing the
@@ -26,11 +27,11 @@ const DefaultRegionBits = keyspace.DefaultIndexBits
 const DefaultRegionTTL = 5 * time.Minute
 
 // nearLimit is how many peers a region lookup and a near question ask for.
-const nearLimit = 20
+const nearLimit = index.NearLimit
 
 // maxCovered bounds the sub-regions a crowded region's view remembers as
 // fully known; the view is refetched after its TTL anyway.
-const maxCovered = 64
+const maxCovered = index.MaxCovered
 
 // Regions finds and caches the nodes around keywords' wildcard regions.
 // Safe for concurrent use.

@@ -69,8 +69,8 @@ func (p *Pool) ClosestPositions() []keyspace.Pos {
 // batch per newcomer); handOnGrace is how long the previous closest keeps
 // listing a job it handed on, so the newcomer's listing is up first.
 const (
-	handOnGather = 100 * time.Millisecond
-	handOnGrace  = time.Minute
+	handOnGather = replica.HandOnGatherMS * time.Millisecond
+	handOnGrace  = replica.HandOnGraceMS * time.Millisecond
 )
 
 // handOns is the hand-on on join: the nodes that entered the routing

@@ -14,6 +14,7 @@ import (
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/replica"
 	"github.com/up-pool/up/wire"
 )
 
@@ -100,7 +101,7 @@ func (p *Pool) replicate(ctx context.Context, keys [][]byte) ([]int, []wire.Stor
 	for i := range pending {
 		pending[i] = i
 	}
-	for attempt := 0; attempt < 4 && len(pending) > 0; attempt++ {
+	for attempt := 0; attempt < replica.SyncAttempts && len(pending) > 0; attempt++ {
 		targets := map[peer.ID][]int{}
 		for _, i := range pending {
 			view := p.placement(ctx, keys[i])

@@ -145,7 +145,7 @@ func (p *Pool) roundJobs(now int64) ([]replica.RoundJob[peer.ID], []keyspace.Pos
 func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem, probe *dht.Prober, st *RoundStats) map[string]peer.ID {
 	self := p.self()
 	synced := map[string]peer.ID{}
-	for attempt := 0; attempt < 4 && len(plan) > 0; attempt++ {
+	for attempt := 0; attempt < replica.SyncAttempts && len(plan) > 0; attempt++ {
 		next := map[peer.ID][]wire.SyncItem{}
 		for t, items := range plan {
 			if err := p.syncWith(ctx, t, items, st); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/replica"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
@@ -122,7 +123,7 @@ func (p *Pool) passOnResult(key []byte) {
 func (p *Pool) syncNow(ctx context.Context, key []byte) {
 	self := p.self()
 	tried := map[peer.ID]bool{self: true}
-	for attempt := 0; attempt < 4; attempt++ {
+	for attempt := 0; attempt < replica.SyncAttempts; attempt++ {
 		if _, ok := p.stored(key); !ok {
 			return
 		}

@@ -6,6 +6,22 @@ import (
 	"github.com/up-pool/up/job"
 )
 
+// Timing of the rules' execution, one source for the nodes (pool) and the
+// simulator, in ms (the package has no clock).
+const (
+	// HandOnGatherMS is how long a node waits after a newcomer entered its
+	// routing table before handing it its jobs (HandOnTo), so a burst of
+	// joins goes out in one batch per newcomer.
+	HandOnGatherMS = 100
+	// HandOnGraceMS is how long a node that handed a job on keeps listing
+	// it, so the newcomer's listing is up first.
+	HandOnGraceMS = 60_000
+	// SyncAttempts is how many times a node sends a sync (a round's,
+	// a placement's, a result's pass-on) whose target fails, the first
+	// included; each retry is re-planned on the new view (Replan).
+	SyncAttempts = 4
+)
+
 // Holding is what a node knows of one job it holds, for planning a round.
 type Holding struct {
 	Key         string

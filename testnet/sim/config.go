@@ -92,7 +92,7 @@ type Config struct {
 	Alpha         int           // lookup parallelism α; default 3
 	K             int           // bucket size k; default 20
 	LookupCache   time.Duration // a lookup's answer is reused this long; default 90 s
-	RegionTTL     time.Duration // a party's region view (indexnet.Regions) is kept this long; default 5 min
+	RegionTTL     time.Duration // a party's region view (indexclient.Regions) is kept this long; default 5 min
 	CrawlInterval time.Duration // the project re-crawls the overlay when its crawled view is older than this; default 10 min; negative: never (first nodes from its routing table alone)
 	LatencyMedian time.Duration // one-way latency median (lognormal); default 80 ms
 	LatencySigma  float64       // lognormal σ of the one-way latency; default 0.6

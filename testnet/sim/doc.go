@@ -24,12 +24,17 @@
 // and churn (exponential lifetimes and down times). Every protocol decision
 // is made by the pure cores the nodes run: job.Receive and job.Lapse (on each
 // node's own clock, fault.go) for
-// replica states, replica.Decide for republish rounds, claim.Server (the
-// node side: claim.Decide, claim.CheckConfirm and the post-merge check, as
-// claimnet steps it), claim.Release and claim.Driver for claims,
-// index.Table (Put, Select with quarantine, Withdraw, Expire, Page) and
-// index.Desired for the index, and loadbalance.Decide, Weighted, SplitFrom
-// and MinSplitBit for load balancing.
+// replica states; replica.PlanRound for republish rounds, replica.Replan
+// for a sync whose target is gone and replica.HandOnTo for newcomers
+// (republish.go); claim.Server for the node side of claims (claim.Decide,
+// claim.CheckConfirm and the post-merge check, as claimnet steps it),
+// claim.Release and claim.Driver for the client's; index.Table (Put,
+// Select with quarantine, Withdraw, Expire, Page) at index nodes and
+// index.Desired and index.Reconcile for the writers (writer.go); and
+// loadbalance.Decide, Weighted, SplitFrom and MinSplitBit for load
+// balancing. What the simulator still decides its own way: liveness is the
+// ring (the nodes probe), a job has one writer record (the newest
+// writer's), and only its closest lists it (the nodes add backup listers).
 //
 // A run counts, per simulated second, the RPCs each node receives by kind
 // (lookup, job, index, claim, load balancing) and the bytes, and keeps the

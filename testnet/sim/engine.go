@@ -32,6 +32,8 @@ const (
 	evCrash                       // a node crashes (churn)
 	evJoin                        // a node rejoins as a new node (churn)
 	evPartition                   // a partition starts or heals
+	evSyncFailed                  // a sync's time-out at its sender: node, gen the sender, job the target that failed, arg the sync's kind
+	evHandOn                      // a node hands jobs on to a newcomer: job the newcomer's slot, arg its incarnation
 	nEvKinds
 )
 

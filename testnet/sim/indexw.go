@@ -8,12 +8,9 @@ import (
 	"github.com/up-pool/up/job"
 )
 
-// The index side of the simulator: each job's closest node keeps its entry
-// written (indexwriter.Writer's rules: written to a random point of the
-// keyword's wildcard region, rewritten every T_rewrite to the same index
-// node, withdrawn when index.Desired no longer lists it, writes batched
-// per index node per writer tick); index nodes hold index.Tables; the
-// project harvests the finished keyword's region.
+// The index side of the simulator: region views (indexclient.Regions), index
+// nodes holding index.Tables, and the project's harvest of the finished
+// keyword's region. The writers that keep the entries are in writer.go.
 
 func (s *Sim) kwName(kw int8) string {
 	if kw == 1 {
@@ -29,46 +26,13 @@ func (s *Sim) kwRegion(kw int8) keyspace.Region {
 	return s.region
 }
 
-// enqueue queues job work for node id's next writer tick.
-func (s *Sim) enqueue(id int32, op wop) {
-	n := &s.nodes[id]
-	n.wq = append(n.wq, op)
-	if n.flushAt == 0 {
-		// Each writer ticks at its own phase, so writers do not flush in
-		// lockstep.
-		tick := ms(s.c.WriterTick)
-		n.flushAt = ((s.e.now-n.phase)/tick+1)*tick + n.phase
-		s.e.at(n.flushAt, event{kind: evFlush, node: id, gen: n.gen})
-	}
-}
-
-// rewriteDue: an entry's T_rewrite passed at its writer.
-func (s *Sim) rewriteDue(ev event) {
-	if !s.alive(ev) {
-		return
-	}
-	r := &s.jobs[ev.job]
-	if r.wBy != ev.node || r.wNext != ev.at || r.wKw < 0 {
-		return
-	}
-	s.enqueue(ev.node, wop{job: ev.job, due: true})
-}
-
-// nearLimit is how many peers a region lookup and a near question ask for
-// (indexnet's nearLimit).
-const nearLimit = 20
-
-// maxCovered bounds the sub-regions a region view remembers as known in
-// full (indexnet's maxCovered).
-const maxCovered = 64
-
 // regionView is a party's cached view of a keyword's region
-// (indexnet.Regions): fetched with a walk of near questions to the region's
-// first point (dht.Walk; walkCost), kept for Config.RegionTTL (5 min). It
-// is crowded when the region
-// holds nearLimit nodes or more (the answers all lie inside it): a target
-// point then costs a near question unless it lies in a sub-region an
-// earlier answer showed in full.
+// (indexclient.Regions): fetched with a walk of near questions to a random
+// point of the region (dht.Walk; walkCost), kept for Config.RegionTTL
+// (5 min). It is crowded when the region holds index.NearLimit nodes or
+// more (the answers all lie inside it): a target point then costs a near
+// question unless it lies in a sub-region an earlier answer showed in
+// full (at most index.MaxCovered are kept).
 type regionView struct {
 	at      int64 // ms it was fetched
 	until   int64 // ms; 0: not fetched
@@ -87,12 +51,12 @@ func (s *Sim) near(why lookupWhy, id int32) {
 }
 
 // cover adds to rv the sub-region around x that a near answer at x (the
-// nearLimit nodes nearest x) shows in full (indexnet's coverage).
+// index.NearLimit nodes nearest x) shows in full (indexnet's coverage).
 func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
 	v := s.view(side)
-	s.scratch2 = v.closest(x, nearLimit, s.scratch2[:0])
+	s.scratch2 = v.closest(x, index.NearLimit, s.scratch2[:0])
 	var sub keyspace.Region
-	if len(s.scratch2) >= nearLimit {
+	if len(s.scratch2) >= index.NearLimit {
 		m := keyspace.Bits
 		for _, id := range s.scratch2 {
 			m = min(m, keyspace.CommonPrefixLen(s.nodes[id].pos, x))
@@ -107,15 +71,15 @@ func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
 		}
 	}
 	rv.covered = append(rv.covered, sub)
-	if len(rv.covered) > maxCovered {
-		rv.covered = slices.Delete(rv.covered, 0, len(rv.covered)-maxCovered)
+	if len(rv.covered) > index.MaxCovered {
+		rv.covered = slices.Delete(rv.covered, 0, len(rv.covered)-index.MaxCovered)
 	}
 }
 
-// regionTarget is indexnet.Regions.Target for a party at position from
+// regionTarget is indexclient.Regions.Target for a party at position from
 // with region view rv and lookup cache cache: it fetches the view when
-// absent or older than Config.RegionTTL (a walk to the region's first
-// point), draws a random point of region g, refines a
+// absent or older than Config.RegionTTL (a walk to a random point of the
+// region), draws a random point of region g, refines a
 // crowded view with a near question when the point lies in no sub-region
 // known in full, and returns the point, the node closest to it and the
 // latency in ms. The node is the true closest; when it joined or moved
@@ -134,7 +98,7 @@ func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64
 		rv.at, rv.until = now, now+ms(s.c.RegionTTL)
 		rv.covered = rv.covered[:0]
 		a, b := v.span(g)
-		if rv.crowded = b-a >= nearLimit; rv.crowded {
+		if rv.crowded = b-a >= index.NearLimit; rv.crowded {
 			s.cover(rv, side, x)
 		}
 	}
@@ -149,76 +113,6 @@ func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64
 		s.m.staleTargets++
 	}
 	return pt, to, lat
-}
-
-// flush is a writer tick: for every queued job the node is the closest
-// of, make its index entry what index.Desired wants, batching writes and
-// withdrawals per index node.
-func (s *Sim) flush(id int32) {
-	n := &s.nodes[id]
-	now := s.e.now
-	due := map[int32]bool{}
-	for _, op := range n.wq {
-		due[op.job] = due[op.job] || op.due
-	}
-	n.wq, n.flushAt = nil, 0
-	writes := map[int32]*batch{}
-	withdraws := map[int32]*batch{}
-	var wOrder, dOrder []int32
-	put := func(m map[int32]*batch, order *[]int32, to int32, j int32, pt keyspace.Pos, kw int8) {
-		b := m[to]
-		if b == nil {
-			b = &batch{from: id, fromGen: n.gen}
-			m[to] = b
-			*order = append(*order, to)
-		}
-		b.jobs = append(b.jobs, j)
-		b.pts = append(b.pts, pt)
-		b.kws = append(b.kws, kw)
-	}
-	var lat [2]int64
-	for _, j := range sortedKeys(due) {
-		rep := n.jobs[j]
-		if rep == nil || !s.isClosest(id, j) {
-			continue // the new closest node takes the entry over
-		}
-		r := &s.jobs[j]
-		kw := s.desired(true, job.Expire(rep.st, now))
-		valid := r.wKw >= 0 && s.reachable(r.wTo, r.wToGen)
-		if r.wKw >= 0 && (kw != r.wKw || !valid) {
-			if valid {
-				put(withdraws, &dOrder, r.wTo, j, r.wPt, r.wKw)
-			}
-			r.wKw, valid = -1, false
-		}
-		if kw < 0 {
-			continue
-		}
-		if valid && !due[j] && r.wBy == id {
-			continue
-		}
-		if !valid {
-			pt, to, l := s.regionTarget(lkWrite, &n.rv[kw], n.cache, n.pos, n.side, s.kwRegion(kw))
-			lat[kw] = max(lat[kw], l)
-			r.wKw, r.wTo, r.wToGen, r.wPt = kw, to, s.nodes[to].gen, pt
-		}
-		r.wBy = id
-		s.scratch = s.view(n.side).closest(r.pos, s.c.R+2, s.scratch[:0])
-		r.view = r.view[:0]
-		for _, v := range s.scratch {
-			r.view = append(r.view, s.nodes[v].name)
-		}
-		r.wNext = now + s.e.uniform(ms(s.c.RewriteMin), ms(s.c.RewriteMax))
-		s.e.at(r.wNext, event{kind: evRewrite, node: id, gen: n.gen, job: j})
-		put(writes, &wOrder, r.wTo, j, r.wPt, r.wKw)
-	}
-	d := max(lat[0], lat[1])
-	for _, to := range wOrder {
-		s.e.after(d+s.latency(), event{kind: evIndexWrite, node: to, gen: s.nodes[to].gen, bat: writes[to]})
-	}
-	for _, to := range dOrder {
-		s.e.after(s.latency(), event{kind: evIndexWithdraw, node: to, gen: s.nodes[to].gen, bat: withdraws[to]})
-	}
 }
 
 // table returns node id's index table, creating it.
@@ -253,7 +147,7 @@ func (s *Sim) indexWrite(ev event) {
 	if !s.reach(w.side, ev.node, ev.gen) {
 		if w.alive && w.gen == b.fromGen {
 			for _, j := range b.jobs {
-				if r := &s.jobs[j]; r.wTo == ev.node && r.wBy == b.from {
+				if r := &s.jobs[j]; r.wTo == ev.node && r.wBy == b.from && r.wByGen == b.fromGen {
 					r.wKw = -1
 					s.enqueue(b.from, wop{job: j})
 				}
@@ -271,17 +165,23 @@ func (s *Sim) indexWrite(ev event) {
 			to = c
 		}
 		r := &s.jobs[j]
-		if r.wKw == b.kws[i] && r.wTo == ev.node {
+		if r.wKw == b.kws[i] && r.wTo == ev.node && r.wBy == b.from && r.wByGen == b.fromGen {
 			r.wTo, r.wToGen = to, s.nodes[to].gen
 		}
-		s.table(to).Put(s.entry(j, b.kws[i], b.pts[i], w.name), now)
+		t := s.table(to)
+		t.Put(s.entry(j, b.kws[i], b.pts[i], nodeName(b.from, b.fromGen)), now)
+		if b.flags[i]&wReset != 0 {
+			t.Unquarantine(s.kwName(b.kws[i]), r.key)
+		}
 	}
 	if w.alive && w.gen == b.fromGen {
 		s.observe(b.from, ev.node)
 	}
 }
 
-// indexWithdraw: a writer's withdrawals arrive.
+// indexWithdraw: a writer's withdrawals arrive: one its job's state calls
+// for (wFinal) removes the entry whoever wrote it, another only the
+// writer's own (indexnet's Withdraw).
 func (s *Sim) indexWithdraw(ev event) {
 	b := ev.bat
 	if !s.reach(s.nodes[b.from].side, ev.node, ev.gen) {
@@ -292,8 +192,13 @@ func (s *Sim) indexWithdraw(ev event) {
 	if n.idx == nil {
 		return
 	}
+	by := nodeName(b.from, b.fromGen) // an entry another writer took over stays
 	for i, j := range b.jobs {
-		n.idx.Withdraw(s.kwName(b.kws[i]), s.jobs[j].key, "", s.e.now)
+		if b.flags[i]&wFinal != 0 {
+			n.idx.Withdraw(s.kwName(b.kws[i]), s.jobs[j].key, "", s.e.now)
+		} else {
+			n.idx.Withdraw(s.kwName(b.kws[i]), s.jobs[j].key, by, s.e.now)
+		}
 	}
 	if w := &s.nodes[b.from]; w.alive && w.gen == b.fromGen {
 		s.observe(b.from, ev.node)
@@ -318,7 +223,9 @@ func (s *Sim) indexExpire(ev event) {
 }
 
 // harvest is the project's round: it walks the finished keyword's region
-// (every node inside it and the k nearest its centre), pages the finished
+// (every node inside it and the index.WalkOutside nearest outside it, as
+// index.Walk keeps them; the sim took the k = 20 nearest its first
+// point, 16 outside at 64 nodes and none at 1,024), pages the finished
 // entries, fetches each result from a replica, records it and tells the
 // job's nodes it is collected (thesis 3.2.3, 4.2.1).
 func (s *Sim) harvest() {
@@ -327,8 +234,9 @@ func (s *Sim) harvest() {
 	lat := s.lookup(lkHarvest, s.projCache, s.projPos, 0, s.regionFin.Prefix)
 	v := s.view(0)
 	a, b := v.span(s.regionFin)
-	visit := slices.Clone(v.id[a:b])
-	visit = v.closest(s.regionFin.Prefix, s.c.K, visit)
+	// The nodes nearest the region's first point are those inside it,
+	// then the nearest outside.
+	visit := v.closest(s.regionFin.Prefix, b-a+index.WalkOutside, nil)
 	slices.Sort(visit)
 	visit = slices.Compact(visit)
 	left := s.c.HarvestMax

@@ -16,6 +16,8 @@ type metrics struct {
 	lookups, cacheHits                      int
 	placeLookups                            int                // stores whose first node was not among the job's closest in its table
 	failedStores                            int                // the project's stores that failed (first node gone, moved or cut off)
+	failedSyncs                             int                // node-to-node syncs that did not arrive (syncFailed)
+	handOnJobs                              int                // job states handed on to newcomers (handOn)
 	regionTargets, staleTargets             int                // region targets drawn; of them, whose node is younger than the party's region view
 	nearRPC                                 [nLookupWhy]uint64 // near questions (region views), part of lookupRPC
 	lookupRPC                               [nLookupWhy]uint64 // lookup RPCs by purpose

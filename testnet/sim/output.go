@@ -63,6 +63,13 @@ type Summary struct {
 	// left or moved since the project learnt of it, or was cut off); each
 	// is followed by a lookup after the RPC time-out.
 	FailedStores int `json:"failed_stores"`
+	// FailedSyncs counts node-to-node syncs (republish batches,
+	// placements, pass-ons, hand-ons) whose target was gone; the sender
+	// re-plans them after the RPC time-out (replica.Replan).
+	FailedSyncs int `json:"failed_syncs"`
+	// HandOnJobs counts the job states nodes handed on to newcomers
+	// (replica.HandOnTo), one per job and newcomer.
+	HandOnJobs int `json:"hand_on_jobs"`
 	// Crawls counts the project's crawls of the overlay; their near
 	// questions are LookupRPC["crawl"].
 	Crawls int `json:"crawls"`
@@ -173,7 +180,7 @@ func (s *Sim) summaryCounts(wall time.Duration) Summary {
 		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
 		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves, Reactions: s.m.reactions,
 		Failed: s.m.failedAttempts, EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
-		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
+		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores, FailedSyncs: s.m.failedSyncs, HandOnJobs: s.m.handOnJobs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
 		RegionTargets: s.m.regionTargets,
 		RPC:           map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
 }

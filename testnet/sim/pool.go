@@ -4,9 +4,7 @@ import (
 	"slices"
 
 	"github.com/up-pool/up/dht/keyspace"
-	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
-	replicarule "github.com/up-pool/up/replica"
 )
 
 func sortedKeys[V any](m map[int32]V) []int32 {
@@ -102,13 +100,14 @@ func (s *Sim) store(ev event) {
 	}
 	self := slices.Contains(view, id)
 	pushed := false
+	tried := append([]int32{id}, view...)
 	for _, to := range view {
 		if to == id {
 			continue
 		}
 		pushed = pushed || s.reachable(to, s.nodes[to].gen)
-		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j}}}
-		s.e.after(lat+s.latency(), event{kind: evSync, node: to, gen: s.nodes[to].gen, bat: b, arg: 1})
+		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j}}, tried: &tried}
+		s.e.after(lat+s.latency(), event{kind: evSync, node: to, gen: s.nodes[to].gen, bat: b, arg: syncPlace})
 	}
 	if self || !pushed {
 		// A node outside the r closest forgets the job once placed; it
@@ -163,107 +162,15 @@ func (s *Sim) setState(id, j int32, rep *replica, st job.State) {
 	}
 }
 
-// writerCheck queues job j for node id's writer when id is the job's
-// closest node and the job's listing is not what index.Desired wants.
-func (s *Sim) writerCheck(id, j int32, st job.State) {
-	if !s.isClosest(id, j) {
-		return
-	}
-	r := &s.jobs[j]
-	kw := s.desired(true, st)
-	if kw == r.wKw && r.wBy == id && s.reachable(r.wTo, r.wToGen) {
-		return
-	}
-	s.enqueue(id, wop{job: j})
-}
-
-// desired maps index.Desired onto the keyword numbers: -1 none, 0 the
-// keyword, 1 the finished keyword.
-func (s *Sim) desired(closest bool, st job.State) int8 {
-	want := index.Desired(closest, st, s.listing, s.c.Keyword)
-	switch {
-	case len(want) == 0:
-		return -1
-	case want[0] == s.kwFin:
-		return 1
-	}
-	return 0
-}
-
 func (s *Sim) reachable(id int32, gen uint32) bool {
 	return id >= 0 && s.nodes[id].alive && s.nodes[id].gen == gen
 }
 
-// republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
-// each job decided by replica.Decide: the closest syncs the others of the r
-// closest, the others sync the closest, replicas no longer among the r
-// closest sync the closest too (their state may be newer: pool's
-// RepublishRound hands it on) and are dropped once that has lasted longer
-// than the replica expiry, collected jobs are deleted after T_collect.
-// Items are batched per peer: one RPC each.
-func (s *Sim) republish(id int32) {
-	n := &s.nodes[id]
-	now := s.e.now
-	plan := map[int32][]syncItem{}
-	var order []int32
-	add := func(t int32, it syncItem) {
-		if _, ok := plan[t]; !ok {
-			order = append(order, t)
-		}
-		plan[t] = append(plan[t], it)
-	}
-	v := s.view(n.side)
-	for _, j := range sortedKeys(n.jobs) {
-		rep := n.jobs[j]
-		st := s.lapse(id, j, rep.st)
-		if !job.Equal(st, rep.lapsed) {
-			// A claim lapsed on this node's clock: its listing follows.
-			rep.lapsed = st
-			s.writerCheck(id, j, st)
-		}
-		if st.Phase == job.Collected && s.nowAt(id)-st.At >= ms(s.c.TCollect) {
-			s.dropReplica(id, j)
-			continue
-		}
-		view := v.closest(s.jobs[j].pos, s.c.R, s.scratch2[:0])
-		s.scratch2 = view
-		h := replicarule.Holding{State: st, Responsible: rep.resp}
-		out := syncItem{job: j, st: rep.st} // sent unexpired: each receiver judges the lapse on its clock
-		switch replicarule.Decide(id, view, h, now, ms(s.c.ReplicaExpiry)) {
-		case replicarule.Republish:
-			rep.resp = now
-			for _, t := range view[1:] {
-				add(t, out)
-			}
-			s.writerCheck(id, j, st)
-		case replicarule.Keep:
-			rep.resp = now
-			add(view[0], out)
-		case replicarule.Linger:
-			// No longer among the r closest: the state goes to the
-			// closest, so a newer one that reached only this node (a
-			// result, a release, a collected notice sent to the claim's
-			// nodes) does not stay here.
-			add(view[0], out)
-		case replicarule.Drop:
-			add(view[0], out) // handed on before it is dropped
-			s.dropReplica(id, j)
-		}
-	}
-	if s.fault[id] == Forge {
-		s.forgeRound(id, add)
-	}
-	for _, t := range order {
-		items := plan[t]
-		b := &batch{from: id, fromGen: n.gen, items: items}
-		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b})
-	}
-	s.e.after(s.e.uniform(ms(s.c.RepublishMin), ms(s.c.RepublishMax)), event{kind: evRepublish, node: id, gen: n.gen})
-}
-
-// sync: a republish batch (or a replication from the closest, arg 1)
-// arrives; the replica stores what it lacks, merges the rest and answers
-// the states where its own is greater.
+// sync: a republish batch (or a placement, a pass-on or a hand-on: the
+// event's arg, syncKind) arrives; the replica stores what it lacks,
+// merges the rest and answers the states where its own is greater. A
+// batch that cannot arrive fails at its sender after the time-out
+// (syncFailed).
 //
 // As pool.handleSync and syncWith do, a replica that lacks a job answers
 // so and the sender stores it there (one more RPC, the job's size), and a
@@ -275,6 +182,9 @@ func (s *Sim) sync(ev event) {
 	b := ev.bat
 	from := s.nodes[b.from].side
 	if !s.reach(from, ev.node, ev.gen) {
+		if s.reachable(b.from, b.fromGen) {
+			s.e.after(ms(s.c.RPCTimeout), event{kind: evSyncFailed, node: b.from, gen: b.fromGen, job: ev.node, arg: ev.arg, bat: b})
+		}
 		return
 	}
 	id := ev.node
@@ -283,7 +193,7 @@ func (s *Sim) sync(ev event) {
 	var back []syncItem
 	need, fetch := 0, 0
 	for _, it := range b.items {
-		if it.st.Phase == job.Ready && len(it.st.Client) == 0 && ev.arg == 1 {
+		if it.st.Phase == job.Ready && len(it.st.Client) == 0 && ev.arg == syncPlace {
 			size += s.c.SizeJob
 		} else {
 			size += s.c.SizeState
@@ -301,7 +211,7 @@ func (s *Sim) sync(ev event) {
 			if s.fault[id] == Drop {
 				continue
 			}
-			if ev.arg != 1 {
+			if ev.arg != syncPlace {
 				need++
 			} else if r := &s.jobs[it.job]; r.lost {
 				// The placing node died with its pushes in flight: they
@@ -330,7 +240,7 @@ func (s *Sim) sync(ev event) {
 	s.count(id, kJob, size)
 	if need > 0 {
 		s.count(id, kJob, need*s.c.SizeJob)
-		if ev.arg == 2 {
+		if ev.arg == syncPassOn {
 			s.count(id, kJob, need*s.c.SizeState)
 		}
 	}
@@ -340,6 +250,7 @@ func (s *Sim) sync(ev event) {
 	if len(back) > 0 {
 		s.e.after(s.latency(), event{kind: evSyncReply, node: b.from, gen: b.fromGen, bat: &batch{from: id, fromGen: s.nodes[id].gen, items: back}})
 	}
+	s.handedOn(id, b)
 }
 
 // syncReply merges the newer states a replica answered. A job that
@@ -382,24 +293,30 @@ func (s *Sim) amongR(id, j int32) bool {
 // closest syncs it to the closest, and a node no longer among them (the
 // job's closest nodes changed since the claim) syncs it to all r. One
 // sync RPC per target; a target without the result fetches it (sync). A
-// target that is down is not replaced by the next one (the real node
-// re-plans after a failure; the sim's republish does not model that
-// either).
+// target that fails is marked dead and the pass-on goes to the nodes the
+// new view names that it did not try yet (syncFailed), as syncNow does.
 func (s *Sim) passOn(id, j int32, st job.State) {
 	n := &s.nodes[id]
 	var buf [8]int32
-	view := s.view(n.side).closest(s.jobs[j].pos, s.c.R, buf[:0])
-	to := view
-	switch i := slices.Index(view, id); {
-	case i == 0:
-		to = view[1:]
-	case i > 0:
-		to = view[:1]
-	}
+	to := passOnTargets(id, s.view(n.side).closest(s.jobs[j].pos, s.c.R, buf[:0]))
+	tried := append([]int32{id}, to...)
 	for _, t := range to {
-		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j, st: st}}}
-		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b, arg: 2})
+		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j, st: st}}, tried: &tried}
+		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b, arg: syncPassOn})
 	}
+}
+
+// passOnTargets is whom pool.syncNow syncs a job's state to, given the
+// job's r nearest live nodes: the others when this node is the closest,
+// the closest when it is another of the r, all r when it is none of them.
+func passOnTargets(self int32, view []int32) []int32 {
+	switch i := slices.Index(view, self); {
+	case i == 0:
+		return view[1:]
+	case i > 0:
+		return view[:1]
+	}
+	return view
 }
 
 func keyPosOf(key []byte) keyspace.Pos { return keyspace.KeyPos(key) }

@@ -261,8 +261,8 @@ const modelNotes = `## Model
   each job to the closest node of its table and its crawled view (project.firstNode), a lookup only after a failed
   store. That node places the job on the r closest of its own table if it is among them (pool placement), else it
   looks the job up, pushes it to the r closest and forgets it. Index writers and client gateways keep a region view
-  per keyword for 5 min (indexnet.Regions): a walk of near questions to the region's first point (dht.Walk, about
-  log2(N)/log2(20) + 1 questions, the last to the node nearest the region); when the region holds ≥ 20 nodes (crowded), a target point outside
+  per keyword for 5 min (indexclient.Regions): a walk of near questions to a random point of the region (dht.Walk,
+  about log2(N)/log2(20) + 1 questions, the last to the node nearest that point); when the region holds ≥ 20 nodes (crowded), a target point outside
   every sub-region a near answer showed in full costs one more near question. The simulator then sends to the true
   closest node; a target whose node joined or moved after the view was fetched is counted as stale (the real view
   would name an older node). Claims use the replica set the index entry carries (no lookup); results go to the
@@ -278,10 +278,13 @@ const modelNotes = `## Model
 - **Network**: one-way latency lognormal, median 80 ms, σ 0.6, clipped to [8 ms, 2 s]; optional drop probability and a
   two-sided partition. RPCs are counted where they are received, by kind (lookup, job, index, claim, lb), with modelled
   sizes (lookup 600 B, job 1,500 B, state 120 B, index entry 300 B, result 2 KiB, 64 B per RPC).
-- **Protocols**: job states merge with job.Merge/Expire; republish rounds follow replica.Decide (closest syncs the other r−1,
-  the others sync the closest; one batched RPC per peer); claims are claim.Driver against claim.Decide / CheckConfirm /
-  Release at the replicas; each job's closest node keeps its entry where index.Desired says, at a random point of the
-  p-bit wildcard region (p = 4 unless --region-bits), batched per index node per 10 s writer tick, rewritten every 10–15 min, withdrawn on claim;
+- **Protocols**: job states merge with job.Merge/Expire; republish rounds are planned by replica.PlanRound (closest syncs
+  the other r−1, the others sync the closest, a copy outside the r closest hands its state on and is dropped once that
+  sync took it; one batched RPC per peer), a sync whose target is gone is re-planned by replica.Replan after the 5 s
+  time-out, and a node hands a newcomer the jobs replica.HandOnTo names; claims are claim.Driver against claim.Decide /
+  CheckConfirm / Release at the replicas; each job's closest node keeps its entries by index.Desired and
+  index.Reconcile, at a random point of the p-bit wildcard region (p = 4 unless --region-bits), batched per index node
+  per 10 s writer tick, rewritten every 10–15 min, withdrawn on claim;
   index nodes are index.Tables (Select among the oldest l with 2 min quarantine, 16 min expiry); the project pages the
   finished region every 30 s, fetches each result and sends "collected"; load balancing is loadbalance.Decide on a
   random key's closest node every 20–60 min, the lighter node landing in loadbalance.SplitFrom's region beyond the heavy

@@ -46,6 +46,7 @@ type node struct {
 	flushAt  int64
 	phase    int64 // the writer tick's phase, ms
 	expiring bool
+	handed   map[int32]int64 // jobs handed on to a newer closest: when (ms), for the listing's grace (pool.ListingHeld)
 
 	born                 int64 // ms this incarnation started (join or move)
 	lastMove, lastChange int64
@@ -91,13 +92,15 @@ type jobRec struct {
 	lost, collected, finished bool
 	collectedAt               int64
 
-	wKw    int8  // -1 unlisted, 0 the keyword, 1 the finished keyword
-	wBy    int32 // writer node
-	wTo    int32 // index node
-	wToGen uint32
-	wNext  int64 // next rewrite, ms
-	wPt    keyspace.Pos
-	view   []string // replica set (peer IDs) the writer last saw, carried in the entry
+	wKw      int8  // -1 unlisted, 0 the keyword, 1 the finished keyword
+	wBy      int32 // writer node
+	wByGen   uint32
+	wTo      int32 // index node
+	wToGen   uint32
+	wNext    int64 // next rewrite, ms
+	wPt      keyspace.Pos
+	wClaimed bool     // left ready since its writer last wrote it ready: the next write resets the quarantine (indexwriter's claimed set)
+	view     []string // replica set (peer IDs) the writer last saw, carried in the entry
 
 	gtClient  int32
 	gtUntil   int64
@@ -121,12 +124,17 @@ type batch struct {
 	jobs    []int32
 	pts     []keyspace.Pos
 	kws     []int8
+	flags   []uint8  // per index write or withdrawal: wFinal, wReset
+	attempt uint8    // a sync's attempt: 0 first, then re-planned after a failure (syncFailed)
+	tried   *[]int32 // a pass-on's or placement's targets so far, shared by its batches
 }
 
 type syncItem struct {
 	job    int32
 	st     job.State
 	forged bool // a forging node's finished or collected state: its proof fails the receiver's check
+	handed bool // the sender is not among the job's r closest: it hands the state on (replica.Replan)
+	drop   bool // handed on for the last time: the sender drops its copy once this sync took it (handedOn)
 }
 
 // Sim is one simulation run.
@@ -244,6 +252,8 @@ func (s *Sim) view(side int8) *ring {
 	return &s.rings[1+side]
 }
 
+// ringsAdd puts node id on the ring at its position (a join or a move)
+// and has its neighbours hand it their jobs (handOnSoon).
 func (s *Sim) ringsAdd(id int32) {
 	n := &s.nodes[id]
 	s.topo++
@@ -251,6 +261,7 @@ func (s *Sim) ringsAdd(id int32) {
 	if s.part {
 		s.rings[1+n.side].insert(n.pos, id)
 	}
+	s.handOnSoon(id)
 }
 
 func (s *Sim) ringsDel(id int32) {
@@ -275,7 +286,7 @@ func (s *Sim) join(id int32) {
 	n.claims = nil
 	n.cache = map[uint64]int64{}
 	n.rv = [2]regionView{}
-	n.idx, n.wq, n.flushAt, n.expiring, n.active = nil, nil, 0, false, 0
+	n.idx, n.wq, n.flushAt, n.expiring, n.active, n.handed = nil, nil, 0, false, 0, nil
 	n.born, n.lastMove, n.lastChange = now, 0, now
 	if now == 0 {
 		n.lastChange = 0
@@ -315,10 +326,12 @@ func (s *Sim) timers(id int32) {
 // gone; it rejoins as a new node after an exponential down time.
 func (s *Sim) crash(id int32) {
 	n := &s.nodes[id]
+	listed := s.listedBy(id)
 	for _, j := range sortedKeys(n.jobs) {
 		s.dropReplica(id, j)
 	}
 	s.ringsDel(id)
+	s.takeOverDead(id, listed)
 	n.alive = false
 	n.upMS += s.e.now - n.upAt
 	n.idx, n.wq, n.jobs, n.cache = nil, nil, nil, nil
@@ -449,6 +462,10 @@ func (s *Sim) dispatch(ev event) {
 		s.sync(ev)
 	case evSyncReply:
 		s.syncReply(ev)
+	case evSyncFailed:
+		s.syncFailed(ev)
+	case evHandOn:
+		s.handOn(ev)
 	case evRewrite:
 		s.rewriteDue(ev)
 	case evFlush:
