@@ -364,6 +364,11 @@ func (c *Config) Validate() error {
 			return bad("behaviour %v is not a fault", b)
 		}
 	}
+	lb := c.controller(0)
+	lb.ApplyDefaults()
+	if err := lb.Validate(); err != nil {
+		return bad("%v", err)
+	}
 	return nil
 }
 
