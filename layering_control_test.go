@@ -17,7 +17,8 @@ func cleanGraph() importGraph {
 	graph := importGraph{
 		m("cmd/up"):      {m("node")},
 		m("testnet"):     {m("node"), m("testnet/sim")},
-		m("node"):        {m("claimnet"), m("indexnet"), m("overlay"), m("pool")},
+		m("node"):        {m("balancenet"), m("claimnet"), m("indexnet"), m("overlay"), m("pool")},
+		m("balancenet"):  {m("loadbalance"), m("overlay"), m("pool")},
 		m("claimnet"):    {m("claim"), m("overlay")},
 		m("indexnet"):    {m("index"), m("overlay")},
 		m("pool"):        {m("job"), m("overlay"), m("store")},
@@ -65,12 +66,23 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 	// The simulator reaches pebble (pool -> store) and libp2p (pool ->
 	// overlay).
 	add(m("testnet/sim"), m("pool"))
+	// The balancing controller reads the clock; a client links the
+	// balancing shell; so does the simulator.
+	add(m("loadbalance"), "time")
+	add(m("client"), m("balancenet"))
+	add(m("testnet/sim"), m("balancenet"))
 	// A pure package's tests import outside their allow-list.
 	testImports := importGraph{m("loadbalance"): {"net/http", "testing"}}
 
 	want := []string{
 		ruleOverlay + " | overlay | pool: overlay -> certs -> pool",
 		ruleNode + " | apps | node: apps -> node",
+		ruleClientSide + " | client | balancenet: client -> balancenet",
+		ruleBalance + " | client | balancenet: client -> balancenet",
+		ruleSimulator + " | testnet/sim | balancenet: testnet/sim -> balancenet",
+		ruleBalance + " | testnet/sim | balancenet: testnet/sim -> balancenet",
+		rulePureImports + " | loadbalance | time: loadbalance -> time",
+		rulePureNever + " | loadbalance | time: loadbalance -> time",
 		ruleClientSide + " | client | pool: client -> claimnet -> pool",
 		ruleClientSide + " | client | store: client -> claimnet -> pool -> store",
 		ruleClientSide + " | indexnet | pool: indexnet -> overlay -> certs -> pool",

@@ -107,9 +107,12 @@ var purePackages = []purePackage{
 		neverImports: noClockFilesRandomness,
 	},
 	{
-		// The package is pure: nothing it depends on, transitively, may be
-		// outside the standard library and this module's keyspace package,
-		// or be networking; math/rand/v2 only in tests.
+		// The load figure, the move decision, the split and the balancing
+		// controller the nodes and the simulator step: nothing it depends
+		// on, transitively, may be outside the standard library and this
+		// module's keyspace package, or be networking; no files, no clock,
+		// no randomness of its own (the controller's time is an argument
+		// and its source the caller's); math/rand/v2 only in tests.
 		path: module + "/loadbalance",
 		allowed: []string{
 			"fmt",
@@ -118,6 +121,7 @@ var purePackages = []purePackage{
 			"sort",
 			"github.com/up-pool/up/dht/keyspace",
 		},
+		neverImports:    noClockFilesRandomness,
 		standardOnly:    true,
 		besidesStandard: []string{module + "/dht/keyspace"},
 		allowedInTests:  []string{"math/rand/v2", "os/exec", "strings", "testing"},
@@ -166,10 +170,11 @@ var purePackages = []purePackage{
 
 // Names of the shell rules, which pending violations refer to.
 const (
-	ruleOverlay    = "a. overlay links no pool, claimnet or indexnet"
+	ruleOverlay    = "a. overlay links no pool, claimnet, indexnet or balancenet"
 	ruleNode       = "b. only cmd/up and the harness import node"
-	ruleClientSide = "c. client-side packages link no store or pool"
-	ruleSimulator  = "d. the simulator links no libp2p, pebble or prometheus"
+	ruleClientSide = "c. client-side packages link no store, pool or balancenet"
+	ruleSimulator  = "d. the simulator links no libp2p, pebble, prometheus or balancenet"
+	ruleBalance    = "e. only node imports balancenet"
 )
 
 // shellRules are the forbidden edges between the network shells.
@@ -179,7 +184,7 @@ var shellRules = []dependencyRule{
 		// built on it must not leak back into it.
 		name:       ruleOverlay,
 		from:       treeOf("overlay"),
-		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet")},
+		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"), treeOf("balancenet")},
 		transitive: true,
 	},
 	{
@@ -191,11 +196,12 @@ var shellRules = []dependencyRule{
 		forbidden: []packageSet{treeOf("node")},
 	},
 	{
-		// A worker or a project holds no replicas: it must not link the
-		// node's job store or its pebble database.
+		// A worker or a project holds no replicas and never moves: it must
+		// not link the node's job store, its pebble database or the
+		// balancing shell.
 		name:       ruleClientSide,
 		from:       treeOf("agent", "client", "project", "claimclient", "indexnet"),
-		forbidden:  []packageSet{treeOf("store"), treeOf("pool")},
+		forbidden:  []packageSet{treeOf("store"), treeOf("pool"), treeOf("balancenet")},
 		transitive: true,
 	},
 	{
@@ -207,8 +213,18 @@ var shellRules = []dependencyRule{
 			containing("libp2p"),
 			externalTree("pebble", "github.com/cockroachdb/pebble"),
 			externalTree("prometheus", "github.com/prometheus"),
+			treeOf("balancenet"),
 		},
 		transitive: true,
+	},
+	{
+		// The balancing shell moves the node it runs in (it restarts the
+		// node's network stack): node builds and wires it; the others use
+		// the node's methods, and the simulator the controller itself.
+		name:      ruleBalance,
+		from:      treeOf(""),
+		except:    treeOf("node", "balancenet"),
+		forbidden: []packageSet{treeOf("balancenet")},
 	},
 }
 
