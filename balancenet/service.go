@@ -183,7 +183,7 @@ func (s *Service) stepLocked(now int64, ev loadbalance.Event[peer.ID]) []loadbal
 	defer s.mu.Unlock()
 	acts := s.ctl.Step(now, ev)
 	for _, a := range acts {
-		if a.Kind == loadbalance.Publish {
+		if a.Kind == loadbalance.Publish && s.m.load != nil { // nil before the first Serve
 			s.m.load.Set(a.Load.Value(s.cfg.Params))
 		}
 	}
