@@ -27,8 +27,11 @@
 // replica states, replica.Decide for republish rounds, claim.Decide,
 // claim.CheckConfirm, claim.Release and claim.Driver for claims,
 // index.Table (Put, Select with quarantine, Withdraw, Expire, Page) and
-// index.Desired for the index, and loadbalance.Decide, Weighted, SplitFrom
-// and MinSplitBit for load balancing.
+// index.Desired for the index, and for load balancing the controller
+// every node steps (loadbalance.Controller: probes, reactions to
+// piggy-backed loads, rate, cool-downs, the grind-bits gate, around
+// loadbalance.Decide) with Weighted, SplitFrom and MinSplitBit for the
+// heavy node's answer.
 //
 // A run counts, per simulated second, the RPCs each node receives by kind
 // (lookup, job, index, claim, load balancing) and the bytes, and keeps the
