@@ -157,6 +157,9 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	default:
 		cfg.StoreSyncInterval = f.storeSync
 	}
+	if f.balance > 0 && f.balance < time.Millisecond {
+		return node.Config{}, usageError{fmt.Errorf("--balance-interval %s is below 1ms", f.balance)}
+	}
 	cfg.Balance.Interval = f.balance
 	cfg.Balance.Off = f.noBalance
 	if f.balance < 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -37,5 +38,10 @@ func TestNodeRunNoBalance(t *testing.T) {
 		if got := strings.Contains(stderr.String(), "deprecated; use --no-balance"); got != tc.deprecated {
 			t.Errorf("%s: stderr %q", tc.name, stderr.String())
 		}
+	}
+	fl := base
+	fl.balance = time.Microsecond
+	if _, err := fl.config(io.Discard); err == nil || !strings.Contains(err.Error(), "--balance-interval 1µs is below 1ms") {
+		t.Errorf("interval of 1µs: %v", err)
 	}
 }
