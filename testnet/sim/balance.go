@@ -203,7 +203,8 @@ func (s *Sim) move(m, h int32, pos keyspace.Pos) {
 	if old != nil {
 		s.handEntries(old, func(e index.Entry) int32 { return v.closestOne(e.Point) }, kIndex)
 	}
-	// The new identity.
+	// The new identity, with a writer of its own.
+	s.forgetWriter(m)
 	mn.gen++
 	mn.name = nodeName(m, mn.gen)
 	mn.pos = pos
