@@ -17,7 +17,8 @@ func cleanGraph() importGraph {
 	graph := importGraph{
 		m("cmd/up"):          {m("node")},
 		m("testnet"):         {m("node"), m("testnet/sim")},
-		m("node"):            {m("claimnet"), m("indexnet"), m("overlay"), m("pool")},
+		m("node"):            {m("balancenet"), m("claimnet"), m("indexnet"), m("overlay"), m("pool")},
+		m("balancenet"):      {m("loadbalance"), m("overlay"), m("pool")},
 		m("claimnet"):        {m("claim"), m("overlay")},
 		m("indexnet"):        {m("index"), m("overlay")},
 		m("indexclient"):     {m("index"), m("overlay")},
@@ -70,6 +71,11 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 	add(m("testnet/sim"), m("pool"))
 	// The tests' kit imports a package of the module.
 	add(m("testnet/testkit"), m("overlay"))
+	// The balancing controller reads the clock; a client links the
+	// balancing shell; so does the simulator.
+	add(m("loadbalance"), "time")
+	add(m("client"), m("balancenet"))
+	add(m("testnet/sim"), m("balancenet"))
 	// A pure package's tests import outside their allow-list.
 	testImports := importGraph{m("loadbalance"): {"net/http", "testing"}}
 
@@ -78,6 +84,12 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		ruleNode + " | apps | node: apps -> node",
 		ruleClientSide + " | client | claimnet: client -> claimnet",
 		ruleClientSide + " | client | pebble: client -> claimnet -> pool -> store -> github.com/cockroachdb/pebble/v2",
+		ruleClientSide + " | client | balancenet: client -> balancenet",
+		ruleBalance + " | client | balancenet: client -> balancenet",
+		ruleSimulator + " | testnet/sim | balancenet: testnet/sim -> balancenet",
+		ruleBalance + " | testnet/sim | balancenet: testnet/sim -> balancenet",
+		rulePureImports + " | loadbalance | time: loadbalance -> time",
+		rulePureNever + " | loadbalance | time: loadbalance -> time",
 		ruleClientSide + " | client | pool: client -> claimnet -> pool",
 		ruleClientSide + " | client | store: client -> claimnet -> pool -> store",
 		ruleClientSide + " | indexclient | pool: indexclient -> overlay -> certs -> pool",

@@ -109,9 +109,12 @@ var purePackages = []purePackage{
 		neverImports: noClockFilesRandomness,
 	},
 	{
-		// The package is pure: nothing it depends on, transitively, may be
-		// outside the standard library and this module's keyspace package,
-		// or be networking; math/rand/v2 only in tests.
+		// The load figure, the move decision, the split and the balancing
+		// controller the nodes and the simulator step: nothing it depends
+		// on, transitively, may be outside the standard library and this
+		// module's keyspace package, or be networking; no files, no clock,
+		// no randomness of its own (the controller's time is an argument
+		// and its source the caller's); math/rand/v2 only in tests.
 		path: module + "/loadbalance",
 		allowed: []string{
 			"fmt",
@@ -120,6 +123,7 @@ var purePackages = []purePackage{
 			"sort",
 			"github.com/up-pool/up/dht/keyspace",
 		},
+		neverImports:    noClockFilesRandomness,
 		standardOnly:    true,
 		besidesStandard: []string{module + "/dht/keyspace"},
 		allowedInTests:  []string{"math/rand/v2", "os/exec", "strings", "testing"},
@@ -168,12 +172,13 @@ var purePackages = []purePackage{
 
 // Names of the shell rules, which pending violations refer to.
 const (
-	ruleOverlay    = "a. overlay links no pool, claimnet or indexnet"
+	ruleOverlay    = "a. overlay links no pool, claimnet, indexnet or balancenet"
 	ruleNode       = "b. only cmd/up and the harness import node"
 	ruleClientSide = "c. client-side packages link no store, pool or server shell"
-	ruleSimulator  = "d. the simulator links no libp2p, pebble or prometheus"
+	ruleSimulator  = "d. the simulator links no libp2p, pebble, prometheus or balancenet"
 	ruleCADir      = "e. the CA's directory links no network service"
 	ruleTestkit    = "f. the tests' kit links only the standard library"
+	ruleBalance    = "g. only node imports balancenet"
 )
 
 // shellRules are the forbidden edges between the network shells.
@@ -183,7 +188,7 @@ var shellRules = []dependencyRule{
 		// built on it must not leak back into it.
 		name:       ruleOverlay,
 		from:       treeOf("overlay"),
-		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet")},
+		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"), treeOf("balancenet")},
 		transitive: true,
 	},
 	{
@@ -195,13 +200,14 @@ var shellRules = []dependencyRule{
 		forbidden: []packageSet{treeOf("node")},
 	},
 	{
-		// A worker or a project holds no replicas and serves no protocol
-		// of a node: it must not link the node's job store, its pebble
-		// database, or the server halves of claiming and the index.
+		// A worker or a project holds no replicas, serves no protocol of a
+		// node and never moves: it must not link the node's job store, its
+		// pebble database, the server halves of claiming and the index, or
+		// the balancing shell.
 		name: ruleClientSide,
 		from: treeOf("agent", "client", "project", "claimclient", "indexclient"),
 		forbidden: []packageSet{treeOf("store"), treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"),
-			externalTree("pebble", "github.com/cockroachdb/pebble")},
+			treeOf("balancenet"), externalTree("pebble", "github.com/cockroachdb/pebble")},
 		transitive: true,
 	},
 	{
@@ -213,6 +219,7 @@ var shellRules = []dependencyRule{
 			containing("libp2p"),
 			externalTree("pebble", "github.com/cockroachdb/pebble"),
 			externalTree("prometheus", "github.com/prometheus"),
+			treeOf("balancenet"),
 		},
 		transitive: true,
 	},
@@ -235,6 +242,15 @@ var shellRules = []dependencyRule{
 		from:       treeOf("testnet/testkit"),
 		forbidden:  []packageSet{outsideStandardLibrary()},
 		transitive: true,
+	},
+	{
+		// The balancing shell moves the node it runs in (it restarts the
+		// node's network stack): node builds and wires it; the others use
+		// the node's methods, and the simulator the controller itself.
+		name:      ruleBalance,
+		from:      treeOf(""),
+		except:    treeOf("node", "balancenet"),
+		forbidden: []packageSet{treeOf("balancenet")},
 	},
 }
 

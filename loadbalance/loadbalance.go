@@ -1,7 +1,12 @@
 // Package loadbalance is the pure core of U.P.'s load balancing: a node's
 // load figure, the decision whether two nodes should even out by one moving,
-// and the split point that tells the lighter node where to land. No I/O, no
-// clock.
+// the split point that tells the lighter node where to land, and the
+// Controller, the state machine every node runs around them (when to probe,
+// how to react to a load piggy-backed on a reply, the cool-downs, the
+// measured request rate, the grind-bits gate of a move). No I/O, no clock,
+// no randomness of its own: the nodes' shell (package balancenet) and the
+// simulator (testnet/sim) step the same Controller with their own time and
+// seeded sources.
 //
 // The algorithm is the second one of Karger and Ruhl as adopted by the
 // thesis (sections 2.3.1, 3.4 and 4.2.1): every node now and then probes the

@@ -83,7 +83,7 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	in.claims = claimnet.NewService(in.ep, in.dht, in.pool, id, cc)
 	in.claims.OnFreed(in.writer.Unquarantine) // a failed claim does not idle the job for the quarantine
 	n.rememberPeers(in)
-	n.serveBalance(in)
+	n.lb.Serve(in.balance())
 	return in, nil
 }
 
@@ -116,7 +116,7 @@ func (n *Node) newEndpoint(h host.Host, metrics *overlay.Metrics, blocklist *ove
 		Blocklist:    blocklist,
 		// Another node's moves: at most one per cool-down (less a minute of
 		// clock skew).
-		MinMoveInterval: max(time.Duration(n.balanceCfg().Params.MinMoveInterval)*time.Millisecond-time.Minute, 0),
+		MinMoveInterval: max(time.Duration(n.lb.Config().Params.MinMoveInterval)*time.Millisecond-time.Minute, 0),
 		OnCRL: func(rl *certs.RevocationList) {
 			if err := id.SaveCRL(rl); err != nil {
 				log.Error("save revocation list", "err", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/up-pool/up/balancenet"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht"
@@ -39,12 +40,10 @@ type Node struct {
 	lock    *keystore.Lock // the data directory's, held until Close
 	started time.Time
 	peers   peerBook
-	lb      balance
+	lb      *balancenet.Service
 
-	mu     sync.RWMutex
-	inst   *instance
-	moving sync.Mutex     // one move at a time
-	lbWG   sync.WaitGroup // nudged balancing in progress
+	mu   sync.RWMutex
+	inst *instance
 
 	httpSrv *http.Server
 	httpLn  net.Listener
@@ -73,10 +72,9 @@ func Open(cfg Config) (_ *Node, err error) {
 	}
 	log := cfg.Logger.With("node", id.Name)
 	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now()}
-	// The current position record counts as the last move: peers refuse a
-	// newer one within the minimum move interval of it, so a fresh node
-	// must not try to move before then either.
-	n.lb.lastMove = id.Position.Position.IssuedAt.UnixMilli()
+	if n.lb, err = n.newBalance(); err != nil {
+		return nil, err
+	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	// The lock comes first: a directory in use is left alone, its store
 	// included.
@@ -119,7 +117,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.goLoop(n.reloadCRLLoop)
 	n.goLoop(n.savePeersLoop)
-	n.goLoop(n.balanceLoop)
+	n.goLoop(func() { n.lb.Run(n.ctx) })
 	peers := append([]peer.AddrInfo(nil), n.cfg.Bootstrap...)
 	peers = append(peers, n.knownPeers(n.cfg.MaxKnownPeers)...)
 	if len(peers) == 0 {
@@ -232,9 +230,8 @@ func (n *Node) ReloadCRL() {
 // order. Safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
-		n.mu.Lock() // startBalance adds to lbWG only before this
 		n.cancel()
-		n.mu.Unlock()
+		n.lb.Close() // the balancing in the background ends before the instance closes
 		var errs []error
 		if n.httpSrv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -242,7 +239,6 @@ func (n *Node) Close() error {
 			cancel()
 		}
 		n.wg.Wait()
-		n.lbWG.Wait()
 		n.mu.Lock()
 		in := n.inst
 		n.mu.Unlock()

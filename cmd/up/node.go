@@ -96,7 +96,8 @@ type nodeRunFlags struct {
 	rewrite       time.Duration
 	republish     time.Duration
 	capacity      float64
-	balance       time.Duration // 0: the default period; negative: off
+	balance       time.Duration // 0: the default period; negative: off (deprecated, --no-balance)
+	noBalance     bool
 	maxGrindBits  int
 	storeSync     time.Duration // 0: fsync every write
 }
@@ -157,7 +158,16 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	default:
 		cfg.StoreSyncInterval = f.storeSync
 	}
+	if f.balance > 0 && f.balance < time.Millisecond {
+		return node.Config{}, usageError{fmt.Errorf("--balance-interval %s is below 1ms", f.balance)}
+	}
 	cfg.Balance.Interval = f.balance
+	cfg.Balance.Off = f.noBalance
+	if f.balance < 0 {
+		// The old spelling of off, still accepted (balancenet.Config too).
+		fmt.Fprintln(stderr, "up node run: a negative --balance-interval is deprecated; use --no-balance")
+		cfg.Balance.Off = true
+	}
 	cfg.Balance.MaxGrindBits = f.maxGrindBits
 	return cfg, nil
 }
@@ -269,7 +279,8 @@ func newNodeRunCmd() *cobra.Command {
 	f.DurationVar(&fl.rewrite, "rewrite", 0, "T_rewrite, how often index entries are rewritten (default 10-15 min; entries expire after 1.6x)")
 	f.DurationVar(&fl.republish, "republish", 0, "mean time between republish rounds (default 25 min, ± 5 min)")
 	f.Float64Var(&fl.capacity, "capacity", 0, "this node's capacity relative to a typical volunteer's (default 1): load balancing divides its load by it")
-	f.DurationVar(&fl.balance, "balance-interval", 0, "mean time between load-balancing probes (default 40 min, ± half); negative turns balancing off")
+	f.DurationVar(&fl.balance, "balance-interval", 0, "mean time between load-balancing probes (default 40 min, ± half)")
+	f.BoolVar(&fl.noBalance, "no-balance", false, "no automatic load balancing: no probes, no reactions to loads piggy-backed on replies (the node still answers others)")
 	f.DurationVar(&fl.storeSync, "store-sync", 100*time.Millisecond, "how often the store's log is synced to disk for the writes since (replicas repair each other, so a write waits for the OS, not its own fsync); 0 syncs every write")
 	f.IntVar(&fl.maxGrindBits, "max-grind-bits", 0, "longest position prefix this node grinds an identity for when it moves (default 28; each bit doubles the cost)")
 	return cmd

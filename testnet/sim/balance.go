@@ -16,22 +16,71 @@ func (s *Sim) params() loadbalance.Params {
 		WRate: s.c.WRate, CoolDown: ms(s.c.CoolDown)}
 }
 
-// load is what node id reports when probed (or probing).
-func (s *Sim) load(id int32) loadbalance.Load {
+// controller is the balancing controller's configuration of every node
+// (node.BalanceConfig's in the real network): probes BalanceMin to
+// BalanceMax apart, off without Balance.
+func (c *Config) controller(lastChange int64) loadbalance.ControllerConfig {
+	return loadbalance.ControllerConfig{Off: !c.Balance, ProbeMin: ms(c.BalanceMin), ProbeMax: ms(c.BalanceMax), LastChange: lastChange,
+		Params: loadbalance.Params{Phi: c.Phi, Trivial: c.Trivial, WIndex: c.WIndex, WJob: c.WJob, WRate: c.WRate, CoolDown: ms(c.CoolDown)}}
+}
+
+// newController is the balancing controller of a new incarnation, which
+// took over data at lastChange (0: never), drawing from the run's source.
+func (s *Sim) newController(lastChange int64) *loadbalance.Controller[int32] {
+	c, err := loadbalance.NewController[int32](s.c.controller(lastChange), s.e.rng)
+	if err != nil {
+		panic(err) // Config.Validate checked the configuration
+	}
+	return c
+}
+
+// first is the first action of acts; a zero Action if none.
+func first(acts []loadbalance.Action[int32]) loadbalance.Action[int32] {
+	if len(acts) == 0 {
+		return loadbalance.Action[int32]{}
+	}
+	return acts[0]
+}
+
+// step steps node id's controller with ev now, counting the node's
+// holdings when it asks for them (balancenet's step).
+func (s *Sim) step(id int32, ev loadbalance.Event[int32]) []loadbalance.Action[int32] {
+	ctl := s.nodes[id].ctl
+	acts := ctl.Step(s.e.now, ev)
+	if len(acts) == 1 && acts[0].Kind == loadbalance.NeedCounts {
+		ev.Counts = s.counts(id)
+		acts = ctl.Step(s.e.now, ev)
+	}
+	return acts
+}
+
+// counts are node id's holdings now and the RPCs it has received.
+func (s *Sim) counts(id int32) *loadbalance.Counts {
 	n := &s.nodes[id]
-	l := loadbalance.Load{LastMove: n.lastMove, LastChange: n.lastChange}
+	c := &loadbalance.Counts{Served: float64(n.served)}
 	if n.idx != nil {
-		l.IndexEntries = n.idx.Len()
+		c.IndexEntries = n.idx.Len()
 	}
 	for j := range n.jobs {
 		if s.isClosest(id, j) {
-			l.ClosestJobs++
+			c.ClosestJobs++
 		}
 	}
-	if dt := s.e.now - n.winStart; dt > 0 {
-		l.Rate = float64(n.winRPC) * 1000 / float64(dt)
+	return c
+}
+
+// schedule carries out the probe actions of node id's controller: the
+// next evBalance, and the probe near a key (reported as probe, ok).
+func (s *Sim) schedule(id int32, acts []loadbalance.Action[int32]) (probe keyspace.Pos, ok bool) {
+	for _, a := range acts {
+		switch a.Kind {
+		case loadbalance.ScheduleProbe:
+			s.e.after(a.After, event{kind: evBalance, node: id, gen: s.nodes[id].gen})
+		case loadbalance.ProbeNear:
+			probe, ok = a.Key, true
+		}
 	}
-	return l
+	return probe, ok
 }
 
 // items are the heavy node's weighted items: its index entries' points
@@ -54,48 +103,55 @@ func (s *Sim) items(id int32) []loadbalance.Item {
 	return loadbalance.Weighted(idx, jobs, s.params())
 }
 
-// balance is a node's load-balancing round (thesis 3.4, 4.2.1): probe the
-// node its routing table holds nearest a random key, loadbalance.Decide, and if one must move,
-// the lighter lands in the split region loadbalance.SplitFrom picks beyond
-// the heavy node's nearest neighbour.
+// balance is a node's probe (thesis 3.4, 4.2.1; balancenet.Service.Run):
+// its controller schedules the next and names a random key, and the node
+// balances with the node its routing table holds nearest that key.
 func (s *Sim) balance(id int32) {
 	n := &s.nodes[id]
-	s.e.after(s.e.uniform(ms(s.c.BalanceMin), ms(s.c.BalanceMax)), event{kind: evBalance, node: id, gen: n.gen})
-	key := keyspace.Region{}.RandomPoint(s.e.rng)
-	// The node's routing table's nearest to the key (node.BalanceRound:
-	// dht.NearestLocal, no lookup).
+	key, ok := s.schedule(id, n.ctl.Step(s.e.now, loadbalance.Event[int32]{Kind: loadbalance.ProbeDue}))
+	if !ok {
+		return
+	}
+	// The node's routing table's nearest to the key (dht.NearestLocal, no
+	// lookup).
 	var buf [2]int32
-	other := int32(-1)
 	for _, c := range s.nearestLocal(partyTag(id, n.gen), n.pos, id, n.side, key, 2, buf[:0]) {
 		if c != id {
-			other = c
-			break
+			s.exchange(id, c, true)
+			return
 		}
 	}
-	if other < 0 {
-		return
-	}
-	s.balanceWith(id, other)
 }
 
-// balanceWith is node id's balance with node other (a probe, then
-// loadbalance.Decide, and a move of the lighter when one must move):
-// after its periodic probe picked other, or when other's reply carried a
-// load id should react to (observe).
-func (s *Sim) balanceWith(id, other int32) {
-	n := &s.nodes[id]
-	now := s.e.now
+// exchange is node id's exchange with node other (balancenet's exchange):
+// ask other's load, and carry out what id's controller answers — nudge
+// other, or ask other where to land and move there. Each message is an
+// RPC other receives.
+func (s *Sim) exchange(id, other int32, nudge bool) {
 	s.count(other, kLB, s.c.SizeState)
-	self, ol := s.load(id), s.load(other)
-	n.winRPC, n.winStart = 0, now
-	d := loadbalance.Decide(self, ol, now, s.params())
-	mover, heavy := id, other
-	switch d.Verdict {
-	case loadbalance.None:
-		return
-	case loadbalance.OtherMoves:
-		mover, heavy = other, id
+	theirs := first(s.step(other, loadbalance.Event[int32]{Kind: loadbalance.LoadAsked, Counts: s.counts(other)})).Load
+	a := first(s.step(id, loadbalance.Event[int32]{Kind: loadbalance.LoadAnswered, Peer: other, Load: theirs,
+		Counts: s.counts(id), Nudge: nudge}))
+	switch a.Kind {
+	case loadbalance.SendNudge:
+		s.count(other, kLB, s.c.SizeState)
+		if b := first(s.step(other, loadbalance.Event[int32]{Kind: loadbalance.Nudged, Peer: id})); b.Kind == loadbalance.AskLoad {
+			s.exchange(other, id, b.Nudge)
+		}
+	case loadbalance.AskSplit:
+		s.count(other, kLB, s.c.SizeState)
+		a = first(s.step(id, loadbalance.Event[int32]{Kind: loadbalance.SplitAnswered, Peer: other,
+			Split: s.splitAnswer(other, id), Decision: a.Decision}))
+		if a.Kind == loadbalance.MoveTo {
+			s.move(id, other, a.Target.RandomPoint(s.e.rng))
+		}
 	}
+}
+
+// splitAnswer is the heavy node's answer to the mover asking where to
+// land: the split loadbalance.SplitFrom picks beyond heavy's nearest
+// neighbour other than the mover.
+func (s *Sim) splitAnswer(heavy, mover int32) loadbalance.SplitAnswer {
 	h := &s.nodes[heavy]
 	s.scratch = s.view(h.side).closest(h.pos, s.c.K+1, s.scratch[:0])
 	var others []keyspace.Pos
@@ -105,10 +161,7 @@ func (s *Sim) balanceWith(id, other int32) {
 		}
 	}
 	target, _, _, _, ok := loadbalance.SplitFrom(h.pos, s.items(heavy), loadbalance.MinSplitBit(h.pos, others), s.c.SplitSlack)
-	if !ok {
-		return
-	}
-	s.move(mover, heavy, target.RandomPoint(s.e.rng))
+	return loadbalance.SplitAnswer{OK: ok, Prefix: target.Prefix, Bits: target.Bits}
 }
 
 // move relocates node m next to the heavy node h (its identity ground to
@@ -150,16 +203,16 @@ func (s *Sim) move(m, h int32, pos keyspace.Pos) {
 	if old != nil {
 		s.handEntries(old, func(e index.Entry) int32 { return v.closestOne(e.Point) }, kIndex)
 	}
-	// The new identity.
+	// The new identity: its writer records (by incarnation, wByGen) are
+	// a new writer's.
 	mn.gen++
 	mn.name = nodeName(m, mn.gen)
 	mn.pos = pos
 	mn.cache = map[uint64]int64{}
 	mn.rv = [2]regionView{}
 	mn.wq, mn.flushAt, mn.expiring = nil, 0, false
-	mn.born, mn.lastMove, mn.lastChange = now, now, now
-	mn.winRPC, mn.winStart = 0, now
-	mn.loadAt = -1
+	mn.born = now
+	s.step(m, loadbalance.Event[int32]{Kind: loadbalance.Moved})
 	s.ringsAdd(m)
 	s.timers(m)
 	// The heavy node hands over what m is now closer to.
@@ -181,8 +234,7 @@ func (s *Sim) move(m, h int32, pos keyspace.Pos) {
 			s.count(m, kLB, len(give)*s.c.SizeEntry)
 		}
 	}
-	hn.lastChange = now
-	hn.loadAt = -1
+	s.step(h, loadbalance.Event[int32]{Kind: loadbalance.HandedOver})
 	s.m.moves++
 }
 
@@ -224,73 +276,41 @@ func (s *Sim) putEntry(to int32, e index.Entry) {
 	}
 }
 
-// loadReportAge is how long (ms) a node reuses the load it piggy-backs on
-// its replies before computing it again (node.loadReportAge).
-const loadReportAge = 1000
-
-// reportedLoad is the load node id piggy-backs on its replies, at most
-// loadReportAge old.
-func (s *Sim) reportedLoad(id int32) loadbalance.Load {
-	n := &s.nodes[id]
-	if n.loadAt < 0 || s.e.now-n.loadAt >= loadReportAge {
-		n.load, n.loadAt = s.load(id), s.e.now
-	}
-	return n.load
-}
-
-// decideObserved is loadbalance.Decide(self's load, other, now) without
-// counting the jobs self is the closest to when it need not: the verdict
-// is SelfMoves for self loads below a bound, OtherMoves above another and
-// None between (the cool-down checks do not depend on the load), so when
-// self counted as the closest to none of its jobs and to all of them gets
-// one verdict, that is the verdict.
-func (s *Sim) decideObserved(self int32, other loadbalance.Load, now int64) loadbalance.Verdict {
-	n := &s.nodes[self]
-	p := s.params()
-	lo := loadbalance.Load{LastMove: n.lastMove, LastChange: n.lastChange}
-	if n.idx != nil {
-		lo.IndexEntries = n.idx.Len()
-	}
-	if dt := now - n.winStart; dt > 0 {
-		lo.Rate = float64(n.winRPC) * 1000 / float64(dt)
-	}
-	hi := lo
-	hi.ClosestJobs = len(n.jobs)
-	if v := loadbalance.Decide(lo, other, now, p).Verdict; v == loadbalance.Decide(hi, other, now, p).Verdict {
-		return v
-	}
-	return loadbalance.Decide(s.reportedLoad(self), other, now, p).Verdict
+// report is the load node id piggy-backs on its replies
+// (loadbalance.ReportDue: reused for a second).
+func (s *Sim) report(id int32) loadbalance.Load {
+	return first(s.step(id, loadbalance.Event[int32]{Kind: loadbalance.ReportDue})).Load
 }
 
 // observe is node id reading the load that node other's reply to it
-// carried (node.observeLoad, thesis 4.2.1: a node learns of a hot spot
-// from ordinary traffic, not only from its periodic probe): when one of
-// the two should move and id has not reacted within the cool-down, id
-// balances with other, as an event of its own so that the reply's
-// handling is not disturbed by a move.
+// carried (balancenet's observe, thesis 4.2.1: a node learns of a hot spot
+// from ordinary traffic, not only from its periodic probe): when id's
+// controller reacts, id balances with other, as an event of its own so
+// that the reply's handling is not disturbed by a move.
 func (s *Sim) observe(id, other int32) {
 	if !s.c.Balance || s.c.NoPiggyback || id == other || id < 0 {
 		return
 	}
 	n, o := &s.nodes[id], &s.nodes[other]
-	now := s.e.now
-	if !n.alive || !o.alive || (n.reactedAt != 0 && now-n.reactedAt < ms(s.c.CoolDown)) {
+	if !n.alive || !o.alive || !n.ctl.Listening(s.e.now) {
 		return
 	}
-	if s.decideObserved(id, s.reportedLoad(other), now) == loadbalance.None {
+	a := first(s.step(id, loadbalance.Event[int32]{Kind: loadbalance.Observed, Peer: other, Load: s.report(other)}))
+	if a.Kind != loadbalance.AskLoad {
 		return
 	}
-	n.reactedAt = now
 	s.m.reactions++
 	s.e.after(0, event{kind: evReact, node: id, gen: n.gen, arg: other, job: int32(o.gen)})
 }
 
 // react runs a reaction observe scheduled, if both incarnations are
-// still there.
+// still there, and tells the controller it is over.
 func (s *Sim) react(ev event) {
-	o := &s.nodes[ev.arg]
-	if !s.alive(ev) || !o.alive || int32(o.gen) != ev.job {
-		return
+	n, o := &s.nodes[ev.node], &s.nodes[ev.arg]
+	if s.alive(ev) && o.alive && int32(o.gen) == ev.job {
+		s.exchange(ev.node, ev.arg, true)
 	}
-	s.balanceWith(ev.node, ev.arg)
+	if n.alive { // the same controller unless the node crashed and rejoined since
+		s.step(ev.node, loadbalance.Event[int32]{Kind: loadbalance.ReactionEnded})
+	}
 }

@@ -77,7 +77,7 @@ type Config struct {
 
 	// Load balancing (thesis 3.4, 4.2.1).
 	Balance     bool          // load balancing on
-	NoPiggyback bool          // balancing reacts only to its periodic probes, not to loads piggy-backed on replies (node.observeLoad)
+	NoPiggyback bool          // balancing reacts only to its periodic probes, not to loads piggy-backed on replies (loadbalance.Observed)
 	BalanceMin  time.Duration // LB period lower bound; default 20 min
 	BalanceMax  time.Duration // LB period upper bound; default 60 min
 	Phi         float64       // φ; default 0.4
@@ -363,6 +363,11 @@ func (c *Config) Validate() error {
 		if b == Honest || b >= numBehaviours {
 			return bad("behaviour %v is not a fault", b)
 		}
+	}
+	lb := c.controller(0)
+	lb.ApplyDefaults()
+	if err := lb.Validate(); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }

@@ -30,11 +30,14 @@
 // claim.CheckConfirm and the post-merge check, as claimnet steps it),
 // claim.Release and claim.Driver for the client's; index.Table (Put,
 // Select with quarantine, Withdraw, Expire, Page) at index nodes and
-// index.Desired and index.Reconcile for the writers (writer.go); and
-// loadbalance.Decide, Weighted, SplitFrom and MinSplitBit for load
-// balancing. What the simulator still decides its own way: liveness is the
-// ring (the nodes probe), a job has one writer record (the newest
-// writer's), and only its closest lists it (the nodes add backup listers).
+// index.Desired and index.Reconcile for the writers (writer.go); and for
+// load balancing the controller every node steps (loadbalance.Controller:
+// probes, reactions to piggy-backed loads, rate, cool-downs, the
+// grind-bits gate, around loadbalance.Decide) with Weighted, SplitFrom and
+// MinSplitBit for the heavy node's answer. What the simulator still
+// decides its own way: liveness is the ring (the nodes probe), a job has
+// one writer record (the newest writer's), and only its closest lists it
+// (the nodes add backup listers).
 //
 // A run counts, per simulated second, the RPCs each node receives by kind
 // (lookup, job, index, claim, load balancing) and the bytes, and keeps the

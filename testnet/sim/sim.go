@@ -48,14 +48,10 @@ type node struct {
 	expiring bool
 	handed   map[int32]int64 // jobs handed on to a newer closest: when (ms), for the listing's grace (pool.ListingHeld)
 
-	born                 int64 // ms this incarnation started (join or move)
-	lastMove, lastChange int64
-	crashAt              int64
-	winRPC               uint32
-	winStart             int64
-	reactedAt            int64            // ms of the last reaction to a piggy-backed load
-	load                 loadbalance.Load // the load piggy-backed on replies, computed at loadAt
-	loadAt               int64            // ms; negative: compute again
+	born    int64 // ms this incarnation started (join or move)
+	crashAt int64
+	served  uint64                         // RPCs received, the counter the controller samples its rate from
+	ctl     *loadbalance.Controller[int32] // load balancing, from join to crash
 
 	cnt   [nKinds]uint32 // RPCs received in the current second
 	span  uint32         // RPCs received in the current load window (loadWindow)
@@ -287,12 +283,8 @@ func (s *Sim) join(id int32) {
 	n.cache = map[uint64]int64{}
 	n.rv = [2]regionView{}
 	n.idx, n.wq, n.flushAt, n.expiring, n.active, n.handed = nil, nil, 0, false, 0, nil
-	n.born, n.lastMove, n.lastChange = now, 0, now
-	if now == 0 {
-		n.lastChange = 0
-	}
-	n.winRPC, n.winStart, n.upAt = 0, now, now
-	n.reactedAt, n.loadAt = 0, -1
+	n.born, n.upAt = now, now
+	n.ctl = s.newController(now) // a joining node takes over data (none at the start, time 0)
 	n.phase = s.e.rng.Int64N(ms(s.c.WriterTick))
 	if s.part && s.e.rng.Float64() < s.c.Partition.Fraction {
 		n.side = 1
@@ -313,8 +305,7 @@ func (s *Sim) timers(id int32) {
 	ev.kind = evRepublish
 	s.e.after(s.e.uniform(ms(s.c.RepublishMin), ms(s.c.RepublishMax)), ev)
 	if s.c.Balance {
-		ev.kind = evBalance
-		s.e.after(s.e.uniform(ms(s.c.BalanceMin), ms(s.c.BalanceMax)), ev)
+		s.schedule(id, s.nodes[id].ctl.Step(s.e.now, loadbalance.Event[int32]{Kind: loadbalance.Start}))
 	}
 	if s.c.ChurnLife > 0 {
 		ev.kind = evCrash
@@ -382,7 +373,7 @@ func (s *Sim) count(id int32, k rpcKind, bytes int) {
 	}
 	n.cnt[k]++
 	n.bytes += uint32(bytes + s.c.SizeHeader)
-	n.winRPC++
+	n.served++
 }
 
 // isClosest reports whether node id is the closest live node to job j in

@@ -196,9 +196,10 @@ func TestBalanceImproves(t *testing.T) {
 }
 
 // TestPiggybackSpreadsSooner: balancing that also reacts to the loads
-// piggy-backed on replies (as node.observeLoad does) finds the hot index
-// node far more often than periodic probes of random keys alone (a probe
-// finds it with chance 1/N), so the keyword's index spreads further: the
+// piggy-backed on replies (as the nodes' controller does:
+// loadbalance.Observed) finds the hot index node far more often than
+// periodic probes of random keys alone (a probe finds it with chance
+// 1/N), so the keyword's index spreads further: the
 // busiest node's share falls and its peak index load is lower. The region
 // is narrow (p = 16, one node of 128 inside) so that balancing alone
 // spreads the keyword.
