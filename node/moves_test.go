@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,16 +20,12 @@ import (
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
 // TestMain doubles as `up app exec` for the clients' runners.
-func TestMain(m *testing.M) {
-	if os.Getenv("UP_RUNNER_EXEC") == "1" {
-		os.Exit(runner.Exec(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testkit.ExecMain(m, runner.Exec) }
 
 // TestMovesDuringWork: nodes move to balance a hot keyword while clients
 // claim and finish its jobs: no job is lost, none is claimed by two
@@ -120,8 +115,8 @@ func TestMovesDuringWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer a.Close()
-		r, err := runner.New(runner.Config{Launcher: []string{os.Args[0]}, WorkRoot: t.TempDir(),
-			Allow: map[string][]string{"lhc": {"hashchain"}}, Env: []string{"UP_RUNNER_EXEC=1"}})
+		r, err := runner.New(runner.Config{Launcher: testkit.Launcher(), WorkRoot: t.TempDir(),
+			Allow: map[string][]string{"lhc": {"hashchain"}}, Env: testkit.LauncherEnv()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,11 +142,7 @@ func TestMovesDuringWork(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	for deadline := time.Now().Add(2 * time.Minute); moves.Load() == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no node moved: the test did not test moves")
-		}
-	}
+	testkit.WaitFor(t, 2*time.Minute, "a node to move (else the test does not test moves)", func() bool { return moves.Load() > 0 })
 	submit(prepared[jobs/2:])
 	finished := func() int {
 		n := 0
