@@ -172,7 +172,7 @@ func (opts *Options) defaults() {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.Balance.Interval == 0 {
-		opts.Balance.Interval = -1
+		opts.Balance.Off = true // no automatic balancing unless a test asks for a period
 	}
 	if !opts.PoolLoops {
 		opts.Pool.DisableLoops = true
