@@ -24,11 +24,18 @@ type Decision struct {
 	Busy   bool   // denied only for another client's temporary claim (Statement.Busy)
 }
 
+// ReasonOtherCopy is the reason of a denial to a client that holds another
+// copy of the job's unit on the denying node.
+const ReasonOtherCopy = "client holds another copy of this unit"
+
 // Decide answers a client's claim request at now (ms). held says whether
 // the node holds the job; st is its replicated state with expiry applied;
-// temp its current temporary claim (nil when none); tClaim the temporary
-// claim's life in ms.
-func Decide(held bool, st job.State, temp *Temp, client []byte, now, tClaim int64) Decision {
+// temp its current temporary claim (nil when none); otherCopy whether the
+// node holds another copy of the job's unit that this client claimed,
+// finished or had collected (a redundant copy must come from another
+// client: the node refuses this one); tClaim the temporary claim's life in
+// ms.
+func Decide(held bool, st job.State, temp *Temp, client []byte, otherCopy bool, now, tClaim int64) Decision {
 	if !held {
 		return Decision{Kind: DontCare}
 	}
@@ -40,6 +47,9 @@ func Decide(held bool, st job.State, temp *Temp, client []byte, now, tClaim int6
 		return Decision{Kind: Denied, Reason: "claimed by another client"}
 	case job.Finished, job.Collected:
 		return Decision{Kind: Denied, Reason: "job is " + st.Phase.String()}
+	}
+	if otherCopy {
+		return Decision{Kind: Denied, Reason: ReasonOtherCopy}
 	}
 	if temp != nil && now < temp.Until && !bytes.Equal(temp.Client, client) {
 		return Decision{Kind: Denied, Reason: "temporarily claimed by another client", Busy: true}

@@ -31,6 +31,30 @@ func sameTemp(a, b *Temp) bool {
 	return bytes.Equal(a.Client, b.Client) && a.Until == b.Until
 }
 
+// TestDecideOtherCopy: a node that holds another copy of the job's unit
+// claimed or finished by the asking client denies it this one, saying
+// why; a job already this client's, or not held, is answered as before.
+func TestDecideOtherCopy(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		held bool
+		st   job.State
+		want Kind
+	}{
+		{"ready", true, job.State{}, Denied},
+		{"claimed by the same client", true, claimedBy(clientA, tNow-100, tNow+tFinish), Granted},
+		{"not held", false, job.State{}, DontCare},
+	} {
+		d := Decide(c.held, c.st, &Temp{clientA, tNow + 1}, clientA, true, tNow, tClaim)
+		if d.Kind != c.want || d.Temp != nil {
+			t.Errorf("%s: %v with temp %+v, want %v and no temp", c.name, d.Kind, d.Temp, c.want)
+		}
+		if c.want == Denied && d.Reason != ReasonOtherCopy {
+			t.Errorf("%s: reason %q", c.name, d.Reason)
+		}
+	}
+}
+
 func TestDecide(t *testing.T) {
 	finished := job.State{Phase: job.Finished, Client: clientA, At: tNow - 10, Result: []byte("r")}
 	collected := job.State{Phase: job.Collected, At: tNow - 10}
@@ -61,7 +85,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(tt.held, tt.st, tt.temp, clientA, tNow, tClaim)
+			d := Decide(tt.held, tt.st, tt.temp, clientA, false, tNow, tClaim)
 			if d.Kind != tt.want {
 				t.Fatalf("Kind = %v, want %v (reason %q)", d.Kind, tt.want, d.Reason)
 			}

@@ -178,7 +178,7 @@ func (w *scriptWorld) ask(d *datadriven.TestData) (string, error) {
 			if temp != nil && w.now >= temp.Until {
 				temp = nil
 			}
-			dec = Decide(true, job.Lapse(nd.st, w.now, w.tFinish, 0), temp, c.key, w.now, w.tClaim)
+			dec = Decide(true, job.Lapse(nd.st, w.now, w.tFinish, 0), temp, c.key, false, w.now, w.tClaim)
 			if dec.Temp != nil {
 				nd.temp = dec.Temp
 			}

@@ -76,16 +76,17 @@ type Grant struct {
 }
 
 // Grant answers client's claim request for job key at now: claim.Decide
-// on the job's state st (held says whether this node holds the job) and
-// its live temporary claim, which a grant records. When d.Temp is set the
+// on the job's state st (held says whether this node holds the job), its
+// live temporary claim, which a grant records, and otherCopy (this node
+// holds another copy of the job's unit the client claimed or finished). When d.Temp is set the
 // caller calls Lapse(key, d.Temp, t) at some t ≥ d.Temp.Until.
-func (s *Server[K]) Grant(key K, held bool, st job.State, client []byte, now int64) Grant {
+func (s *Server[K]) Grant(key K, held bool, st job.State, client []byte, otherCopy bool, now int64) Grant {
 	temp := s.temps[key]
 	if temp != nil && now >= temp.Until {
 		delete(s.temps, key)
 		temp = nil
 	}
-	g := Grant{Decision: Decide(held, st, temp, client, now, s.tClaim)}
+	g := Grant{Decision: Decide(held, st, temp, client, otherCopy, now, s.tClaim)}
 	if g.Temp != nil {
 		s.temps[key] = g.Temp
 		if len(s.temps) > maxTemps {

@@ -28,7 +28,7 @@ func grants(n int) []Reply {
 // now: grant, confirm, merge, Applied; it returns Applied's error.
 func claimOn(t *testing.T, srv *Server[string], st *job.State, client []byte, now int64) error {
 	t.Helper()
-	g := srv.Grant("j", true, *st, client, now)
+	g := srv.Grant("j", true, *st, client, false, now)
 	if g.Kind != Granted {
 		return errors.New("denied: " + g.Reason)
 	}
@@ -46,14 +46,14 @@ func TestServerGrantAndConfirm(t *testing.T) {
 	srv := NewServer[string](srvTClaim, DefaultTSkew)
 	ready := job.State{Phase: job.Ready}
 
-	if g := srv.Grant("j", false, job.State{}, a, 1000); g.Kind != DontCare || srv.Temps() != 0 {
+	if g := srv.Grant("j", false, job.State{}, a, false, 1000); g.Kind != DontCare || srv.Temps() != 0 {
 		t.Fatalf("job not held: %v, %d temps; want don't care and none", g.Kind, srv.Temps())
 	}
-	g := srv.Grant("j", true, ready, a, 1000)
+	g := srv.Grant("j", true, ready, a, false, 1000)
 	if g.Kind != Granted || g.Temp == nil || g.Temp.Until != 1000+srvTClaim {
 		t.Fatalf("first request: %+v; want a grant with a temporary claim until %d", g, 1000+srvTClaim)
 	}
-	if g := srv.Grant("j", true, ready, b, 2000); g.Kind != Denied || !g.Busy {
+	if g := srv.Grant("j", true, ready, b, false, 2000); g.Kind != Denied || !g.Busy {
 		t.Fatalf("second client while the first's temporary claim stands: %+v; want a busy denial", g)
 	}
 	if _, err := srv.Confirm("j", ready, b, grants(3), 3, anyNear, 2000, srvTFinish, 2000); !errors.Is(err, ErrNoTempClaim) {
@@ -77,7 +77,7 @@ func TestServerGrantAndConfirm(t *testing.T) {
 	if at, ok := srv.AcceptedAt("j", a, 1500); !ok || at != 2000 {
 		t.Fatalf("AcceptedAt = %d, %v; want 2000", at, ok)
 	}
-	if g := srv.Grant("j", true, merged, b, 3000); g.Kind != Denied || g.Busy {
+	if g := srv.Grant("j", true, merged, b, false, 3000); g.Kind != Denied || g.Busy {
 		t.Fatalf("request for a claimed job: %+v; want a plain denial", g)
 	}
 }
@@ -85,7 +85,7 @@ func TestServerGrantAndConfirm(t *testing.T) {
 func TestServerGrantNamesEndedStart(t *testing.T) {
 	srv := NewServer[string](srvTClaim, DefaultTSkew)
 	tomb := job.State{Phase: job.Ready, Client: []byte("old"), Start: 777}
-	if g := srv.Grant("j", true, tomb, []byte("new"), 1000); g.Kind != Granted || g.Start != 777 {
+	if g := srv.Grant("j", true, tomb, []byte("new"), false, 1000); g.Kind != Granted || g.Start != 777 {
 		t.Fatalf("grant after an ended claim: %+v; want Start 777", g)
 	}
 }
@@ -106,7 +106,7 @@ func TestServerAppliedRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := NewServer[string](srvTClaim, DefaultTSkew)
-			srv.Grant("j", true, ready, a, 1000)
+			srv.Grant("j", true, ready, a, false, 1000)
 			p, err := srv.Confirm("j", ready, a, grants(3), 3, anyNear, 1000, srvTFinish, 1000)
 			if err != nil {
 				t.Fatal(err)
@@ -132,14 +132,14 @@ func TestServerLapse(t *testing.T) {
 	a, b := []byte("client-a"), []byte("client-b")
 	ready := job.State{Phase: job.Ready}
 	srv := NewServer[string](srvTClaim, DefaultTSkew)
-	first := srv.Grant("j", true, ready, a, 1000).Temp
+	first := srv.Grant("j", true, ready, a, false, 1000).Temp
 	if srv.Lapse("j", first, 1000+srvTClaim-1) {
 		t.Fatal("lapsed before its end")
 	}
 	if !srv.Lapse("j", first, 1000+srvTClaim) || srv.Temps() != 0 {
 		t.Fatal("an unconfirmed temporary claim did not lapse at its end")
 	}
-	second := srv.Grant("j", true, ready, b, 20_000).Temp
+	second := srv.Grant("j", true, ready, b, false, 20_000).Temp
 	if srv.Lapse("j", first, 40_000) || srv.Temps() != 1 {
 		t.Fatal("the first claim's lapse check dropped the second client's claim")
 	}
@@ -183,9 +183,9 @@ func TestServerSweep(t *testing.T) {
 	srv := NewServer[int](srvTClaim, DefaultTSkew)
 	ready := job.State{Phase: job.Ready}
 	for i := range maxTemps {
-		srv.Grant(i, true, ready, []byte("c"), 0)
+		srv.Grant(i, true, ready, []byte("c"), false, 0)
 	}
-	srv.Grant(-1, true, ready, []byte("c"), srvTClaim)
+	srv.Grant(-1, true, ready, []byte("c"), false, srvTClaim)
 	if srv.Temps() != 1 {
 		t.Fatalf("%d temporary claims after the sweep; want only the live one", srv.Temps())
 	}
@@ -213,7 +213,7 @@ func TestServerLogOrdered(t *testing.T) {
 			c := clients[rng.IntN(len(clients))]
 			switch rng.IntN(4) {
 			case 0:
-				if g := srv.Grant("j", true, st, c, now); g.Temp != nil {
+				if g := srv.Grant("j", true, st, c, false, now); g.Temp != nil {
 					temps[string(c)] = g.Temp
 				}
 			case 1:

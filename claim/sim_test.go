@@ -215,7 +215,7 @@ func (s *scenario) step(c *simClient, now int64) error {
 			c.take(c.drv.Answer(m.node, false, 0, nil), cnow)
 			return nil
 		}
-		d := Decide(nd.held, job.Expire(nd.st, now), nd.temp, c.id, now, simTClaim)
+		d := Decide(nd.held, job.Expire(nd.st, now), nd.temp, c.id, false, now, simTClaim)
 		if d.Temp != nil {
 			nd.temp = d.Temp
 		}

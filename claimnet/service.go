@@ -225,8 +225,9 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 			h, held = s.pool.Lookup(req.Job)
 		}
 	}
+	otherCopy := held && s.pool.OtherCopyHeldBy(req.Job, client)
 	s.mu.Lock()
-	g := s.srv.Grant(string(req.Job), held, h.State, client, now)
+	g := s.srv.Grant(string(req.Job), held, h.State, client, otherCopy, now)
 	s.mu.Unlock()
 	if g.Temp != nil {
 		s.watchLapse(req.Job, g.Temp)

@@ -469,12 +469,7 @@ func (c *Client) download(ctx context.Context, in job.Input, path string) error 
 // project, application, arguments and inputs) before, or runs one now,
 // and remembers it under the returned key.
 func (c *Client) seenUnit(spec *job.Spec) (bool, string) {
-	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q", spec.Project, spec.App, spec.Args)
-	for _, in := range spec.Inputs {
-		h.Write(in.SHA256)
-	}
-	key := string(h.Sum(nil))
+	key := string(spec.UnitKey())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.units[key] {

@@ -262,7 +262,7 @@ func (r *acceptRun) commit(out []accepted) {
 	}
 	for _, f := range r.fresh {
 		if _, dup := r.p.jobs[f.key]; !dup {
-			r.p.jobs[f.key] = f.e
+			r.p.hold(f.key, f.e)
 		}
 	}
 }

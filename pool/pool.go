@@ -49,6 +49,7 @@ type entry struct {
 	tFinish     int64
 	expires     int64 // the spec's expiry, on its project's clock (job.Spec.Expires)
 	keywords    []string
+	unit        string // job.Spec.UnitKey: the unit the job is a copy of
 	proof       []byte // the evidence of state (job.Proof, encoded), nil when none
 	// lapsed says the claim state holds has lapsed on this node's clock,
 	// as last told to the OnChange hooks (ExpireNow reports changes).
@@ -65,8 +66,9 @@ type Pool struct {
 	r   int
 
 	mu    sync.Mutex
-	jobs  map[string]*entry // by job key (CID bytes)
-	certs map[string][]byte // project certificate DER by CertRef
+	jobs  map[string]*entry              // by job key (CID bytes)
+	units map[string]map[string]struct{} // job keys held, by unit key (hold, unhold)
+	certs map[string][]byte              // project certificate DER by CertRef
 	rng   *rand.Rand
 	goneN int // gone records on disk (gone.go)
 
@@ -102,6 +104,7 @@ func New(ep *overlay.Endpoint, d *dht.DHT, st *store.Store, cfg Config) (*Pool, 
 	p := &Pool{
 		cfg: cfg, ep: ep, dht: d, st: st, log: cfg.Logger, r: d.Replication(),
 		jobs:   make(map[string]*entry),
+		units:  make(map[string]map[string]struct{}),
 		certs:  make(map[string][]byte),
 		proven: make(map[[32]byte]struct{}),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
@@ -200,7 +203,7 @@ func (p *Pool) load() error {
 		key := string(signed.Key())
 		// A restarted node gets a fresh replica-expiry grace for its jobs:
 		// the next rounds tell whether it is still among their r closest.
-		p.jobs[key] = newEntry(key, spec, rec.State, max(rec.Responsible, p.nowMS()))
+		p.hold(key, newEntry(key, spec, rec.State, max(rec.Responsible, p.nowMS())))
 		return true
 	})
 	if err != nil {
@@ -231,7 +234,7 @@ func newEntry(key string, spec *job.Spec, st job.State, responsible int64) *entr
 	return &entry{
 		pos: keyspace.KeyPos([]byte(key)), state: st, responsible: responsible,
 		certRef: string(spec.CertRef), project: spec.Project, created: spec.Created, tFinish: spec.TFinish, keywords: spec.Keywords,
-		expires: spec.Expires(),
+		expires: spec.Expires(), unit: string(spec.UnitKey()),
 	}
 }
 
@@ -547,7 +550,7 @@ func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte) e
 func (p *Pool) Forget(key []byte) error {
 	p.mu.Lock()
 	_, held := p.jobs[string(key)]
-	delete(p.jobs, string(key))
+	p.unhold(string(key))
 	err := p.st.Delete(store.Key(jobNS, key))
 	_ = p.st.Delete(store.Key(resultNS, key))
 	_ = p.st.Delete(store.Key(proofNS, key))

@@ -294,7 +294,7 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 			b := p.st.NewBatch()
 			dropExpired(b, []byte(k))
 			if err := b.Commit(true); err == nil {
-				delete(p.jobs, k)
+				p.unhold(k)
 				deleted++
 				p.mDropped.Inc()
 				changes = append(changes, change{key: []byte(k), deleted: true})
@@ -313,7 +313,7 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 			markGone(b, []byte(k), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
 			if err := b.Commit(true); err == nil {
 				p.goneN++
-				delete(p.jobs, k)
+				p.unhold(k)
 				deleted++
 				p.mDropped.Inc()
 				changes = append(changes, change{key: []byte(k), deleted: true})

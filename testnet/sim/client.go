@@ -188,7 +188,8 @@ func (s *Sim) ask(ev event) {
 	case Forge:
 		d = claim.Decision{Kind: claim.Granted}
 	default:
-		d = s.claimsOf(ev.node).Grant(att.job, rep != nil, st, att.client, s.nowAt(ev.node)).Decision
+		// No other copy: the simulator models no units (each job its own).
+		d = s.claimsOf(ev.node).Grant(att.job, rep != nil, st, att.client, false, s.nowAt(ev.node)).Decision
 	}
 	att.replies = append(att.replies, claim.Reply{Node: name, Kind: d.Kind, At: s.nowAt(ev.node)})
 	s.act(att, att.drv.Answer(name, true, d.Kind, nil), s.latency())
