@@ -35,12 +35,12 @@ func TestScripts(t *testing.T) {
 
 // replicaWorld is one job and the nodes near it.
 type replicaWorld struct {
-	r       int
-	expiry  int64    // replica expiry, ms
-	now     int64    // ms, every node's clock
-	names   []string // nearest to the job first
-	nodes   map[string]*replicaNode
-	side    map[string]int // partition side; nodes on different sides cannot reach each other
+	r      int
+	expiry int64    // replica expiry, ms
+	now    int64    // ms, every node's clock
+	names  []string // nearest to the job first
+	nodes  map[string]*replicaNode
+	side   map[string]int // partition side; nodes on different sides cannot reach each other
 }
 
 // replicaNode is one node and its copy of the job.
