@@ -159,8 +159,9 @@ type Sim struct {
 	dead          map[uint64]deadMark // the project's dead marks, by partyTag
 	topo          uint64              // ring changes (joins, departures, moves, partitions)
 	tFinish       int64
-	running       []*attempt                            // static: won attempts waiting for the results phase
-	onAttemptEnd  func(att *attempt, out claim.Outcome) // set by Script: it takes over when an attempt ends
+	running       []*attempt                               // static: won attempts waiting for the results phase
+	onAttemptEnd  func(att *attempt, out claim.Outcome)    // set by Script: it takes over when an attempt ends
+	onConfirmed   func(att *attempt, node string, ok bool) // set by Script: a node's answer to a confirm
 	clientSeq     int32
 	genCount      int
 	genStart      int64
