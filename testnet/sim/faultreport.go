@@ -55,13 +55,13 @@ func pct(n, of int) float64 {
 
 // faultTable writes the runs' fault figures as a markdown table.
 func faultTable(w io.Writer, runs []Summary) error {
-	_, err := fmt.Fprint(w, "| run | nodes | jobs | Byzantine | behaviours | skewed (±) | jumping | jobs beyond f | lost (beyond f; swallowed) | double claims (beyond f) | unclaimable (beyond f) | claim p50 / p99 | forged states refused |\n"+
-		"|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	_, err := fmt.Fprint(w, "| run | nodes | jobs | Byzantine | behaviours | skewed (±) | jumping | jobs beyond f | lost (beyond f; swallowed) | resubmitted (given up) | double claims (beyond f) | unclaimable (beyond f) | claim p50 / p99 | forged states refused |\n"+
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		ff := r.Faults
-		_, err = fmt.Fprintf(w, "| %s | %d | %d | %.0f %% | %s | %.0f %% (%.0f min) | %.0f %% | %d (%.2f %%) | %d (%d; %d) | %d (%d) | %d (%d) | %.2f s / %.2f s | %d |\n",
+		_, err = fmt.Fprintf(w, "| %s | %d | %d | %.0f %% | %s | %.0f %% (%.0f min) | %.0f %% | %d (%.2f %%) | %d (%d; %d) | %d (%d) | %d (%d) | %d (%d) | %.2f s / %.2f s | %d |\n",
 			r.Name, r.Nodes, ff.Jobs, 100*ff.Byzantine, ff.Behaviours, 100*ff.Skewed, ff.SkewS/60, 100*ff.Jump,
-			ff.BeyondF, pct(ff.BeyondF, ff.Jobs), ff.Lost, ff.LostBeyondF, ff.Swallowed, ff.Doubles, ff.DoubleBeyondF,
+			ff.BeyondF, pct(ff.BeyondF, ff.Jobs), ff.Lost, ff.LostBeyondF, ff.Swallowed, ff.Resubmitted, ff.GivenUp, ff.Doubles, ff.DoubleBeyondF,
 			ff.Unclaimable, ff.UnclaimableBeyondF, ff.P50S, ff.P99S, ff.ForgedRefused)
 		if err != nil {
 			return err
