@@ -71,7 +71,8 @@ func faultTable(w io.Writer, runs []Summary) error {
 }
 
 // plotFaults draws two panels: the share of jobs beyond f, lost,
-// double-claimed and unclaimable against the Byzantine share; and the
+// double-claimed, unclaimable and sent again through another first node
+// (resubmitted) against the Byzantine share; and the
 // claim latency's median and 99th percentile.
 func plotFaults(runs []Summary, path string) error {
 	shares := plot.New()
@@ -92,10 +93,11 @@ func plotFaults(runs []Summary, path string) error {
 		{"unclaimable", func(ff *FaultFigures) float64 { return pct(ff.Unclaimable, ff.Jobs) }, shares},
 		{"lost", func(ff *FaultFigures) float64 { return pct(ff.Lost, ff.Jobs) }, shares},
 		{"double claims", func(ff *FaultFigures) float64 { return pct(ff.Doubles, ff.Jobs) }, shares},
+		{"resubmitted", func(ff *FaultFigures) float64 { return pct(ff.Resubmitted, ff.Jobs) }, shares},
 		{"claim p50", func(ff *FaultFigures) float64 { return ff.P50S }, lat},
 		{"claim p99", func(ff *FaultFigures) float64 { return ff.P99S }, lat},
 	}
-	colours := []color.Color{red, grey, green, orange, blue, red}
+	colours := []color.Color{red, grey, green, orange, blue, blue, red}
 	for i, g := range figs {
 		var xy plotter.XYs
 		for _, r := range runs {
