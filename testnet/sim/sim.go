@@ -101,9 +101,10 @@ type jobRec struct {
 	gtClient  int32
 	gtUntil   int64
 	gtEnded   bool
-	claimed   bool // some client won a claim on it
-	swallowed bool // its first node dropped it: never stored
-	faulty    int8 // Byzantine nodes among its r closest at creation
+	claimed   bool        // some client won a claim on it
+	swallowed bool        // the project gave its submission up and no node ever stored it
+	sub       *submission // the project's submission while in progress (submit.go)
+	faulty    int8        // Byzantine nodes among its r closest at creation
 }
 
 const (
@@ -120,9 +121,10 @@ type batch struct {
 	jobs    []int32
 	pts     []keyspace.Pos
 	kws     []int8
-	flags   []uint8  // per index write or withdrawal: wFinal, wReset
-	attempt uint8    // a sync's attempt: 0 first, then re-planned after a failure (syncFailed)
-	tried   *[]int32 // a pass-on's or placement's targets so far, shared by its batches
+	flags   []uint8    // per index write or withdrawal: wFinal, wReset
+	attempt uint8      // a sync's attempt: 0 first, then re-planned after a failure (syncFailed)
+	tried   *[]int32   // a pass-on's or placement's targets so far, shared by its batches
+	call    *storeCall // a placement's: the project's store it answers (submit.go)
 }
 
 type syncItem struct {
@@ -440,12 +442,14 @@ func (s *Sim) dispatch(ev event) {
 			s.trace.batch()
 		case 3:
 			s.markDead(ev.node, ev.gen)
-			s.sendJobLookup(ev.job, ev.node)
+			s.resubmit(ev.job)
 		default:
 			s.submit()
 		}
 	case evStore:
 		s.store(ev)
+	case evStored:
+		s.stored(ev)
 	case evRepublish:
 		if s.alive(ev) {
 			s.republish(ev.node)
