@@ -174,6 +174,7 @@ type Sim struct {
 	resultsAt     int64
 	scratch       []int32
 	scratch2      []int32
+	scratchPeers  []index.Peer
 	walk          []int32
 
 	m        metrics
