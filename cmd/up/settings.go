@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -193,8 +194,15 @@ func writeSettings(fs *pflag.FlagSet, title string, values map[string][]string, 
 	return b.Bytes()
 }
 
-// yamlScalar is s as a YAML string scalar, quoted where YAML needs it.
+// plainScalar matches values written bare: YAML reads them back as the
+// same text (settings are read as text, whatever YAML's type for them).
+var plainScalar = regexp.MustCompile(`^[A-Za-z0-9_./@+-][A-Za-z0-9_./:@+=,-]*$`)
+
+// yamlScalar is s as a YAML scalar, quoted where YAML needs it.
 func yamlScalar(s string) string {
+	if plainScalar.MatchString(s) {
+		return s
+	}
 	b, err := yaml.Marshal(s)
 	if err != nil {
 		return fmt.Sprintf("%q", s)
