@@ -20,7 +20,7 @@ import (
 // hold its finished entry. At most max jobs are described, those with the
 // fewest faulty nodes (Byzantine, or a jumped clock) among their r closest
 // first: on an adversarial network the jobs beyond f are expected to stall.
-func unharvested(net *Network, ledger *project.Ledger, projectName string, max int, workers []*benchWorker) string {
+func unharvested(net *Network, ledger *project.Ledger, projectName string, max int) string {
 	rows, err := ledger.DB().Query(`SELECT cid FROM jobs WHERE state = 'submitted'`)
 	if err != nil {
 		return fmt.Sprintf("ledger: %v", err)
@@ -52,19 +52,6 @@ func unharvested(net *Network, ledger *project.Ledger, projectName string, max i
 		var signed []byte
 		if err := ledger.DB().QueryRow(`SELECT signed FROM jobs WHERE cid = ?`, s).Scan(&signed); err == nil {
 			if _, spec, err := job.Decode(signed); err == nil {
-				unit := fmt.Sprintf("%q %q %q", spec.Project, spec.App, spec.Args)
-				for i, w := range workers {
-					w.mu.Lock()
-					var failed []string
-					prefix := fmt.Sprintf("job %x: ", key[len(key)-4:])
-					for e, n := range w.claimErrs {
-						if strings.HasPrefix(e, prefix) {
-							failed = append(failed, fmt.Sprintf("%s ×%d", strings.TrimPrefix(e, prefix), n))
-						}
-					}
-					fmt.Fprintf(&b, "  worker %d: ran the unit %v, runs %d, released %d, failed claims of this job %v\n", i+1, w.units[unit], w.runs.Load(), w.released.Load(), failed)
-					w.mu.Unlock()
-				}
 				for _, kw := range spec.Keywords {
 					for _, nd := range net.Live() {
 						if e, ok := nd.Index().Entry(kw, key); ok {

@@ -45,7 +45,7 @@ func TestBenchLifecycle(t *testing.T) {
 			if rep.JobsPerSec <= 0 || rep.CPUUSPerJob <= 0 || rep.RPCsPerJob < float64(rep.MinRPCsPerJob)/2 || rep.BytesPerJob <= 0 || rep.PeakRSSMiB <= 0 {
 				t.Fatalf("implausible figures: %+v", rep)
 			}
-			if o.Exec != testnet.ExecSubprocess && rep.Claim.N != rep.ClaimsWon {
+			if rep.Claim.N != rep.ClaimsWon {
 				t.Fatalf("%d claims timed, %d won", rep.Claim.N, rep.ClaimsWon)
 			}
 			if o.TCollect > 0 && (rep.EmptyAfterS <= 0 || rep.LeftJobs != 0 || rep.LeftEntries != 0) {

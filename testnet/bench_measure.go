@@ -291,29 +291,20 @@ func (r *benchRun) countRPCs(m1 counters) {
 }
 
 // countClaims sums the clients' claims, runs, empty finds and releases,
-// adds each in-process worker's first error, and fills the claim times'
-// quantiles.
+// and fills the claim times' quantiles.
 func (r *benchRun) countClaims() {
-	for _, w := range r.ws {
-		st := w.claimer.Stats()
-		r.rep.ClaimsWon += st.Won
-		r.rep.ClaimsLost += st.Lost
-		r.rep.ClaimsFailed += st.Failed + st.Unknown
-		r.rep.Runs += int(w.runs.Load())
-		r.rep.EmptyFinds += int(w.empty.Load())
-		r.rep.Released += int(w.released.Load())
-		if e := w.firstErr.Load(); e != nil {
-			r.addErr(*e)
-		}
-	}
 	for _, c := range r.cls {
 		st := c.Status()
 		r.rep.ClaimsWon += st.Claims.Won
 		r.rep.ClaimsLost += st.Claims.Lost
 		r.rep.ClaimsFailed += st.Claims.Failed + st.Claims.Unknown
 		r.rep.Runs += st.Done
+		r.rep.EmptyFinds += st.Queries["empty"]
+		r.rep.Released += st.Released
 	}
+	r.claimMu.Lock()
 	r.rep.Claim = quantiles(r.claimTimes)
+	r.claimMu.Unlock()
 }
 
 // readLedger fills the latency from submission to harvest of each job

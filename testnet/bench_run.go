@@ -90,10 +90,9 @@ type benchRun struct {
 	ledger *project.Ledger
 	agents []*agent.Agent // the clients'
 
-	// The clients: in-process workers or client.Client (ExecSubprocess).
+	// The clients, and the times of the claims they won.
 	stopClients context.CancelFunc
 	wg          sync.WaitGroup
-	ws          []*benchWorker
 	cls         []*client.Client
 	claimMu     sync.Mutex
 	claimTimes  []time.Duration

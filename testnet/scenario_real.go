@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
@@ -40,7 +41,7 @@ type realRun struct {
 	net     *Network
 	proj    *project.Project
 	ledger  *project.Ledger
-	workers []*benchWorker
+	workers []*party
 	t0      time.Time
 
 	acked, claimed, finished, harvested atomic.Int64
@@ -68,10 +69,19 @@ type gtClaim struct {
 	ended  bool
 }
 
+// party is one of the scenario's open-loop clients: the simulator's
+// client, which claims at the offered rate and runs a job when the
+// workload says, so not a client.Client.
+type party struct {
+	a       *agent.Agent
+	claimer *claimclient.Claimer
+	query   string
+}
+
 // wonClaim is a claim a client won, with the spec it fetched.
 type wonClaim struct {
 	client int
-	w      *benchWorker
+	w      *party
 	cl     *claimclient.Claim
 	signed *job.Signed
 	spec   *job.Spec
@@ -164,7 +174,7 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 	}
 	if fig.Lost > 0 {
 		rr.logf("  %d jobs submitted and never harvested; the first of them:\n%s%s", fig.Lost,
-			unharvested(rr.net, rr.ledger, scenarioProject, 3, rr.workers), rr.indexDiag(ctx))
+			unharvested(rr.net, rr.ledger, scenarioProject, 3), rr.indexDiag(ctx))
 	}
 	reduceRows(&fig, smp.rows, fig.Window)
 	smp.perJob(&fig)
@@ -227,8 +237,8 @@ func (rr *realRun) setUp(ctx context.Context) error {
 			return fmt.Errorf("start client %d: %w", i+1, err)
 		}
 		rr.onTearDown(func() { a.Close() })
-		rr.workers = append(rr.workers, &benchWorker{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
-			query: client.QueryFor(scenarioProject, attrs), units: map[string]bool{}})
+		rr.workers = append(rr.workers, &party{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
+			query: client.QueryFor(scenarioProject, attrs)})
 	}
 	return nil
 }

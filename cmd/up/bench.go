@@ -51,10 +51,9 @@ the wire per job; peak RSS.
 
 With --rate 0 the project submits as fast as the pool takes jobs,
 keeping at most --window jobs submitted and not yet harvested; with
---rate R it offers R jobs/s. --exec inproc (default) runs the clients'
-cycle in this process with the application called directly (same RPCs
-and checks as 'up client'); --exec subprocess runs real clients that
-start 'up app exec' per job.`,
+--rate R it offers R jobs/s. The clients are the real worker client of
+'up client run'; --exec inproc (default) has them call the application in
+this process, --exec subprocess start 'up app exec' per job.`,
 		Example: `  up bench --jobs 500
   up bench --nodes 32 --clients 8 --jobs 2000 --rate 200 --json`,
 		Args: noArgs,
