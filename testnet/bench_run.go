@@ -27,7 +27,7 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 	if err := o.Validate(); err != nil {
 		return r.rep, err
 	}
-	r.logf = lineLogger(o.Log)
+	r.logf = LineLogger(o.Log)
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	r.cancel = cancel

@@ -358,7 +358,7 @@ func RunScenario(ctx context.Context, o ScenarioOptions) (ScenarioReport, error)
 	if o.Scenario == "loadbalance" {
 		variants = []bool{false, true}
 	}
-	logf := lineLogger(o.Log)
+	logf := LineLogger(o.Log)
 	for i, bal := range variants {
 		run := ScenarioRun{Balance: bal}
 		if o.Scenario == "loadbalance" {
