@@ -23,6 +23,10 @@ var ScenarioNames = []string{"static", "dynamic", "churn", "churn-dynamic", "loa
 // keyword (the thesis' "LHC").
 const scenarioProject = "lhc"
 
+// scenarioApp is the zero-work application the scenario's jobs run:
+// hashchain with n = 0 (the bench's).
+const scenarioApp = "hashchain"
+
 // ScenarioOptions configure RunScenario. Zero values take the defaults.
 // Every duration is wall time on the real nodes and virtual time in the
 // simulator: both run the same shortened parameters.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/claimnet"
@@ -88,32 +87,8 @@ func stripRuntime(m *overlay.Metrics) {
 // nodeCounts reads one node's received RPCs by protocol.
 func nodeCounts(m *overlay.Metrics) map[string]float64 {
 	out := map[string]float64{}
-	eachReceived(m, func(proto, _ string, v float64) { out[proto] += v })
+	EachReceived(m, func(proto, _ string, v float64) { out[proto] += v })
 	return out
-}
-
-// eachReceived calls f with every counter of RPCs a node received: its
-// own protocols by name, the DHT's as "dht:<type>", and the sender's role
-// where the counter has one.
-func eachReceived(m *overlay.Metrics, f func(proto, role string, v float64)) {
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		return
-	}
-	for _, mf := range mfs {
-		var proto func(*dto.Metric) string
-		switch mf.GetName() {
-		case "up_rpc_received_total":
-			proto = func(m *dto.Metric) string { return label(m, "protocol") }
-		case "up_dht_requests_received_total":
-			proto = func(m *dto.Metric) string { return "dht:" + label(m, "type") }
-		default:
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			f(proto(m), label(m, "role"), m.GetCounter().GetValue())
-		}
-	}
 }
 
 // sample closes the second ending t s after the first submission (t 0:

@@ -24,6 +24,7 @@ import (
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // realRun is one scenario run on real nodes: a project submitting at the
@@ -174,11 +175,11 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 	}
 	if fig.Lost > 0 {
 		rr.logf("  %d jobs submitted and never harvested; the first of them:\n%s%s", fig.Lost,
-			unharvested(rr.net, rr.ledger, scenarioProject, 3), rr.indexDiag(ctx))
+			rr.net.Unharvested(rr.ledger, scenarioProject, 3), rr.indexDiag(ctx))
 	}
 	reduceRows(&fig, smp.rows, fig.Window)
 	smp.perJob(&fig)
-	fig.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
+	fig.PeakRSSMiB = float64(testkit.PeakRSS()) / (1 << 20)
 	smp.costFigures(&fig)
 	fig.Errors = rr.keptErrors()
 	return fig, smp.rows, runErr

@@ -73,7 +73,7 @@ func (rr *realRun) submitter(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		unit := []project.Unit{{App: BenchApp, Args: []string{"0", fmt.Sprintf("unit%d", k)}, Keywords: []string{scenarioProject},
+		unit := []project.Unit{{App: scenarioApp, Args: []string{"0", fmt.Sprintf("unit%d", k)}, Keywords: []string{scenarioProject},
 			TFinish: rr.p.TFinish}}
 		digest := sha256.Sum256(fmt.Appendf(nil, "scenario %d %d", o.Seed, k))
 		wg.Add(1)
@@ -322,7 +322,7 @@ func (rr *realRun) finish(ctx context.Context, wc *wonClaim) {
 	defer rr.pending.Add(-1)
 	defer rr.ended(wc.cl.Job, wc.client)
 	app, ok := apps.Lookup(wc.spec.App)
-	if !ok || wc.spec.App != BenchApp {
+	if !ok || wc.spec.App != scenarioApp {
 		rr.addErr("job %s: application %q not allowed", wc.signed.CID(), wc.spec.App)
 		return
 	}

@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/testnet"
 )
 
 // setUp starts the network, the project, its ledger and the clients'
@@ -22,7 +23,7 @@ import (
 func (r *benchRun) setUp(ctx context.Context) error {
 	o := r.o
 	setup := time.Now()
-	net, err := Start(ctx, benchNetworkOptions(o))
+	net, err := testnet.Start(ctx, benchNetworkOptions(o))
 	if err != nil {
 		return fmt.Errorf("start the network: %w", err)
 	}
@@ -58,8 +59,8 @@ func (r *benchRun) setUp(ctx context.Context) error {
 // benchNetworkOptions are the bench's network: o.Nodes nodes on loopback
 // TCP with their pool loops, replication o.R, no per-client rate limits,
 // and the periods scaled with o.TCollect when set.
-func benchNetworkOptions(o BenchOptions) Options {
-	opts := Options{Nodes: o.Nodes, Transport: TCP, Dir: o.Dir, Seed: o.Seed, PoolLoops: true,
+func benchNetworkOptions(o Options) testnet.Options {
+	opts := testnet.Options{Nodes: o.Nodes, Transport: testnet.TCP, Dir: o.Dir, Seed: o.Seed, PoolLoops: true,
 		Configure: func(_ int, cfg *node.Config) {
 			// Per-client rate limits defend a node; the bench measures
 			// capacity, so they are out of the way.
@@ -109,7 +110,7 @@ func (r *benchRun) startClient(ctx context.Context, i int, a *agent.Agent) error
 	var exec client.Executor = inProcess{}
 	if o.Exec == ExecSubprocess {
 		rn, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(o.Dir, fmt.Sprintf("work%d", i+1)),
-			Allow: map[string][]string{benchProject: {BenchApp}}})
+			Allow: map[string][]string{benchProject: {App}}})
 		if err != nil {
 			return fmt.Errorf("client worker%d's runner: %w", i+1, err)
 		}

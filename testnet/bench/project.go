@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"context"
@@ -133,7 +133,7 @@ func (r *benchRun) submit(ctx context.Context, b int, part []project.Unit) error
 func (r *benchRun) harvestAll(ctx context.Context) error {
 	for r.harvested.Load() < int64(r.o.Jobs) {
 		if ctx.Err() != nil {
-			r.logf("unharvested jobs:\n%s%s", unharvested(r.net, r.ledger, r.p.Name(), 8), r.clientsDiag())
+			r.logf("unharvested jobs:\n%s%s", r.net.Unharvested(r.ledger, r.p.Name(), 8), r.clientsDiag())
 			return fmt.Errorf("harvested %d of %d jobs before the timeout: %w", r.harvested.Load(), r.o.Jobs, ctx.Err())
 		}
 		recorded, err := r.harvest(ctx)
@@ -179,7 +179,7 @@ func benchUnits(n, keywords int) []project.Unit {
 	}
 	out := make([]project.Unit, n)
 	for i := range out {
-		out[i] = project.Unit{App: BenchApp, Args: []string{"0", fmt.Sprintf("unit%d", i)}, Keywords: kws, TFinish: 5 * time.Minute}
+		out[i] = project.Unit{App: App, Args: []string{"0", fmt.Sprintf("unit%d", i)}, Keywords: kws, TFinish: 5 * time.Minute}
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
 
@@ -25,13 +26,13 @@ const (
 	ExecSubprocess = "subprocess"
 )
 
-// BenchApp is the zero-work application the bench's jobs run: hashchain
+// App is the zero-work application the bench's jobs run: hashchain
 // with n = 0 (one SHA-256 of the unit's seed, a distinct, deterministic
 // 65-byte output per unit, so copies validate by equality).
-const BenchApp = "hashchain"
+const App = "hashchain"
 
-// BenchOptions configure RunBench. Zero values take the defaults.
-type BenchOptions struct {
+// Options configure Run. Zero values take the defaults.
+type Options struct {
 	Nodes    int // default 16
 	R        int // replication r; default 5
 	Clients  int // default 4
@@ -78,22 +79,22 @@ type BenchOptions struct {
 	// the 10 min default).
 	BackupDelay time.Duration
 	// Adversary makes some nodes Byzantine and some clocks wrong.
-	Adversary Adversary
+	Adversary testnet.Adversary
 	// Inspect, when set, is called after the last harvest, or at the
 	// timeout, with the network and the ledger still open (a test's
 	// checks).
-	Inspect func(*Network, *project.Ledger)
+	Inspect func(*testnet.Network, *project.Ledger)
 	// GiveUp, when set, is asked every 10 s once every job is submitted;
 	// true ends the run as the timeout would (a test that expects some
 	// jobs never to finish, such as those with more than f faulty
 	// replicas, need not wait the timeout out).
-	GiveUp func(*Network, *project.Ledger) bool
+	GiveUp func(*testnet.Network, *project.Ledger) bool
 	// AfterEmpty, when set with TCollect, is called after the wait for
 	// the node stores to empty, with the network still open.
-	AfterEmpty func(*Network)
+	AfterEmpty func(*testnet.Network)
 }
 
-func (o *BenchOptions) defaults() {
+func (o *Options) defaults() {
 	if o.Nodes == 0 {
 		o.Nodes = 16
 	}
@@ -133,7 +134,7 @@ func (o *BenchOptions) defaults() {
 }
 
 // Validate reports the first bad option, in one line.
-func (o BenchOptions) Validate() error {
+func (o Options) Validate() error {
 	o.defaults()
 	switch {
 	case o.Dir == "":
@@ -174,10 +175,10 @@ func (o BenchOptions) Validate() error {
 	return nil
 }
 
-// BenchReport is what RunBench measured. Per-job figures divide by Jobs;
+// Report is what Run measured. Per-job figures divide by Jobs;
 // everything is measured from the first submission to the last harvest
 // (setup excluded).
-type BenchReport struct {
+type Report struct {
 	Nodes       int     `json:"nodes"`
 	R           int     `json:"r"`
 	Clients     int     `json:"clients"`
@@ -260,7 +261,7 @@ type BenchReport struct {
 }
 
 // Consistent reports the first way the report does not add up.
-func (r BenchReport) Consistent() error {
+func (r Report) Consistent() error {
 	switch {
 	case r.Submitted != r.Jobs:
 		return fmt.Errorf("%d of %d jobs submitted", r.Submitted, r.Jobs)
@@ -286,7 +287,7 @@ func (r BenchReport) Consistent() error {
 const benchProject = "bench"
 
 // Format writes the report as text.
-func (r BenchReport) Format(w io.Writer) {
+func (r Report) Format(w io.Writer) {
 	load := "as fast as possible"
 	if r.OfferedRate > 0 {
 		load = fmt.Sprintf("%.0f jobs/s offered", r.OfferedRate)

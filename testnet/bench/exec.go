@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ type inProcess struct{}
 
 // Allowed allows the bench project's application only, as the clients'
 // runners allow it in subprocess mode.
-func (inProcess) Allowed(project, app string) bool { return project == benchProject && app == BenchApp }
+func (inProcess) Allowed(project, app string) bool { return project == benchProject && app == App }
 
 // Run calls the application's entry point; a failing application is an
 // outcome with exit code 1, as its child process would be.
