@@ -1,4 +1,4 @@
-package testnet
+package scenario
 
 import (
 	"context"
@@ -24,7 +24,9 @@ import (
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/testnet/testkit"
+	"math/rand/v2"
 )
 
 // realRun is one scenario run on real nodes: a project submitting at the
@@ -33,13 +35,13 @@ import (
 // workload's idle time or job length, the project harvesting every
 // HarvestEvery, and, for churn, nodes killed and restarted.
 type realRun struct {
-	o       ScenarioOptions
+	o       Options
 	p       Periods
 	balance bool
 	dir     string
 	logf    func(string, ...any)
 
-	net     *Network
+	net     *testnet.Network
 	proj    *project.Project
 	ledger  *project.Ledger
 	workers []*party
@@ -105,9 +107,9 @@ func (rr *realRun) since() float64 { return time.Since(rr.t0).Seconds() }
 // options are the network's options: mocknet, loops on, the shortened
 // periods; per-client rate limits are out of the way (the simulator has
 // none).
-func (rr *realRun) options() Options {
+func (rr *realRun) options() testnet.Options {
 	o, p := rr.o, rr.p
-	opts := Options{Nodes: o.Nodes, Transport: Mocknet, Dir: rr.dir, Seed: o.Seed, PoolLoops: true,
+	opts := testnet.Options{Nodes: o.Nodes, Transport: testnet.Mocknet, Dir: rr.dir, Seed: o.Seed, PoolLoops: true,
 		Configure: func(_ int, cfg *node.Config) {
 			cfg.Claim.TClaim = p.TClaim
 			cfg.Claim.Limit, cfg.Claim.Burst = 1e9, 1<<30
@@ -212,7 +214,7 @@ func (rr *realRun) tearDown() {
 // concurrent submissions), its ledger and the client parties.
 func (rr *realRun) setUp(ctx context.Context) error {
 	o := rr.o
-	net, err := Start(ctx, rr.options())
+	net, err := testnet.Start(ctx, rr.options())
 	if err != nil {
 		return fmt.Errorf("start %d nodes: %w", o.Nodes, err)
 	}
@@ -226,7 +228,7 @@ func (rr *realRun) setUp(ctx context.Context) error {
 	// take turns.
 	var s [32]byte
 	copy(s[:], fmt.Appendf(nil, "scenario nonces %d", o.Seed))
-	rr.proj.SetRand(&lockedReader{r: newSeeded(s)})
+	rr.proj.SetRand(&lockedReader{r: rand.NewChaCha8(s)})
 	if rr.ledger, err = project.OpenLedger(filepath.Join(rr.dir, "ledger.db")); err != nil {
 		return fmt.Errorf("open the ledger: %w", err)
 	}

@@ -1,4 +1,4 @@
-package testnet
+package scenario
 
 import (
 	"strconv"
@@ -13,6 +13,7 @@ import (
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
 
@@ -47,7 +48,7 @@ func kindOf(proto string) string {
 // nodes, with and without lookups. A node instance (a restart or a move
 // starts a new one, with counters from zero) is told apart by its metrics.
 type sampler struct {
-	net    *Network
+	net    *testnet.Network
 	window time.Duration
 	prev   map[*overlay.Metrics]map[string]float64
 	last   time.Time
@@ -68,7 +69,7 @@ type logClaim struct {
 	released    bool
 }
 
-func newSampler(n *Network, window time.Duration) *sampler {
+func newSampler(n *testnet.Network, window time.Duration) *sampler {
 	return &sampler{net: n, window: window, prev: map[*overlay.Metrics]map[string]float64{},
 		total: map[string]float64{}, claims: map[string]*logClaim{}}
 }
@@ -87,7 +88,7 @@ func stripRuntime(m *overlay.Metrics) {
 // nodeCounts reads one node's received RPCs by protocol.
 func nodeCounts(m *overlay.Metrics) map[string]float64 {
 	out := map[string]float64{}
-	EachReceived(m, func(proto, _ string, v float64) { out[proto] += v })
+	testnet.EachReceived(m, func(proto, _ string, v float64) { out[proto] += v })
 	return out
 }
 
@@ -244,7 +245,7 @@ func (s *sampler) logDoubles() int {
 	for _, c := range s.claims {
 		seen = append(seen, claimnet.Record{Job: []byte(c.job), Record: claim.Record{Client: []byte(c.client), Released: c.released}})
 	}
-	return len(ClaimedTwice(seen))
+	return len(testnet.ClaimedTwice(seen))
 }
 
 // perJob fills the window's RPCs per submitted job, by kind and by
