@@ -1,4 +1,4 @@
-package testnet
+package scenario
 
 import (
 	"context"
@@ -11,23 +11,28 @@ import (
 	"strings"
 	"time"
 
+	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/testnet/sim"
 )
 
-// Scenario names RunScenario knows: the simulator's presets (issue 9),
+// Names are the scenarios Run knows: the simulator's presets (issue 9),
 // shortened. loadbalance runs the dynamic workload twice, balancing off
 // and on.
-var ScenarioNames = []string{"static", "dynamic", "churn", "churn-dynamic", "loadbalance"}
+var Names = []string{"static", "dynamic", "churn", "churn-dynamic", "loadbalance"}
 
 // scenarioProject is the scenarios' project name, and so their index
 // keyword (the thesis' "LHC").
 const scenarioProject = "lhc"
 
-// ScenarioOptions configure RunScenario. Zero values take the defaults.
+// scenarioApp is the zero-work application the scenario's jobs run:
+// hashchain with n = 0 (the bench's).
+const scenarioApp = "hashchain"
+
+// Options configure Run. Zero values take the defaults.
 // Every duration is wall time on the real nodes and virtual time in the
 // simulator: both run the same shortened parameters.
-type ScenarioOptions struct {
-	Scenario string // one of ScenarioNames; required
+type Options struct {
+	Scenario string // one of Names; required
 	Nodes    int    // default 32
 	// Jobs is the static workloads' job count. Default 200.
 	Jobs int
@@ -67,10 +72,10 @@ type ScenarioOptions struct {
 	// Log receives progress lines; nil: none.
 	Log io.Writer
 	// Adversary makes some real nodes Byzantine and some clocks wrong.
-	Adversary Adversary
+	Adversary testnet.Adversary
 }
 
-func (o *ScenarioOptions) defaults() {
+func (o *Options) defaults() {
 	if o.Nodes == 0 {
 		o.Nodes = 32
 	}
@@ -115,21 +120,21 @@ func (o *ScenarioOptions) defaults() {
 	}
 }
 
-// MaxScenarioNodes bounds the real runs: every node lives in this process.
-const MaxScenarioNodes = 2000
+// MaxNodes bounds the real runs: every node lives in this process.
+const MaxNodes = 2000
 
 // Validate reports the first bad option, in one line.
-func (o ScenarioOptions) Validate() error {
+func (o Options) Validate() error {
 	o.defaults()
 	switch {
-	case !slices.Contains(ScenarioNames, o.Scenario):
-		return fmt.Errorf("unknown scenario %q (want one of %s)", o.Scenario, strings.Join(ScenarioNames, ", "))
+	case !slices.Contains(Names, o.Scenario):
+		return fmt.Errorf("unknown scenario %q (want one of %s)", o.Scenario, strings.Join(Names, ", "))
 	case o.Dir == "":
 		return errors.New("scenario: no directory")
 	case o.R < 1 || o.R > 8:
 		return fmt.Errorf("r %d out of 1..8", o.R)
-	case o.Nodes < o.R || o.Nodes > MaxScenarioNodes:
-		return fmt.Errorf("nodes %d out of %d..%d (at least r = %d)", o.Nodes, o.R, MaxScenarioNodes, o.R)
+	case o.Nodes < o.R || o.Nodes > MaxNodes:
+		return fmt.Errorf("nodes %d out of %d..%d (at least r = %d)", o.Nodes, o.R, MaxNodes, o.R)
 	case o.Jobs < 1 || o.Jobs > 1_000_000:
 		return fmt.Errorf("jobs %d out of 1..1000000", o.Jobs)
 	case !(o.Rate > 0 && o.Rate <= 1000):
@@ -151,12 +156,12 @@ func (o ScenarioOptions) Validate() error {
 }
 
 // dynamic reports whether the scenario's workload is the dynamic one.
-func (o ScenarioOptions) dynamic() bool {
+func (o Options) dynamic() bool {
 	return o.Scenario == "dynamic" || o.Scenario == "churn-dynamic" || o.Scenario == "loadbalance"
 }
 
 // churn reports whether nodes crash and come back.
-func (o ScenarioOptions) churn() bool { return strings.HasPrefix(o.Scenario, "churn") }
+func (o Options) churn() bool { return strings.HasPrefix(o.Scenario, "churn") }
 
 // Periods are the protocol parameters both sides run: the production
 // values divided by Scale, with a floor where a period is a bound on
@@ -181,7 +186,7 @@ type Periods struct {
 }
 
 // periods derives the shortened protocol parameters.
-func (o ScenarioOptions) periods() Periods {
+func (o Options) periods() Periods {
 	sc := func(d, floor time.Duration) time.Duration {
 		v := time.Duration(float64(d) / o.Scale).Round(time.Millisecond)
 		return max(v, floor)
@@ -209,7 +214,7 @@ func (o ScenarioOptions) periods() Periods {
 
 // simConfig is the simulator's run of the same scenario, with the same
 // shortened parameters.
-func (o ScenarioOptions) simConfig(balance bool) sim.Config {
+func (o Options) simConfig(balance bool) sim.Config {
 	p := o.periods()
 	c := sim.Config{Name: o.Scenario, Workload: sim.Static, Nodes: o.Nodes, Seed: o.Seed,
 		Jobs: o.Jobs, Rate: o.Rate, Gap: o.Gap, RunIdle: o.RunIdle, Keyword: scenarioProject,
@@ -324,8 +329,8 @@ type SecondRow struct {
 	Finished, Harvested             int
 }
 
-// ScenarioRun is one variant of a scenario on both sides.
-type ScenarioRun struct {
+// VariantRun is one variant of a scenario on both sides.
+type VariantRun struct {
 	Variant   string // "" or "balancing off" / "balancing on"
 	Balance   bool
 	Real, Sim Figures
@@ -334,22 +339,22 @@ type ScenarioRun struct {
 	SimConfig sim.Config
 }
 
-// ScenarioReport is what RunScenario measured.
-type ScenarioReport struct {
-	Options ScenarioOptions // defaults applied (Log and Dir as given)
+// Report is what Run measured.
+type Report struct {
+	Options Options // defaults applied (Log and Dir as given)
 	Periods Periods
-	Runs    []ScenarioRun
+	Runs    []VariantRun
 	Wall    time.Duration
 }
 
-// RunScenario runs a shortened scenario on opts.Nodes real nodes in this
+// Run runs a shortened scenario on opts.Nodes real nodes in this
 // process (mocknet, protocol periods scaled down) and the same scenario
 // with the same parameters in the simulator, and reports both side by
 // side. The loadbalance scenario runs both sides twice, balancing off and
 // on.
-func RunScenario(ctx context.Context, o ScenarioOptions) (ScenarioReport, error) {
+func Run(ctx context.Context, o Options) (Report, error) {
 	o.defaults()
-	rep := ScenarioReport{Options: o, Periods: o.periods()}
+	rep := Report{Options: o, Periods: o.periods()}
 	if err := o.Validate(); err != nil {
 		return rep, err
 	}
@@ -358,9 +363,9 @@ func RunScenario(ctx context.Context, o ScenarioOptions) (ScenarioReport, error)
 	if o.Scenario == "loadbalance" {
 		variants = []bool{false, true}
 	}
-	logf := lineLogger(o.Log)
+	logf := testnet.LineLogger(o.Log)
 	for i, bal := range variants {
-		run := ScenarioRun{Balance: bal}
+		run := VariantRun{Balance: bal}
 		if o.Scenario == "loadbalance" {
 			run.Variant = map[bool]string{false: "balancing off", true: "balancing on"}[bal]
 		}

@@ -1,4 +1,4 @@
-package testnet
+package scenario
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/wire"
 )
@@ -63,7 +64,7 @@ func (rr *realRun) indexDiag(ctx context.Context) string {
 	for _, nd := range rr.net.Live() {
 		ids = append(ids, nd.ID())
 	}
-	sortPeers(region.First(), ids)
+	dht.SortPeers(region.First(), ids)
 	var near []string
 	for _, p := range ids[:min(3, len(ids))] {
 		near = append(near, nameOf(p))

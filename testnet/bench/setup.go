@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/testnet"
 )
 
 // setUp starts the network, the project, its ledger and the clients'
@@ -23,7 +23,7 @@ import (
 func (r *benchRun) setUp(ctx context.Context) error {
 	o := r.o
 	setup := time.Now()
-	net, err := Start(ctx, benchNetworkOptions(o))
+	net, err := testnet.Start(ctx, benchNetworkOptions(o))
 	if err != nil {
 		return fmt.Errorf("start the network: %w", err)
 	}
@@ -59,8 +59,8 @@ func (r *benchRun) setUp(ctx context.Context) error {
 // benchNetworkOptions are the bench's network: o.Nodes nodes on loopback
 // TCP with their pool loops, replication o.R, no per-client rate limits,
 // and the periods scaled with o.TCollect when set.
-func benchNetworkOptions(o BenchOptions) Options {
-	opts := Options{Nodes: o.Nodes, Transport: TCP, Dir: o.Dir, Seed: o.Seed, PoolLoops: true,
+func benchNetworkOptions(o Options) testnet.Options {
+	opts := testnet.Options{Nodes: o.Nodes, Transport: testnet.TCP, Dir: o.Dir, Seed: o.Seed, PoolLoops: true,
 		Configure: func(_ int, cfg *node.Config) {
 			// Per-client rate limits defend a node; the bench measures
 			// capacity, so they are out of the way.
@@ -87,37 +87,39 @@ func benchNetworkOptions(o BenchOptions) Options {
 	return opts
 }
 
-// startClients starts a client on each of the clients' agents, its
-// goroutines labelled party=client; tearDown, or stop, stops them.
+// startClients starts a client.Client on each of the clients' agents,
+// its goroutines labelled party=client; tearDown, or stop, stops them.
 func (r *benchRun) startClients(ctx context.Context) error {
 	runCtx, stopClients := context.WithCancel(ctx)
 	r.stopClients = stopClients
 	r.onTearDown(stopClients)
-	attrs := client.Attributes{OS: runtime.GOOS, Arch: runtime.GOARCH} // as client.New fills them; memory unknown
 	for i, a := range r.agents {
-		if r.o.Exec == ExecSubprocess {
-			if err := r.startSubprocessClient(runCtx, i, a); err != nil {
-				return err
-			}
-			continue
+		if err := r.startClient(runCtx, i, a); err != nil {
+			return err
 		}
-		r.startWorker(runCtx, a, attrs)
 	}
 	return nil
 }
 
-// startSubprocessClient starts the i-th client as a client.Client whose
-// runner starts the application through the launcher.
-func (r *benchRun) startSubprocessClient(ctx context.Context, i int, a *agent.Agent) error {
+// startClient starts the i-th client: a client.Client whose executor runs
+// the application in this process (ExecInProcess) or starts it through
+// the launcher (ExecSubprocess). The nodes' per-client limits are off, so
+// the client does not pace itself; its warnings are the run's errors.
+func (r *benchRun) startClient(ctx context.Context, i int, a *agent.Agent) error {
 	o := r.o
-	rn, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(o.Dir, fmt.Sprintf("work%d", i+1)),
-		Allow: map[string][]string{benchProject: {BenchApp}}})
-	if err != nil {
-		return fmt.Errorf("client worker%d's runner: %w", i+1, err)
+	var exec client.Executor = inProcess{}
+	if o.Exec == ExecSubprocess {
+		rn, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(o.Dir, fmt.Sprintf("work%d", i+1)),
+			Allow: map[string][]string{benchProject: {App}}})
+		if err != nil {
+			return fmt.Errorf("client worker%d's runner: %w", i+1, err)
+		}
+		exec = rn
 	}
-	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: benchProject, Share: 1}}, Runner: rn, Slots: o.Slots,
-		BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Seed: o.Seed + uint64(i),
-		Logger: slog.New(slog.DiscardHandler)})
+	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: benchProject, Share: 1}}, Runner: exec, Slots: o.Slots,
+		Attributes: client.Attributes{OS: runtime.GOOS, Arch: runtime.GOARCH}, // memory unknown: no class ruled out
+		BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Pace: -1, Seed: o.Seed + uint64(i),
+		OnClaim: r.claimTimed, Logger: slog.New(warnings{add: r.addErr})})
 	if err != nil {
 		return fmt.Errorf("client worker%d: %w", i+1, err)
 	}
@@ -128,22 +130,6 @@ func (r *benchRun) startSubprocessClient(ctx context.Context, i int, a *agent.Ag
 		_ = c.Run(ctx)
 	})
 	return nil
-}
-
-// startWorker starts an in-process bench worker on the agent, one
-// goroutine a slot, each adding its claims' times to claimTimes.
-func (r *benchRun) startWorker(ctx context.Context, a *agent.Agent, attrs client.Attributes) {
-	w := &benchWorker{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0), query: client.QueryFor(benchProject, attrs),
-		units: map[string]bool{}}
-	w.claimer.SetSigner(a.Identity().Key)
-	r.ws = append(r.ws, w)
-	for range r.o.Slots {
-		r.wg.Add(1)
-		go pprof.Do(ctx, pprof.Labels("party", "client"), func(ctx context.Context) {
-			defer r.wg.Done()
-			w.loop(ctx, r.claimTimed)
-		})
-	}
 }
 
 // claimTimed adds one claim's time to claimTimes.

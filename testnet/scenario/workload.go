@@ -1,4 +1,4 @@
-package testnet
+package scenario
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/up-pool/up/apps"
 	"github.com/up-pool/up/claimclient"
+	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
@@ -72,7 +73,7 @@ func (rr *realRun) submitter(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		unit := []project.Unit{{App: BenchApp, Args: []string{"0", fmt.Sprintf("unit%d", k)}, Keywords: []string{scenarioProject},
+		unit := []project.Unit{{App: scenarioApp, Args: []string{"0", fmt.Sprintf("unit%d", k)}, Keywords: []string{scenarioProject},
 			TFinish: rr.p.TFinish}}
 		digest := sha256.Sum256(fmt.Appendf(nil, "scenario %d %d", o.Seed, k))
 		wg.Add(1)
@@ -264,7 +265,7 @@ func (rr *realRun) attempt(ctx context.Context, c int, wanted func() bool, goRun
 
 // won records a won claim against the ground truth, fetches the job's
 // spec, and queues the job (static) or runs it JobLength later (dynamic).
-func (rr *realRun) won(ctx context.Context, c int, w *benchWorker, cl *claimclient.Claim, goRun func(func(context.Context))) {
+func (rr *realRun) won(ctx context.Context, c int, w *party, cl *claimclient.Claim, goRun func(func(context.Context))) {
 	rr.claimed.Add(1)
 	rr.progressed()
 	now := time.Now()
@@ -274,7 +275,7 @@ func (rr *realRun) won(ctx context.Context, c int, w *benchWorker, cl *claimclie
 	}
 	rr.gt[string(cl.Job)] = &gtClaim{client: c, until: now.Add(rr.p.TFinish)}
 	rr.mu.Unlock()
-	signed, spec, err := w.fetchSpec(ctx, cl)
+	signed, spec, err := client.FetchSpec(ctx, w.a, w.a.Now(), cl.Job, cl.Nodes)
 	if err != nil {
 		if ctx.Err() == nil {
 			rr.addErr("client %d: %v", c+1, err)
@@ -315,13 +316,13 @@ func (rr *realRun) ended(key []byte, c int) {
 }
 
 // finish runs the zero-work application, seals the result to the project
-// and sends it to the claim's nodes (benchWorker.process, split from the
-// claim by the workload's idle time).
+// and sends it to the claim's nodes (client.Client's cycle, split from
+// the claim by the workload's idle time).
 func (rr *realRun) finish(ctx context.Context, wc *wonClaim) {
 	defer rr.pending.Add(-1)
 	defer rr.ended(wc.cl.Job, wc.client)
 	app, ok := apps.Lookup(wc.spec.App)
-	if !ok || wc.spec.App != BenchApp {
+	if !ok || wc.spec.App != scenarioApp {
 		rr.addErr("job %s: application %q not allowed", wc.signed.CID(), wc.spec.App)
 		return
 	}

@@ -1,4 +1,4 @@
-package testnet
+package scenario
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
@@ -23,6 +24,9 @@ import (
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
+	"math/rand/v2"
 )
 
 // realRun is one scenario run on real nodes: a project submitting at the
@@ -31,16 +35,16 @@ import (
 // workload's idle time or job length, the project harvesting every
 // HarvestEvery, and, for churn, nodes killed and restarted.
 type realRun struct {
-	o       ScenarioOptions
+	o       Options
 	p       Periods
 	balance bool
 	dir     string
 	logf    func(string, ...any)
 
-	net     *Network
+	net     *testnet.Network
 	proj    *project.Project
 	ledger  *project.Ledger
-	workers []*benchWorker
+	workers []*party
 	t0      time.Time
 
 	acked, claimed, finished, harvested atomic.Int64
@@ -68,10 +72,19 @@ type gtClaim struct {
 	ended  bool
 }
 
+// party is one of the scenario's open-loop clients: the simulator's
+// client, which claims at the offered rate and runs a job when the
+// workload says, so not a client.Client.
+type party struct {
+	a       *agent.Agent
+	claimer *claimclient.Claimer
+	query   string
+}
+
 // wonClaim is a claim a client won, with the spec it fetched.
 type wonClaim struct {
 	client int
-	w      *benchWorker
+	w      *party
 	cl     *claimclient.Claim
 	signed *job.Signed
 	spec   *job.Spec
@@ -94,9 +107,9 @@ func (rr *realRun) since() float64 { return time.Since(rr.t0).Seconds() }
 // options are the network's options: mocknet, loops on, the shortened
 // periods; per-client rate limits are out of the way (the simulator has
 // none).
-func (rr *realRun) options() Options {
+func (rr *realRun) options() testnet.Options {
 	o, p := rr.o, rr.p
-	opts := Options{Nodes: o.Nodes, Transport: Mocknet, Dir: rr.dir, Seed: o.Seed, PoolLoops: true,
+	opts := testnet.Options{Nodes: o.Nodes, Transport: testnet.Mocknet, Dir: rr.dir, Seed: o.Seed, PoolLoops: true,
 		Configure: func(_ int, cfg *node.Config) {
 			cfg.Claim.TClaim = p.TClaim
 			cfg.Claim.Limit, cfg.Claim.Burst = 1e9, 1<<30
@@ -164,11 +177,11 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 	}
 	if fig.Lost > 0 {
 		rr.logf("  %d jobs submitted and never harvested; the first of them:\n%s%s", fig.Lost,
-			unharvested(rr.net, rr.ledger, scenarioProject, 3, rr.workers), rr.indexDiag(ctx))
+			rr.net.Unharvested(rr.ledger, scenarioProject, 3), rr.indexDiag(ctx))
 	}
 	reduceRows(&fig, smp.rows, fig.Window)
 	smp.perJob(&fig)
-	fig.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
+	fig.PeakRSSMiB = float64(testkit.PeakRSS()) / (1 << 20)
 	smp.costFigures(&fig)
 	fig.Errors = rr.keptErrors()
 	return fig, smp.rows, runErr
@@ -201,7 +214,7 @@ func (rr *realRun) tearDown() {
 // concurrent submissions), its ledger and the client parties.
 func (rr *realRun) setUp(ctx context.Context) error {
 	o := rr.o
-	net, err := Start(ctx, rr.options())
+	net, err := testnet.Start(ctx, rr.options())
 	if err != nil {
 		return fmt.Errorf("start %d nodes: %w", o.Nodes, err)
 	}
@@ -215,7 +228,7 @@ func (rr *realRun) setUp(ctx context.Context) error {
 	// take turns.
 	var s [32]byte
 	copy(s[:], fmt.Appendf(nil, "scenario nonces %d", o.Seed))
-	rr.proj.SetRand(&lockedReader{r: newSeeded(s)})
+	rr.proj.SetRand(&lockedReader{r: rand.NewChaCha8(s)})
 	if rr.ledger, err = project.OpenLedger(filepath.Join(rr.dir, "ledger.db")); err != nil {
 		return fmt.Errorf("open the ledger: %w", err)
 	}
@@ -227,8 +240,8 @@ func (rr *realRun) setUp(ctx context.Context) error {
 			return fmt.Errorf("start client %d: %w", i+1, err)
 		}
 		rr.onTearDown(func() { a.Close() })
-		rr.workers = append(rr.workers, &benchWorker{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
-			query: client.QueryFor(scenarioProject, attrs), units: map[string]bool{}})
+		rr.workers = append(rr.workers, &party{a: a, claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0),
+			query: client.QueryFor(scenarioProject, attrs)})
 	}
 	return nil
 }

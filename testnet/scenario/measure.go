@@ -1,4 +1,4 @@
-package testnet
+package scenario
 
 import (
 	"strconv"
@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
 
@@ -48,7 +48,7 @@ func kindOf(proto string) string {
 // nodes, with and without lookups. A node instance (a restart or a move
 // starts a new one, with counters from zero) is told apart by its metrics.
 type sampler struct {
-	net    *Network
+	net    *testnet.Network
 	window time.Duration
 	prev   map[*overlay.Metrics]map[string]float64
 	last   time.Time
@@ -69,7 +69,7 @@ type logClaim struct {
 	released    bool
 }
 
-func newSampler(n *Network, window time.Duration) *sampler {
+func newSampler(n *testnet.Network, window time.Duration) *sampler {
 	return &sampler{net: n, window: window, prev: map[*overlay.Metrics]map[string]float64{},
 		total: map[string]float64{}, claims: map[string]*logClaim{}}
 }
@@ -88,32 +88,8 @@ func stripRuntime(m *overlay.Metrics) {
 // nodeCounts reads one node's received RPCs by protocol.
 func nodeCounts(m *overlay.Metrics) map[string]float64 {
 	out := map[string]float64{}
-	eachReceived(m, func(proto, _ string, v float64) { out[proto] += v })
+	testnet.EachReceived(m, func(proto, _ string, v float64) { out[proto] += v })
 	return out
-}
-
-// eachReceived calls f with every counter of RPCs a node received: its
-// own protocols by name, the DHT's as "dht:<type>", and the sender's role
-// where the counter has one.
-func eachReceived(m *overlay.Metrics, f func(proto, role string, v float64)) {
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		return
-	}
-	for _, mf := range mfs {
-		var proto func(*dto.Metric) string
-		switch mf.GetName() {
-		case "up_rpc_received_total":
-			proto = func(m *dto.Metric) string { return label(m, "protocol") }
-		case "up_dht_requests_received_total":
-			proto = func(m *dto.Metric) string { return "dht:" + label(m, "type") }
-		default:
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			f(proto(m), label(m, "role"), m.GetCounter().GetValue())
-		}
-	}
 }
 
 // sample closes the second ending t s after the first submission (t 0:
@@ -269,7 +245,7 @@ func (s *sampler) logDoubles() int {
 	for _, c := range s.claims {
 		seen = append(seen, claimnet.Record{Job: []byte(c.job), Record: claim.Record{Client: []byte(c.client), Released: c.released}})
 	}
-	return len(ClaimedTwice(seen))
+	return len(testnet.ClaimedTwice(seen))
 }
 
 // perJob fills the window's RPCs per submitted job, by kind and by

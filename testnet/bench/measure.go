@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"bytes"
@@ -11,16 +11,15 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/google/pprof/profile"
-	"github.com/libp2p/go-libp2p/core/peer"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // Quantiles are the median and 99th percentile of a set of durations.
@@ -43,18 +42,6 @@ func quantiles(ds []time.Duration) Quantiles {
 	return Quantiles{N: len(ds), P50: at(0.50), P99: at(0.99), Max: float64(ds[len(ds)-1]) / 1e6}
 }
 
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func peakRSS() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Maxrss * 1024 // kilobytes on Linux
-}
-
 // counters is a snapshot of the network's counters.
 type counters struct {
 	byProto, byRole map[string]float64
@@ -66,10 +53,10 @@ type counters struct {
 // benchCounters reads every node's RPC counters (overlay RPCs by protocol
 // and requester role, kad-dht requests by type), every party's lookups,
 // and the bytes on the wire.
-func benchCounters(n *Network, agents []*agent.Agent) counters {
+func benchCounters(n *testnet.Network, agents []*agent.Agent) counters {
 	c := counters{byProto: map[string]float64{}, byRole: map[string]float64{}, lookups: map[string]int64{}}
 	for _, nd := range n.Live() {
-		eachReceived(nd.Endpoint().Metrics(), func(proto, role string, v float64) {
+		testnet.EachReceived(nd.Endpoint().Metrics(), func(proto, role string, v float64) {
 			c.byProto[proto] += v
 			c.byRole[role] += v
 		})
@@ -84,37 +71,8 @@ func benchCounters(n *Network, agents []*agent.Agent) counters {
 		c.lookups["cached"] += st.Cached
 		c.lookupRPCs += st.RPCs
 	}
-	c.bytes = n.wireBytes()
+	c.bytes = n.WireBytes()
 	return c
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-// wireBytes is what the nodes sent plus what they received from parties
-// that are not nodes (the project and clients have no counters): every
-// byte on the wire once.
-func (n *Network) wireBytes() int64 {
-	nodes := map[peer.ID]bool{}
-	for _, nd := range n.Live() {
-		nodes[nd.ID()] = true
-	}
-	var sum int64
-	for _, c := range n.bw {
-		sum += c.GetBandwidthTotals().TotalOut
-		for p, st := range c.GetBandwidthByPeer() {
-			if !nodes[p] {
-				sum += st.TotalIn
-			}
-		}
-	}
-	return sum
 }
 
 // cpuByLabel sums a gzipped pprof CPU profile's CPU time by the value of
@@ -206,7 +164,7 @@ func (r *benchRun) startMeasuring() {
 			r.rep.ShareNote = "not sampled: " + err.Error()
 		}
 	}
-	r.cpu0, r.t0 = cpuNow(), time.Now()
+	r.cpu0, r.t0 = testkit.CPUTime(), time.Now()
 }
 
 // fillRates fills the report's elapsed time, throughput, CPU per job and
@@ -291,29 +249,20 @@ func (r *benchRun) countRPCs(m1 counters) {
 }
 
 // countClaims sums the clients' claims, runs, empty finds and releases,
-// adds each in-process worker's first error, and fills the claim times'
-// quantiles.
+// and fills the claim times' quantiles.
 func (r *benchRun) countClaims() {
-	for _, w := range r.ws {
-		st := w.claimer.Stats()
-		r.rep.ClaimsWon += st.Won
-		r.rep.ClaimsLost += st.Lost
-		r.rep.ClaimsFailed += st.Failed + st.Unknown
-		r.rep.Runs += int(w.runs.Load())
-		r.rep.EmptyFinds += int(w.empty.Load())
-		r.rep.Released += int(w.released.Load())
-		if e := w.firstErr.Load(); e != nil {
-			r.addErr(*e)
-		}
-	}
 	for _, c := range r.cls {
 		st := c.Status()
 		r.rep.ClaimsWon += st.Claims.Won
 		r.rep.ClaimsLost += st.Claims.Lost
 		r.rep.ClaimsFailed += st.Claims.Failed + st.Claims.Unknown
 		r.rep.Runs += st.Done
+		r.rep.EmptyFinds += st.Queries["empty"]
+		r.rep.Released += st.Released
 	}
+	r.claimMu.Lock()
 	r.rep.Claim = quantiles(r.claimTimes)
+	r.claimMu.Unlock()
 }
 
 // readLedger fills the latency from submission to harvest of each job
@@ -405,8 +354,8 @@ func (r *benchRun) logLeft() {
 func (r *benchRun) measureWireAndMemory() {
 	// libp2p's bandwidth meters update once a second.
 	time.Sleep(1200 * time.Millisecond)
-	r.rep.BytesPerJob = float64(r.net.wireBytes()-r.m0.bytes) / float64(r.o.Jobs)
-	r.rep.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
+	r.rep.BytesPerJob = float64(r.net.WireBytes()-r.m0.bytes) / float64(r.o.Jobs)
+	r.rep.PeakRSSMiB = float64(testkit.PeakRSS()) / (1 << 20)
 	r.rep.RSSPerNodeMiB = r.rep.PeakRSSMiB / float64(r.o.Nodes)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

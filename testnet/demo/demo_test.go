@@ -1,4 +1,4 @@
-package testnet_test
+package demo_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/demo"
 	"github.com/up-pool/up/testnet/testkit"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
-	rep, err := testnet.RunDemo(context.Background(), testnet.DemoOptions{
+	rep, err := demo.Run(context.Background(), demo.Options{
 		Dir: dir, Tiles: 4, Launcher: testkit.Launcher(), LauncherEnv: testkit.LauncherEnv(), Timeout: 90 * time.Second, Log: &log,
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"bytes"
@@ -11,23 +11,25 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
-// RunBench runs the whole job lifecycle in one process: opts.Nodes nodes on
+// Run runs the whole job lifecycle in one process: opts.Nodes nodes on
 // loopback TCP (full libp2p stack), a project and clients running a
 // zero-work built-in application; the project submits jobs (r acks each),
 // the nodes write their index entries, the clients query, claim, confirm
 // and send results to the job's nodes, the nodes list the finished jobs,
 // the project harvests, validates and collects. It measures throughput,
 // CPU, RPCs, lookups, latency, bytes and memory per job.
-func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
+func Run(ctx context.Context, o Options) (Report, error) {
 	o.defaults()
-	r := &benchRun{o: o, rep: BenchReport{Nodes: o.Nodes, R: o.R, Clients: o.Clients, Slots: o.Slots, Jobs: o.Jobs, Units: o.Jobs / o.Copies,
+	r := &benchRun{o: o, rep: Report{Nodes: o.Nodes, R: o.R, Clients: o.Clients, Slots: o.Slots, Jobs: o.Jobs, Units: o.Jobs / o.Copies,
 		Copies: o.Copies, Keywords: o.Keywords, Exec: o.Exec, OfferedRate: o.Rate, MinRPCsPerJob: 4*o.R + o.Keywords + 4}}
 	if err := o.Validate(); err != nil {
 		return r.rep, err
 	}
-	r.logf = lineLogger(o.Log)
+	r.logf = testnet.LineLogger(o.Log)
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	r.cancel = cancel
@@ -73,27 +75,26 @@ func RunBench(ctx context.Context, o BenchOptions) (BenchReport, error) {
 	return r.rep, nil
 }
 
-// benchRun is one RunBench's shared state: its options and report, the
+// benchRun is one Run's shared state: its options and report, the
 // parties it started, the clients' and the project's counters, and the
 // baselines the figures are measured from.
 type benchRun struct {
-	o      BenchOptions
-	rep    BenchReport // written by the harvester until it ends; Errors under errMu
+	o      Options
+	rep    Report // written by the harvester until it ends; Errors under errMu
 	logf   func(format string, args ...any)
 	cancel context.CancelFunc // ends the run, as its timeout does
 	// closers close what the run set up, in the order it was set up;
 	// tearDown runs them the last first.
 	closers []func()
 
-	net    *Network
+	net    *testnet.Network
 	p      *project.Project
 	ledger *project.Ledger
 	agents []*agent.Agent // the clients'
 
-	// The clients: in-process workers or client.Client (ExecSubprocess).
+	// The clients, and the times of the claims they won.
 	stopClients context.CancelFunc
 	wg          sync.WaitGroup
-	ws          []*benchWorker
 	cls         []*client.Client
 	claimMu     sync.Mutex
 	claimTimes  []time.Duration
@@ -144,7 +145,7 @@ func (r *benchRun) parties() []*agent.Agent {
 // submitted and returns the counters at the end.
 func (r *benchRun) stop() counters {
 	r.elapsed = time.Since(r.t0)
-	r.cpu = cpuNow() - r.cpu0
+	r.cpu = testkit.CPUTime() - r.cpu0
 	r.stopClients()
 	r.wg.Wait()
 	if r.prof != nil {

@@ -8,19 +8,76 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/project"
 )
 
-// unharvested describes, for a bench that timed out, where each job the
+// EachReceived calls f with every counter of RPCs a node received: its
+// own protocols by name, the DHT's as "dht:<type>", and the sender's role
+// where the counter has one.
+func EachReceived(m *overlay.Metrics, f func(proto, role string, v float64)) {
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		return
+	}
+	for _, mf := range mfs {
+		var proto func(*dto.Metric) string
+		switch mf.GetName() {
+		case "up_rpc_received_total":
+			proto = func(m *dto.Metric) string { return label(m, "protocol") }
+		case "up_dht_requests_received_total":
+			proto = func(m *dto.Metric) string { return "dht:" + label(m, "type") }
+		default:
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			f(proto(m), label(m, "role"), m.GetCounter().GetValue())
+		}
+	}
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// WireBytes is what the nodes sent plus what they received from parties
+// that are not nodes (the project and clients have no counters): every
+// byte on the wire once.
+func (n *Network) WireBytes() int64 {
+	nodes := map[peer.ID]bool{}
+	for _, nd := range n.Live() {
+		nodes[nd.ID()] = true
+	}
+	var sum int64
+	for _, c := range n.bw {
+		sum += c.GetBandwidthTotals().TotalOut
+		for p, st := range c.GetBandwidthByPeer() {
+			if !nodes[p] {
+				sum += st.TotalIn
+			}
+		}
+	}
+	return sum
+}
+
+// Unharvested describes, for a run that timed out (the bench, a
+// scenario), where each job the
 // ledger still holds as submitted stands on every live node: its replica
 // state, where the node's writer placed its entries, and which index nodes
 // hold its finished entry. At most max jobs are described, those with the
 // fewest faulty nodes (Byzantine, or a jumped clock) among their r closest
 // first: on an adversarial network the jobs beyond f are expected to stall.
-func unharvested(net *Network, ledger *project.Ledger, projectName string, max int, workers []*benchWorker) string {
+func (net *Network) Unharvested(ledger *project.Ledger, projectName string, max int) string {
 	rows, err := ledger.DB().Query(`SELECT cid FROM jobs WHERE state = 'submitted'`)
 	if err != nil {
 		return fmt.Sprintf("ledger: %v", err)
@@ -52,19 +109,6 @@ func unharvested(net *Network, ledger *project.Ledger, projectName string, max i
 		var signed []byte
 		if err := ledger.DB().QueryRow(`SELECT signed FROM jobs WHERE cid = ?`, s).Scan(&signed); err == nil {
 			if _, spec, err := job.Decode(signed); err == nil {
-				unit := fmt.Sprintf("%q %q %q", spec.Project, spec.App, spec.Args)
-				for i, w := range workers {
-					w.mu.Lock()
-					var failed []string
-					prefix := fmt.Sprintf("job %x: ", key[len(key)-4:])
-					for e, n := range w.claimErrs {
-						if strings.HasPrefix(e, prefix) {
-							failed = append(failed, fmt.Sprintf("%s ×%d", strings.TrimPrefix(e, prefix), n))
-						}
-					}
-					fmt.Fprintf(&b, "  worker %d: ran the unit %v, runs %d, released %d, failed claims of this job %v\n", i+1, w.units[unit], w.runs.Load(), w.released.Load(), failed)
-					w.mu.Unlock()
-				}
 				for _, kw := range spec.Keywords {
 					for _, nd := range net.Live() {
 						if e, ok := nd.Index().Entry(kw, key); ok {

@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/up-pool/up/project"
@@ -132,7 +133,7 @@ func (r *benchRun) submit(ctx context.Context, b int, part []project.Unit) error
 func (r *benchRun) harvestAll(ctx context.Context) error {
 	for r.harvested.Load() < int64(r.o.Jobs) {
 		if ctx.Err() != nil {
-			r.logf("unharvested jobs:\n%s", unharvested(r.net, r.ledger, r.p.Name(), 8, r.ws))
+			r.logf("unharvested jobs:\n%s%s", r.net.Unharvested(r.ledger, r.p.Name(), 8), r.clientsDiag())
 			return fmt.Errorf("harvested %d of %d jobs before the timeout: %w", r.harvested.Load(), r.o.Jobs, ctx.Err())
 		}
 		recorded, err := r.harvest(ctx)
@@ -178,7 +179,18 @@ func benchUnits(n, keywords int) []project.Unit {
 	}
 	out := make([]project.Unit, n)
 	for i := range out {
-		out[i] = project.Unit{App: BenchApp, Args: []string{"0", fmt.Sprintf("unit%d", i)}, Keywords: kws, TFinish: 5 * time.Minute}
+		out[i] = project.Unit{App: App, Args: []string{"0", fmt.Sprintf("unit%d", i)}, Keywords: kws, TFinish: 5 * time.Minute}
 	}
 	return out
+}
+
+// clientsDiag is a line per client: its jobs done, failed and released,
+// its claims and queries by outcome.
+func (r *benchRun) clientsDiag() string {
+	var b strings.Builder
+	for i, c := range r.cls {
+		st := c.Status()
+		fmt.Fprintf(&b, "  client worker%d: done %d, failed %d, released %d, claims %+v, queries %v\n", i+1, st.Done, st.Failed, st.Released, st.Claims, st.Queries)
+	}
+	return b.String()
 }

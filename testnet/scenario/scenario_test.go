@@ -1,4 +1,4 @@
-package testnet_test
+package scenario_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/scenario"
 )
 
 // TestScenarioStatic runs a small static scenario on 16 real nodes and in
@@ -18,7 +18,7 @@ func TestScenarioStatic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var log bytes.Buffer
-	rep, err := testnet.RunScenario(ctx, testnet.ScenarioOptions{Scenario: "static", Nodes: 16, Jobs: jobs, Rate: 20,
+	rep, err := scenario.Run(ctx, scenario.Options{Scenario: "static", Nodes: 16, Jobs: jobs, Rate: 20,
 		Gap: time.Second, RunIdle: 2 * time.Second, Clients: 4, Seed: 7, Dir: t.TempDir(), Log: &log})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
@@ -27,7 +27,7 @@ func TestScenarioStatic(t *testing.T) {
 		t.Fatalf("%d runs, want 1", len(rep.Runs))
 	}
 	run := rep.Runs[0]
-	for _, f := range []testnet.Figures{run.Real, run.Sim} {
+	for _, f := range []scenario.Figures{run.Real, run.Sim} {
 		if f.Submitted != jobs || f.Claimed != jobs || f.Finished != jobs || f.Harvested != jobs {
 			t.Errorf("%s: %d submitted, %d claimed, %d finished, %d harvested of %d jobs", f.Side, f.Submitted, f.Claimed, f.Finished, f.Harvested, jobs)
 		}
@@ -70,15 +70,15 @@ func TestScenarioStatic(t *testing.T) {
 
 func TestScenarioOptionsValidate(t *testing.T) {
 	for _, tc := range []struct {
-		o   testnet.ScenarioOptions
+		o   scenario.Options
 		bad string
 	}{
-		{testnet.ScenarioOptions{Scenario: "static", Dir: "x"}, ""},
-		{testnet.ScenarioOptions{Scenario: "trace", Dir: "x"}, "unknown scenario"},
-		{testnet.ScenarioOptions{Scenario: "static"}, "no directory"},
-		{testnet.ScenarioOptions{Scenario: "static", Dir: "x", Nodes: 4}, "nodes 4"},
-		{testnet.ScenarioOptions{Scenario: "dynamic", Dir: "x", Rate: -1}, "rate"},
-		{testnet.ScenarioOptions{Scenario: "dynamic", Dir: "x", Scale: 0.5}, "scale"},
+		{scenario.Options{Scenario: "static", Dir: "x"}, ""},
+		{scenario.Options{Scenario: "trace", Dir: "x"}, "unknown scenario"},
+		{scenario.Options{Scenario: "static"}, "no directory"},
+		{scenario.Options{Scenario: "static", Dir: "x", Nodes: 4}, "nodes 4"},
+		{scenario.Options{Scenario: "dynamic", Dir: "x", Rate: -1}, "rate"},
+		{scenario.Options{Scenario: "dynamic", Dir: "x", Scale: 0.5}, "scale"},
 	} {
 		err := tc.o.Validate()
 		if tc.bad == "" && err != nil || tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)) {

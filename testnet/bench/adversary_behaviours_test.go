@@ -1,4 +1,4 @@
-package testnet_test
+package bench_test
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/bench"
 )
 
 // behaviourRun is what one small adversarial bench found.
 type behaviourRun struct {
-	rep      testnet.BenchReport
+	rep      bench.Report
 	adv      testnet.AdversaryReport
 	counts   map[string]int         // what the Byzantine node did
 	evidence []pool.Evidence        // the honest nodes' evidence
@@ -30,9 +31,9 @@ type behaviourRun struct {
 // job harvested exactly once, every unit validated, no double claim, no
 // double credit, no evidence against an honest node. inspect, when set,
 // runs after the last harvest with the network open.
-func runBehaviour(t *testing.T, b string, edit func(*testnet.BenchOptions), inspect func(*testnet.Network, *behaviourRun)) behaviourRun {
+func runBehaviour(t *testing.T, b string, edit func(*bench.Options), inspect func(*testnet.Network, *behaviourRun)) behaviourRun {
 	t.Helper()
-	o := testnet.BenchOptions{Nodes: 8, R: 5, Clients: 2, Jobs: 24, Copies: 2, Rate: 8, Dir: t.TempDir(), Seed: 5,
+	o := bench.Options{Nodes: 8, R: 5, Clients: 2, Jobs: 24, Copies: 2, Rate: 8, Dir: t.TempDir(), Seed: 5,
 		Timeout: 2 * time.Minute, Log: testLog{t}, BackupDelay: 5 * time.Second}
 	o.Adversary = testnet.Adversary{Byzantine: 1.0 / 8, Behaviours: []string{b}, Interval: 200 * time.Millisecond}
 	if edit != nil {
@@ -59,7 +60,7 @@ func runBehaviour(t *testing.T, b string, edit func(*testnet.BenchOptions), insp
 		}
 		run.counts = net.AdversaryCounts()
 	}
-	rep, err := testnet.RunBench(context.Background(), o)
+	rep, err := bench.Run(context.Background(), o)
 	run.rep = rep
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestBehaviourAlter(t *testing.T) {
 // included) as the neighbourhood.
 func TestBehaviourLieNear(t *testing.T) {
 	// One submission of every job: the project crawls the overlay first.
-	closedLoop := func(o *testnet.BenchOptions) { o.Rate, o.Batch = 0, o.Jobs }
+	closedLoop := func(o *bench.Options) { o.Rate, o.Batch = 0, o.Jobs }
 	run := runBehaviour(t, testnet.BehaviourLieNear, closedLoop, func(net *testnet.Network, run *behaviourRun) {
 		var liar, honest int
 		for i := range net.Len() {
@@ -231,7 +232,7 @@ func TestBehaviourReplay(t *testing.T) {
 			})
 		}
 	}
-	run := runBehaviour(t, testnet.BehaviourReplay, func(o *testnet.BenchOptions) {
+	run := runBehaviour(t, testnet.BehaviourReplay, func(o *bench.Options) {
 		o.TCollect = 3 * time.Second
 		o.AfterEmpty = afterEmpty
 	}, nil)

@@ -1,4 +1,4 @@
-package testnet
+package bench
 
 import (
 	"errors"
@@ -10,28 +10,29 @@ import (
 
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
 
-// Execution modes of the bench's clients.
+// Execution modes of the bench's clients: both are client.Client
+// workers; they differ in the executor that runs the application.
 const (
-	// ExecInProcess runs the client cycle (find, claim, fetch and verify
-	// the spec, run, seal, submit) in this process with the built-in
-	// application called directly: the same RPCs and checks as
-	// client.Client, no subprocess.
+	// ExecInProcess calls the built-in application in this process (no
+	// child process, no limits): the client's cycle, without the cost of
+	// starting a process per job.
 	ExecInProcess = "inproc"
-	// ExecSubprocess runs real client.Client workers whose runner starts
-	// the application through the launcher (`up app exec`) per job.
+	// ExecSubprocess starts the application through the launcher (`up
+	// app exec`) per job, as a volunteer's client does.
 	ExecSubprocess = "subprocess"
 )
 
-// BenchApp is the zero-work application the bench's jobs run: hashchain
+// App is the zero-work application the bench's jobs run: hashchain
 // with n = 0 (one SHA-256 of the unit's seed, a distinct, deterministic
 // 65-byte output per unit, so copies validate by equality).
-const BenchApp = "hashchain"
+const App = "hashchain"
 
-// BenchOptions configure RunBench. Zero values take the defaults.
-type BenchOptions struct {
+// Options configure Run. Zero values take the defaults.
+type Options struct {
 	Nodes    int // default 16
 	R        int // replication r; default 5
 	Clients  int // default 4
@@ -78,22 +79,22 @@ type BenchOptions struct {
 	// the 10 min default).
 	BackupDelay time.Duration
 	// Adversary makes some nodes Byzantine and some clocks wrong.
-	Adversary Adversary
+	Adversary testnet.Adversary
 	// Inspect, when set, is called after the last harvest, or at the
 	// timeout, with the network and the ledger still open (a test's
 	// checks).
-	Inspect func(*Network, *project.Ledger)
+	Inspect func(*testnet.Network, *project.Ledger)
 	// GiveUp, when set, is asked every 10 s once every job is submitted;
 	// true ends the run as the timeout would (a test that expects some
 	// jobs never to finish, such as those with more than f faulty
 	// replicas, need not wait the timeout out).
-	GiveUp func(*Network, *project.Ledger) bool
+	GiveUp func(*testnet.Network, *project.Ledger) bool
 	// AfterEmpty, when set with TCollect, is called after the wait for
 	// the node stores to empty, with the network still open.
-	AfterEmpty func(*Network)
+	AfterEmpty func(*testnet.Network)
 }
 
-func (o *BenchOptions) defaults() {
+func (o *Options) defaults() {
 	if o.Nodes == 0 {
 		o.Nodes = 16
 	}
@@ -133,7 +134,7 @@ func (o *BenchOptions) defaults() {
 }
 
 // Validate reports the first bad option, in one line.
-func (o BenchOptions) Validate() error {
+func (o Options) Validate() error {
 	o.defaults()
 	switch {
 	case o.Dir == "":
@@ -174,10 +175,10 @@ func (o BenchOptions) Validate() error {
 	return nil
 }
 
-// BenchReport is what RunBench measured. Per-job figures divide by Jobs;
+// Report is what Run measured. Per-job figures divide by Jobs;
 // everything is measured from the first submission to the last harvest
 // (setup excluded).
-type BenchReport struct {
+type Report struct {
 	Nodes       int     `json:"nodes"`
 	R           int     `json:"r"`
 	Clients     int     `json:"clients"`
@@ -224,7 +225,7 @@ type BenchReport struct {
 	LookupRPCsPerJob float64            `json:"lookup_rpcs_per_job"`
 
 	SubmitToHarvest Quantiles `json:"submit_to_harvest"` // ms resolution (ledger timestamps)
-	Claim           Quantiles `json:"claim"`             // one ClaimAt (inproc only)
+	Claim           Quantiles `json:"claim"`             // one claim won (its ClaimAt)
 
 	BytesPerJob   float64 `json:"bytes_per_job"`    // sent by nodes plus received by nodes from agents
 	PeakRSSMiB    float64 `json:"peak_rss_mib"`     // whole process
@@ -248,7 +249,7 @@ type BenchReport struct {
 	ClaimsLost    int `json:"claims_lost"`
 	ClaimsFailed  int `json:"claims_failed"`
 	EmptyFinds    int `json:"empty_finds"` // queries that found nothing
-	Released      int `json:"released"`    // claims given back (a copy of a unit already run by that client)
+	Released      int `json:"released"`    // claims given back unrun or unfinished (client.Status.Released)
 	HeldAtEnd     int `json:"held_at_end"` // jobs still in node stores (collected jobs wait T_collect)
 	// With TCollect set: what the node stores and indexes still held after
 	// T_collect (both 0 when the run left nothing behind), and how long
@@ -260,7 +261,7 @@ type BenchReport struct {
 }
 
 // Consistent reports the first way the report does not add up.
-func (r BenchReport) Consistent() error {
+func (r Report) Consistent() error {
 	switch {
 	case r.Submitted != r.Jobs:
 		return fmt.Errorf("%d of %d jobs submitted", r.Submitted, r.Jobs)
@@ -286,7 +287,7 @@ func (r BenchReport) Consistent() error {
 const benchProject = "bench"
 
 // Format writes the report as text.
-func (r BenchReport) Format(w io.Writer) {
+func (r Report) Format(w io.Writer) {
 	load := "as fast as possible"
 	if r.OfferedRate > 0 {
 		load = fmt.Sprintf("%.0f jobs/s offered", r.OfferedRate)
@@ -323,11 +324,7 @@ func (r BenchReport) Format(w io.Writer) {
 	}
 	fmt.Fprintf(w, " per job; %.2f FIND_NODE RPCs/job\n", r.LookupRPCsPerJob)
 	fmt.Fprintf(w, "  submit→harvest    p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d jobs)\n", r.SubmitToHarvest.P50, r.SubmitToHarvest.P99, r.SubmitToHarvest.Max, r.SubmitToHarvest.N)
-	if r.Claim.N > 0 {
-		fmt.Fprintf(w, "  one claim         p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d claims)\n", r.Claim.P50, r.Claim.P99, r.Claim.Max, r.Claim.N)
-	} else {
-		fmt.Fprintf(w, "  one claim         not timed (subprocess clients)\n")
-	}
+	fmt.Fprintf(w, "  one claim         p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d claims)\n", r.Claim.P50, r.Claim.P99, r.Claim.Max, r.Claim.N)
 	fmt.Fprintf(w, "  wire              %8.0f bytes/job\n", r.BytesPerJob)
 	fmt.Fprintf(w, "  memory            peak RSS %.0f MiB for the process (%.1f MiB per node at most), heap %.0f MiB at the end\n", r.PeakRSSMiB, r.RSSPerNodeMiB, r.HeapMiB)
 	if r.LiveHeapWarmMiB > 0 {

@@ -1,4 +1,4 @@
-package testnet
+package demo
 
 import (
 	"bytes"
@@ -22,10 +22,11 @@ import (
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/testnet"
 )
 
-// DemoOptions configure RunDemo. Zero values take the defaults.
-type DemoOptions struct {
+// Options configure Run. Zero values take the defaults.
+type Options struct {
 	Nodes, Clients int // default 8 and 4
 	Tiles          int // tiles per side of the image; default 8
 	TileSize       int // pixels per tile side; default 64
@@ -39,8 +40,8 @@ type DemoOptions struct {
 	Log            io.Writer     // progress lines; nil: none
 }
 
-// DemoReport is what a demo run measured.
-type DemoReport struct {
+// Report is what a demo run measured.
+type Report struct {
 	Nodes, Clients, Units, Jobs int
 	Elapsed                     time.Duration
 	RPCsPerJob                  float64 // requests served by all nodes, per job
@@ -48,28 +49,18 @@ type DemoReport struct {
 	Credit                      []project.Credit
 }
 
-// lineLogger returns a printf that writes one line to w, or nothing when
-// w is nil (progress lines of the demo and the bench).
-func lineLogger(w io.Writer) func(format string, args ...any) {
-	return func(format string, args ...any) {
-		if w != nil {
-			fmt.Fprintf(w, format+"\n", args...)
-		}
-	}
-}
-
-// RunDemo runs the whole system in one process: a test CA, nodes on
+// Run runs the whole system in one process: a test CA, nodes on
 // loopback TCP, a project and worker clients; the project submits the
 // tiles of a Mandelbrot image (built-in application) with redundant
 // copies, the clients compute them, the project harvests, validates,
 // grants credit and assembles the image.
-func RunDemo(ctx context.Context, o DemoOptions) (DemoReport, error) {
+func Run(ctx context.Context, o Options) (Report, error) {
 	o.defaults()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	start := time.Now()
-	rep := DemoReport{Nodes: o.Nodes, Clients: o.Clients, Units: o.Tiles * o.Tiles, Jobs: o.Tiles * o.Tiles * o.Copies, Image: o.Image}
-	d := &demoRun{o: o, logf: lineLogger(o.Log)}
+	rep := Report{Nodes: o.Nodes, Clients: o.Clients, Units: o.Tiles * o.Tiles, Jobs: o.Tiles * o.Tiles * o.Copies, Image: o.Image}
+	d := &demoRun{o: o, logf: testnet.LineLogger(o.Log)}
 	defer d.tearDown()
 	if err := d.setUp(ctx, start); err != nil {
 		return rep, err
@@ -99,7 +90,7 @@ func RunDemo(ctx context.Context, o DemoOptions) (DemoReport, error) {
 }
 
 // defaults fills the zero options.
-func (o *DemoOptions) defaults() {
+func (o *Options) defaults() {
 	if o.Nodes == 0 {
 		o.Nodes = 8
 	}
@@ -123,16 +114,16 @@ func (o *DemoOptions) defaults() {
 	}
 }
 
-// demoRun is one RunDemo's shared state: its options, the parties it
+// demoRun is one Run's shared state: its options, the parties it
 // started and the tiles the project submitted.
 type demoRun struct {
-	o    DemoOptions
+	o    Options
 	logf func(format string, args ...any)
 	// closers close what the run set up, in the order it was set up;
 	// tearDown runs them the last first.
 	closers []func()
 
-	net    *Network
+	net    *testnet.Network
 	p      *project.Project
 	ledger *project.Ledger
 	units  []project.Unit
@@ -153,7 +144,7 @@ func (d *demoRun) tearDown() {
 // and its ledger.
 func (d *demoRun) setUp(ctx context.Context, start time.Time) error {
 	o := d.o
-	net, err := Start(ctx, Options{Nodes: o.Nodes, Transport: TCP, Dir: o.Dir, Seed: o.Seed, PoolLoops: true})
+	net, err := testnet.Start(ctx, testnet.Options{Nodes: o.Nodes, Transport: testnet.TCP, Dir: o.Dir, Seed: o.Seed, PoolLoops: true})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package testnet
+package scenario
 
 import (
 	"bufio"
@@ -126,7 +126,7 @@ var scenarioMetrics = []metric{
 }
 
 // columns lists the report's columns: (run, side) pairs.
-func (r ScenarioReport) columns() (names []string, figs []Figures) {
+func (r Report) columns() (names []string, figs []Figures) {
 	for _, run := range r.Runs {
 		tag := ""
 		if run.Variant != "" {
@@ -141,7 +141,7 @@ func (r ScenarioReport) columns() (names []string, figs []Figures) {
 // Markdown is the report: both sides' figures in one table, the
 // parameters they ran, the real run's RPCs by protocol, and what the two
 // cannot be compared on.
-func (r ScenarioReport) Markdown() string {
+func (r Report) Markdown() string {
 	var b strings.Builder
 	r.writeIntro(&b)
 	r.writeFigures(&b)
@@ -158,7 +158,7 @@ func (r ScenarioReport) Markdown() string {
 // writeIntro writes the report's title and the paragraph on the scenario
 // it ran: nodes, r, seed, the workload, churn, the balancing variants,
 // the scale and the wall time.
-func (r ScenarioReport) writeIntro(b *strings.Builder) {
+func (r Report) writeIntro(b *strings.Builder) {
 	o := r.Options
 	fmt.Fprintf(b, "# Scenario `%s`: real nodes beside the simulator\n\n", o.Scenario)
 	fmt.Fprintf(b, "%d nodes, r = %d, seed %d; ", o.Nodes, o.R, o.Seed)
@@ -179,7 +179,7 @@ func (r ScenarioReport) writeIntro(b *strings.Builder) {
 
 // writeFigures writes the side-by-side table of scenarioMetrics, a
 // column per run and side, and what its RPC figures count.
-func (r ScenarioReport) writeFigures(b *strings.Builder) {
+func (r Report) writeFigures(b *strings.Builder) {
 	names, figs := r.columns()
 	b.WriteString("| metric | " + strings.Join(names, " | ") + " |\n|---|" + strings.Repeat("---|", len(names)) + "\n")
 	for _, m := range scenarioMetrics {
@@ -194,7 +194,7 @@ func (r ScenarioReport) writeFigures(b *strings.Builder) {
 
 // writeParameters writes the protocol parameters both sides ran beside
 // the production ones.
-func (r ScenarioReport) writeParameters(b *strings.Builder) {
+func (r Report) writeParameters(b *strings.Builder) {
 	p := r.Periods
 	b.WriteString("## Protocol parameters (both sides)\n\n| parameter | production | here |\n|---|---|---|\n")
 	for _, row := range [][3]string{
@@ -221,7 +221,7 @@ func (r ScenarioReport) writeParameters(b *strings.Builder) {
 
 // writeByProtocol writes the real runs' RPCs per job by protocol, a
 // column per run, the protocols sorted.
-func (r ScenarioReport) writeByProtocol(b *strings.Builder) {
+func (r Report) writeByProtocol(b *strings.Builder) {
 	b.WriteString("\n## Real runs: RPCs per job by protocol\n\n| protocol |")
 	var protos []string
 	seen := map[string]bool{}
@@ -247,7 +247,7 @@ func (r ScenarioReport) writeByProtocol(b *strings.Builder) {
 
 // writeErrors writes a section per real run that saw errors, one error
 // a line.
-func (r ScenarioReport) writeErrors(b *strings.Builder) {
+func (r Report) writeErrors(b *strings.Builder) {
 	for _, run := range r.Runs {
 		if len(run.Real.Errors) == 0 {
 			continue
@@ -259,7 +259,7 @@ func (r ScenarioReport) writeErrors(b *strings.Builder) {
 	}
 }
 
-func onOff(r ScenarioReport) string {
+func onOff(r Report) string {
 	on := false
 	for _, run := range r.Runs {
 		on = on || run.Balance
@@ -274,7 +274,7 @@ func onOff(r ScenarioReport) string {
 }
 
 // scenarioNotes are the report's caveats.
-func scenarioNotes(r ScenarioReport) []string {
+func scenarioNotes(r Report) []string {
 	o := r.Options
 	notes := []string{
 		fmt.Sprintf("**Time.** Both sides run the production protocol periods divided by %g with the workload's own times (rates, gaps, job lengths) as given, so the per-second figures mean the same thing, but neither is the thesis' setting: republish, rewrite and expiry traffic per job is about %g× what production periods would cause relative to the workload. Periods that bound round trips rather than pace the protocol are floored (T_claim ≥ 3 s, writer tick, expiry sweeps and harvest interval ≥ 1 s).", o.Scale, o.Scale),
@@ -296,7 +296,7 @@ func scenarioNotes(r ScenarioReport) []string {
 
 // WriteCSV writes the side-by-side table: variant, metric, then one
 // column per side.
-func (r ScenarioReport) WriteCSV(w io.Writer) error {
+func (r Report) WriteCSV(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "variant,metric,real,sim")
 	for _, run := range r.Runs {
@@ -308,7 +308,7 @@ func (r ScenarioReport) WriteCSV(w io.Writer) error {
 }
 
 // WriteSeriesCSV writes every second of every run, both sides.
-func (r ScenarioReport) WriteSeriesCSV(w io.Writer) error {
+func (r Report) WriteSeriesCSV(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "variant,side,t_s,nodes,rpc_mean,rpc_mean_nolookup,rpc_max,rpc_max_nolookup,rpc_max_noindex_nolookup,lookup_rpc,total_rpc,index_max,moves,submitted,claimed,finished,harvested")
 	for _, run := range r.Runs {
@@ -336,7 +336,7 @@ func csvField(s string) string {
 
 // WriteFiles writes report.md, compare.csv (the side-by-side table) and
 // series.csv (every second, both sides) into dir.
-func (r ScenarioReport) WriteFiles(dir string) error {
+func (r Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create the output directory: %w", err)
 	}

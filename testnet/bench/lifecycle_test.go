@@ -1,4 +1,4 @@
-package testnet_test
+package bench_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/bench"
 	"github.com/up-pool/up/testnet/testkit"
 )
 
@@ -16,17 +16,17 @@ import (
 func TestBenchLifecycle(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		o    testnet.BenchOptions
+		o    bench.Options
 	}{
-		{"inproc", testnet.BenchOptions{Nodes: 8, R: 3, Clients: 2, Jobs: 40, Copies: 2, Keywords: 2, Batch: 8, ProjectShare: true, TCollect: 2 * time.Second}},
-		{"subprocess", testnet.BenchOptions{Nodes: 6, R: 3, Clients: 2, Slots: 1, Jobs: 6, Exec: testnet.ExecSubprocess,
+		{"inproc", bench.Options{Nodes: 8, R: 3, Clients: 2, Jobs: 40, Copies: 2, Keywords: 2, Batch: 8, ProjectShare: true, TCollect: 2 * time.Second}},
+		{"subprocess", bench.Options{Nodes: 6, R: 3, Clients: 2, Slots: 1, Jobs: 6, Exec: bench.ExecSubprocess,
 			Launcher: testkit.Launcher(), LauncherEnv: testkit.LauncherEnv()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
 			o.Dir, o.Timeout, o.Seed = t.TempDir(), 2*time.Minute, 3
 			o.Log = testLog{t}
-			rep, err := testnet.RunBench(context.Background(), o)
+			rep, err := bench.Run(context.Background(), o)
 			var out bytes.Buffer
 			rep.Format(&out)
 			t.Log("\n" + out.String())
@@ -45,7 +45,7 @@ func TestBenchLifecycle(t *testing.T) {
 			if rep.JobsPerSec <= 0 || rep.CPUUSPerJob <= 0 || rep.RPCsPerJob < float64(rep.MinRPCsPerJob)/2 || rep.BytesPerJob <= 0 || rep.PeakRSSMiB <= 0 {
 				t.Fatalf("implausible figures: %+v", rep)
 			}
-			if o.Exec != testnet.ExecSubprocess && rep.Claim.N != rep.ClaimsWon {
+			if rep.Claim.N != rep.ClaimsWon {
 				t.Fatalf("%d claims timed, %d won", rep.Claim.N, rep.ClaimsWon)
 			}
 			if o.TCollect > 0 && (rep.EmptyAfterS <= 0 || rep.LeftJobs != 0 || rep.LeftEntries != 0) {
@@ -68,7 +68,7 @@ func (l testLog) Write(b []byte) (int, error) {
 
 // TestBenchOptionsValidate: bad options are refused, each in one line.
 func TestBenchOptionsValidate(t *testing.T) {
-	for _, o := range []testnet.BenchOptions{
+	for _, o := range []bench.Options{
 		{Nodes: 4, R: 5},
 		{R: 0, Nodes: 16, Clients: -1},
 		{Jobs: 10, Copies: 3, Clients: 4},
@@ -76,7 +76,7 @@ func TestBenchOptionsValidate(t *testing.T) {
 		{Keywords: 33},
 		{Rate: -1},
 		{Exec: "thread"},
-		{Exec: testnet.ExecSubprocess},
+		{Exec: bench.ExecSubprocess},
 		{Batch: 100000},
 	} {
 		o.Dir = "x"
@@ -89,7 +89,7 @@ func TestBenchOptionsValidate(t *testing.T) {
 			t.Errorf("%+v: error of more than one line: %q", o, err)
 		}
 	}
-	if err := (testnet.BenchOptions{Dir: "x"}).Validate(); err != nil {
+	if err := (bench.Options{Dir: "x"}).Validate(); err != nil {
 		t.Errorf("defaults refused: %v", err)
 	}
 }
@@ -103,7 +103,7 @@ func BenchmarkLifecycle(b *testing.B) {
 	if jobs < 100 {
 		jobs = 300
 	}
-	rep, err := testnet.RunBench(context.Background(), testnet.BenchOptions{Jobs: jobs, Dir: b.TempDir(), ProjectShare: true, Timeout: 10 * time.Minute})
+	rep, err := bench.Run(context.Background(), bench.Options{Jobs: jobs, Dir: b.TempDir(), ProjectShare: true, Timeout: 10 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
