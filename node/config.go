@@ -22,7 +22,8 @@ import (
 type Config struct {
 	// DataDir holds the node's identity, certificate and store. Required.
 	DataDir string
-	// Listen are the multiaddrs to listen on. Default /ip4/0.0.0.0/tcp/4001.
+	// Listen are the multiaddrs to listen on. Default /ip4/0.0.0.0/tcp/4001
+	// and /ip4/0.0.0.0/udp/4001/quic-v1.
 	Listen []multiaddr.Multiaddr
 	// Bootstrap are peers dialled at start, besides the known peers
 	// remembered in the store.
@@ -93,7 +94,7 @@ type Config struct {
 
 func (c *Config) applyDefaults() {
 	if len(c.Listen) == 0 && c.Host == nil {
-		c.Listen = []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/0.0.0.0/tcp/4001")}
+		c.Listen = []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/0.0.0.0/tcp/4001"), multiaddr.StringCast("/ip4/0.0.0.0/udp/4001/quic-v1")}
 	}
 	if c.HelloTimeout == 0 {
 		c.HelloTimeout = 10 * time.Second

@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,8 +47,12 @@ type HostConfig struct {
 	ResourceMetrics bool
 }
 
-// NewHost builds a libp2p host with TCP, Noise and yamux only, the default
-// resource manager, a connection manager and the blocklist as gater.
+// NewHost builds a libp2p host with two transports, TCP (Noise, yamux)
+// and QUIC v1 (its own TLS 1.3 and streams; it hole-punches better than
+// TCP), the default resource manager, a connection manager and the
+// blocklist as gater. Admission (the hello) is the same on both: it binds
+// the signed position record to the peer ID the transport's handshake
+// proved.
 func NewHost(cfg HostConfig) (host.Host, error) {
 	if cfg.Key == nil {
 		return nil, fmt.Errorf("new host: no identity key")
@@ -81,6 +86,7 @@ func NewHost(cfg HostConfig) (host.Host, error) {
 		// party started on the same --listen) must fail to bind, not be
 		// shared with it silently.
 		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		libp2p.Transport(libp2pquic.NewTransport),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),

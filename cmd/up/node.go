@@ -281,7 +281,7 @@ func newNodeRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&fl.settings, "config", "", "YAML settings file (keys are these flags' names; 'up node init' writes DATA/node.yaml, read by default when present); flags, then UP_… environment variables (UP_LOG_LEVEL for --log-level), override it")
 	f.StringVar(&fl.data, "data", "", "data directory made by 'up node init' (required)")
-	f.StringSliceVar(&fl.listen, "listen", []string{"/ip4/0.0.0.0/tcp/4001"}, "multiaddr to listen on (repeatable)")
+	f.StringSliceVar(&fl.listen, "listen", []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"}, "multiaddr to listen on (repeatable; TCP and QUIC)")
 	f.StringSliceVar(&fl.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable)")
 	f.StringVar(&fl.bootstrapFile, "bootstrap-file", "", "file of bootstrap multiaddrs, one per line")
 	f.StringVar(&fl.http, "http", "", "address of the local HTTP API (/status, /metrics), e.g. 127.0.0.1:8040; off when empty")
