@@ -45,6 +45,11 @@ type HostConfig struct {
 	// Prometheus as libp2p does by default. Off by default: under load the
 	// reporter cost about 5 % of the process's CPU (up bench profile).
 	ResourceMetrics bool
+	// Reachability, when set, turns on libp2p's services for learning and
+	// improving whether the network can dial the host (AutoNAT, port
+	// mapping, relays, hole punching) and the announce filter; nil: none
+	// of them and no relay transport (dial-only parties, tests).
+	Reachability *Reachability
 }
 
 // NewHost builds a libp2p host with two transports, TCP (Noise, yamux)
@@ -90,8 +95,16 @@ func NewHost(cfg HostConfig) (host.Host, error) {
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
-		libp2p.DisableRelay(),
 		libp2p.Ping(false),
+	}
+	if r := cfg.Reachability; r != nil {
+		ro, err := r.options()
+		if err != nil {
+			return nil, fmt.Errorf("new host: %w", err)
+		}
+		opts = append(opts, ro...)
+	} else {
+		opts = append(opts, libp2p.DisableRelay())
 	}
 	if len(cfg.Listen) > 0 {
 		opts = append(opts, libp2p.ListenAddrs(cfg.Listen...))
@@ -117,6 +130,12 @@ func NewHost(cfg HostConfig) (host.Host, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("new host: %w", err)
+	}
+	if r := cfg.Reachability; r != nil && r.Status != nil {
+		if err := r.Status.Watch(h); err != nil {
+			_ = h.Close()
+			return nil, err
+		}
 	}
 	return h, nil
 }
