@@ -15,6 +15,7 @@ import (
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/indexwriter"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
 )
 
@@ -31,7 +32,11 @@ type Config struct {
 	// HTTPAddr is the local HTTP API's address (/status, /metrics); empty
 	// turns it off. Use a loopback address.
 	HTTPAddr string
-	// DHT configures kad-dht and lookups; Mode is forced to server.
+	// DHT configures kad-dht and lookups. Mode: server (the zero value, as
+	// tests and the testnet on mocknet or loopback want), auto (`up node
+	// run`'s default: a DHT client, in no routing table and holding no job
+	// or index entry, until AutoNAT finds the node publicly reachable) or
+	// client.
 	DHT dht.Config
 	// Pool configures the job pool (republish, expiry, timeouts).
 	Pool pool.Config
@@ -79,6 +84,11 @@ type Config struct {
 	// NewHost, when set, builds the host for a new identity after a move
 	// (mocknet in tests); nil builds a TCP host on Listen.
 	NewHost func(key crypto.PrivKey) (host.Host, error)
+	// Reachability configures the reachability services of the host the
+	// node builds (not of Host or NewHost's); nil: overlay.NodeReachability
+	// (AutoNAT, port mapping, relay service while public, hole punching).
+	// The node adds auto-relay on its routing table's peers and its status.
+	Reachability *overlay.Reachability
 	// Balance configures load balancing by moving positions.
 	Balance BalanceConfig
 	// OnMove, when set, is told the old and new peer ID after each move.
@@ -123,7 +133,6 @@ func (c *Config) applyDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.DHT.Mode = dht.ModeServer
 	if c.Pool.Now == nil {
 		c.Pool.Now = c.Now
 	}

@@ -42,6 +42,32 @@ type ReachInfo struct {
 	Since time.Time `json:"since"`
 }
 
+// Summary is the status in a few words: "reachable", "behind NAT" or
+// "reachability unknown", with how (port mapped, relayed, hole-punched).
+func (i ReachInfo) Summary() string {
+	var how []string
+	if len(i.Mapped) > 0 {
+		how = append(how, "port mapped")
+	}
+	if i.HolePunched > 0 {
+		how = append(how, "hole-punched")
+	}
+	if i.Relayed {
+		how = append(how, "relayed")
+	}
+	s := "reachability unknown"
+	switch i.Reachability {
+	case "public":
+		s = "reachable"
+	case "private":
+		s = "behind NAT"
+	}
+	if len(how) > 0 {
+		s += " (" + strings.Join(how, ", ") + ")"
+	}
+	return s
+}
+
 // ReachStatus follows a host's reachability on its event bus and logs
 // each change at INFO. Safe for concurrent use.
 type ReachStatus struct {
