@@ -2,6 +2,7 @@ package dht
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -11,15 +12,45 @@ import (
 // (clients and projects).
 type Mode int
 
-// Modes.
+// Modes. The zero value is server, as tests and the testnet (mocknet,
+// loopback) want; `up node run` defaults to auto.
 const (
 	ModeServer Mode = iota
 	ModeClient
+	// ModeAuto follows the host's reachability (kad-dht's ModeAuto on
+	// AutoNAT's events): a client while the network cannot dial the node
+	// or it does not know yet, a server once it is publicly reachable
+	// (a public address, a port mapping or a forwarded port).
+	ModeAuto
 )
+
+// String names the mode as the --dht-mode flag does.
+func (m Mode) String() string {
+	switch m {
+	case ModeServer:
+		return "server"
+	case ModeClient:
+		return "client"
+	case ModeAuto:
+		return "auto"
+	}
+	return "unknown"
+}
+
+// ParseMode reads a --dht-mode value: server, client or auto.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range []Mode{ModeServer, ModeClient, ModeAuto} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("dht mode %q: want server, client or auto", s)
+}
 
 // Config configures a DHT. Zero values take the defaults.
 type Config struct {
-	// Mode: server for volunteer nodes, client for clients and projects.
+	// Mode: server or auto for volunteer nodes, client for clients and
+	// projects. Default server.
 	Mode Mode
 	// Replication is r, the number of closest nodes that hold a job.
 	// Default 5.
@@ -90,7 +121,7 @@ func (c *Config) Validate() error {
 		return errors.New("dht config: bucket size must be at least the replication")
 	case c.Concurrency < 1:
 		return errors.New("dht config: concurrency must be at least 1")
-	case c.Mode != ModeServer && c.Mode != ModeClient:
+	case c.Mode != ModeServer && c.Mode != ModeClient && c.Mode != ModeAuto:
 		return errors.New("dht config: unknown mode")
 	}
 	return nil

@@ -57,7 +57,7 @@ func (d *DHT) Crawl(ctx context.Context) (CrawlStats, error) {
 	for _, p := range d.RoutingTablePeers() {
 		found[p] = keyspace.PeerPos([]byte(p))
 	}
-	if d.cfg.Mode == ModeServer {
+	if d.IsServer() {
 		found[d.ep.ID()] = d.self
 	}
 	if len(found) == 0 {
@@ -84,7 +84,7 @@ func (d *DHT) Crawl(ctx context.Context) (CrawlStats, error) {
 				stats.RPCs += rpcs
 				stats.Failed += failed
 				for _, p := range ps {
-					if p != d.ep.ID() || d.cfg.Mode == ModeServer {
+					if p != d.ep.ID() || d.IsServer() {
 						found[p] = keyspace.PeerPos([]byte(p))
 					}
 				}

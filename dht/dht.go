@@ -11,8 +11,10 @@ import (
 	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
 	kb "github.com/libp2p/go-libp2p-kbucket"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/up-pool/up/certs"
@@ -43,6 +45,8 @@ type DHT struct {
 	crawlMu sync.Mutex
 	crawled *crawlView // nil until Crawl
 
+	serving atomic.Bool // auto mode: kad-dht serves now (its handler is set)
+
 	sweepKick chan struct{} // a peer was dropped: sweep the routing table soon
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -66,16 +70,22 @@ func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
 		done:      make(chan struct{}),
 	}
 	d.registerMetrics(ep.Metrics().Registry)
+	if cfg.Mode == ModeAuto {
+		if err := d.followServing(); err != nil {
+			return nil, err
+		}
+	}
 	adm := ep.Admission()
 	kad, err := kaddht.New(ep.Host(), d.kadOptions(adm)...)
 	if err != nil {
+		close(d.done)
 		return nil, fmt.Errorf("start kad-dht: %w", err)
 	}
 	d.kad = kad
 	d.hookPeerAdded()
 	d.followAdmission(ep, adm)
 	go d.sweepLoop(adm)
-	if cfg.Mode == ModeServer {
+	if cfg.Mode != ModeClient { // in auto mode others ask only while it serves
 		ep.Handle(wire.ProtoNear, wire.MaxNearFrame, nil, d.handleNear)
 	}
 	return d, nil
@@ -87,8 +97,11 @@ func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
 func (d *DHT) kadOptions(adm *overlay.Admission) []kaddht.Option {
 	cfg := d.cfg
 	mode := kaddht.ModeServer
-	if cfg.Mode == ModeClient {
+	switch cfg.Mode {
+	case ModeClient:
 		mode = kaddht.ModeClient
+	case ModeAuto:
+		mode = kaddht.ModeAuto
 	}
 	opts := []kaddht.Option{
 		kaddht.Mode(mode),
@@ -127,6 +140,12 @@ func (d *DHT) followAdmission(ep *overlay.Endpoint, adm *overlay.Admission) {
 	kad := d.kad
 	ep.OnAdmit(func(a *overlay.Admitted) {
 		if a.Role() == certs.RoleNode {
+			if !servesDHT(ep, a.Peer) {
+				// A node in client mode (not reachable, or not yet
+				// known to be): kad-dht adds it when identify says it
+				// serves the protocol.
+				return
+			}
 			revived := d.wasMarkedDead(a.Peer)
 			d.markAlive(a.Peer)
 			added, _ := kad.RoutingTable().TryAddPeer(a.Peer, true, false)
@@ -148,6 +167,18 @@ func (d *DHT) followAdmission(ep *overlay.Endpoint, adm *overlay.Admission) {
 		default:
 		}
 	})
+}
+
+// servesDHT reports whether p may serve the DHT as far as identify told:
+// false only when its protocols are known and the DHT's is not among them.
+// Unknown protocols (identify still running) count as serving; kad-dht
+// removes the peer when identify completes without the protocol.
+func servesDHT(ep *overlay.Endpoint, p peer.ID) bool {
+	known, err := ep.Host().Peerstore().GetProtocols(p)
+	if err != nil || len(known) == 0 {
+		return true
+	}
+	return slices.Contains(known, protocol.ID(wire.DHTProtocol))
 }
 
 func (d *DHT) registerMetrics(r *prometheus.Registry) {
@@ -172,8 +203,48 @@ func (d *DHT) Replication() int { return d.cfg.Replication }
 // ID is this party's peer ID.
 func (d *DHT) ID() peer.ID { return d.ep.ID() }
 
-// IsServer reports whether this party serves the DHT (is a node).
-func (d *DHT) IsServer() bool { return d.cfg.Mode == ModeServer }
+// IsServer reports whether this party serves the DHT now (is a node): in
+// auto mode, whether kad-dht has switched to server on the host's
+// reachability. A party that does not serve is in no routing table, so
+// it is never nearest a key nor a replica.
+func (d *DHT) IsServer() bool {
+	if d.cfg.Mode == ModeAuto {
+		return d.serving.Load()
+	}
+	return d.cfg.Mode == ModeServer
+}
+
+// followServing keeps d.serving up to date in auto mode: kad-dht switches
+// by setting or removing its protocol handler, which the host announces.
+func (d *DHT) followServing() error {
+	h := d.ep.Host()
+	sub, err := h.EventBus().Subscribe(new(event.EvtLocalProtocolsUpdated))
+	if err != nil {
+		return fmt.Errorf("dht: follow mode: %w", err)
+	}
+	check := func() {
+		d.serving.Store(slices.Contains(h.Mux().Protocols(), protocol.ID(wire.DHTProtocol)))
+	}
+	check()
+	go func() {
+		defer sub.Close()
+		for {
+			select {
+			case <-d.done:
+				return
+			case _, ok := <-sub.Out():
+				if !ok {
+					return
+				}
+				check()
+			}
+		}
+	}()
+	return nil
+}
+
+// Mode is the configured mode (server, client or auto).
+func (d *DHT) Mode() Mode { return d.cfg.Mode }
 
 // Endpoint is the party's overlay endpoint.
 func (d *DHT) Endpoint() *overlay.Endpoint { return d.ep }
@@ -264,7 +335,7 @@ func (d *DHT) Stats() LookupStats {
 // the DHT. Nearest first; no RPC.
 func (d *DHT) NearestLocal(pos keyspace.Pos, n int) []peer.ID {
 	ps := d.kad.RoutingTable().NearestPeers(kb.ID(pos[:]), n)
-	if d.cfg.Mode == ModeServer {
+	if d.IsServer() {
 		ps = append(ps, d.ep.ID())
 	}
 	SortPeers(pos, ps)
@@ -300,7 +371,7 @@ func SortPeers(pos keyspace.Pos, ps []peer.ID) {
 // positions in a row, at a few XORs per peer each. A party that does not
 // serve the DHT is never nearest.
 func (d *DHT) SelfNearestFunc() func(pos keyspace.Pos) bool {
-	if d.cfg.Mode != ModeServer {
+	if !d.IsServer() {
 		return func(keyspace.Pos) bool { return false }
 	}
 	peers := d.kad.RoutingTable().ListPeers()

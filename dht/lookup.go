@@ -77,7 +77,7 @@ func (d *DHT) lookup(ctx context.Context, key []byte) ([]peer.ID, error) {
 	if err != nil && len(ps) == 0 {
 		return nil, fmt.Errorf("lookup %x: %w", key, err)
 	}
-	if d.cfg.Mode == ModeServer {
+	if d.IsServer() {
 		ps = append(ps, d.ep.ID())
 	}
 	SortPeers(keyspace.KeyPos(key), ps)

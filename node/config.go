@@ -15,6 +15,7 @@ import (
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/indexwriter"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
 )
 
@@ -22,7 +23,8 @@ import (
 type Config struct {
 	// DataDir holds the node's identity, certificate and store. Required.
 	DataDir string
-	// Listen are the multiaddrs to listen on. Default /ip4/0.0.0.0/tcp/4001.
+	// Listen are the multiaddrs to listen on. Default /ip4/0.0.0.0/tcp/4001
+	// and /ip4/0.0.0.0/udp/4001/quic-v1.
 	Listen []multiaddr.Multiaddr
 	// Bootstrap are peers dialled at start, besides the known peers
 	// remembered in the store.
@@ -30,7 +32,11 @@ type Config struct {
 	// HTTPAddr is the local HTTP API's address (/status, /metrics); empty
 	// turns it off. Use a loopback address.
 	HTTPAddr string
-	// DHT configures kad-dht and lookups; Mode is forced to server.
+	// DHT configures kad-dht and lookups. Mode: server (the zero value, as
+	// tests and the testnet on mocknet or loopback want), auto (`up node
+	// run`'s default: a DHT client, in no routing table and holding no job
+	// or index entry, until AutoNAT finds the node publicly reachable) or
+	// client.
 	DHT dht.Config
 	// Pool configures the job pool (republish, expiry, timeouts).
 	Pool pool.Config
@@ -78,6 +84,11 @@ type Config struct {
 	// NewHost, when set, builds the host for a new identity after a move
 	// (mocknet in tests); nil builds a TCP host on Listen.
 	NewHost func(key crypto.PrivKey) (host.Host, error)
+	// Reachability configures the reachability services of the host the
+	// node builds (not of Host or NewHost's); nil: overlay.NodeReachability
+	// (AutoNAT, port mapping, relay service while public, hole punching).
+	// The node adds auto-relay on its routing table's peers and its status.
+	Reachability *overlay.Reachability
 	// Balance configures load balancing by moving positions.
 	Balance BalanceConfig
 	// OnMove, when set, is told the old and new peer ID after each move.
@@ -93,7 +104,7 @@ type Config struct {
 
 func (c *Config) applyDefaults() {
 	if len(c.Listen) == 0 && c.Host == nil {
-		c.Listen = []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/0.0.0.0/tcp/4001")}
+		c.Listen = []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/0.0.0.0/tcp/4001"), multiaddr.StringCast("/ip4/0.0.0.0/udp/4001/quic-v1")}
 	}
 	if c.HelloTimeout == 0 {
 		c.HelloTimeout = 10 * time.Second
@@ -122,7 +133,6 @@ func (c *Config) applyDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.DHT.Mode = dht.ModeServer
 	if c.Pool.Now == nil {
 		c.Pool.Now = c.Now
 	}

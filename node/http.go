@@ -32,6 +32,14 @@ type Status struct {
 	JobsHeld     int             `json:"jobs_held"`
 	IndexEntries int             `json:"index_entries"`
 	Neighbours   []Neighbour     `json:"neighbours"`
+	// Reachability is whether the network can dial the node, why, and its
+	// announced, confirmed, mapped and relayed addresses.
+	Reachability overlay.ReachInfo `json:"reachability"`
+	// DHTMode is the configured mode: server, client or auto.
+	DHTMode string `json:"dht_mode"`
+	// DHTServer: the node serves the DHT now, so it sits in routing tables
+	// and may hold jobs and index entries; false for a client-mode node.
+	DHTServer bool `json:"dht_server"`
 }
 
 // Neighbour is a peer near the node's own position.
@@ -58,6 +66,11 @@ func (n *Node) Status() Status {
 		Lookups:      in.dht.Stats(),
 		JobsHeld:     in.pool.Len(),
 		IndexEntries: in.index.Len(),
+		DHTMode:      in.dht.Mode().String(),
+		DHTServer:    in.dht.IsServer(),
+	}
+	if in.reach != nil {
+		st.Reachability = in.reach.Info()
 	}
 	for _, a := range n.Addrs() {
 		st.Addrs = append(st.Addrs, a.String())

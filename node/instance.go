@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/certs"
@@ -32,6 +34,10 @@ type instance struct {
 	writer *indexwriter.Writer
 	finder *indexclient.Client
 	claims *claimnet.Service
+	reach  *overlay.ReachStatus
+	// relayDHT is dht once started, for auto-relay's peer source, which
+	// the host is built with before the DHT exists.
+	relayDHT atomic.Pointer[dht.DHT]
 }
 
 // openInstance starts the network stack under the identity's current
@@ -47,7 +53,14 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	metrics := overlay.NewMetrics()
 	blocklist := overlay.NewBlocklist(cfg.Now)
 	if in.host == nil {
-		if in.host, err = n.newHost(metrics, blocklist); err != nil {
+		if in.host, err = n.newHost(in, metrics, blocklist); err != nil {
+			return nil, err
+		}
+	} else {
+		// A host built by the caller (mocknet): its reachability is as
+		// far as its events tell.
+		in.reach = overlay.NewReachStatus(log, cfg.Now, false, network.ReachabilityUnknown)
+		if err = in.reach.Watch(in.host); err != nil {
 			return nil, err
 		}
 	}
@@ -60,6 +73,7 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	if in.dht, err = dht.New(in.ep, cfg.DHT); err != nil {
 		return nil, err
 	}
+	in.relayDHT.Store(in.dht)
 	poolCfg := cfg.Pool
 	if poolCfg.Logger == nil {
 		poolCfg.Logger = log
@@ -88,17 +102,54 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 }
 
 // newHost is the node's libp2p host: Config.NewHost's, or overlay's with
-// the node's listen addresses, blocklist and bandwidth limit.
-func (n *Node) newHost(metrics *overlay.Metrics, blocklist *overlay.Blocklist) (host.Host, error) {
+// the node's listen addresses, blocklist, bandwidth limit and
+// reachability services, auto-relay offering the routing table's peers.
+func (n *Node) newHost(in *instance, metrics *overlay.Metrics, blocklist *overlay.Blocklist) (host.Host, error) {
 	cfg := n.cfg
 	if cfg.NewHost != nil {
-		return cfg.NewHost(n.id.PeerKey)
+		h, err := cfg.NewHost(n.id.PeerKey)
+		if err != nil {
+			return nil, err
+		}
+		in.reach = overlay.NewReachStatus(n.log, cfg.Now, false, network.ReachabilityUnknown)
+		if err := in.reach.Watch(h); err != nil {
+			_ = h.Close()
+			return nil, err
+		}
+		return h, nil
 	}
-	hc := overlay.HostConfig{Key: n.id.PeerKey, Listen: cfg.Listen, Blocklist: blocklist, Bandwidth: cfg.Bandwidth}
+	r := overlay.NodeReachability()
+	if cfg.Reachability != nil {
+		r = *cfg.Reachability
+	}
+	in.reach = overlay.NewReachStatus(n.log, cfg.Now, r.AutoNAT, r.Force)
+	r.Status = in.reach
+	if r.RelayPeers == nil {
+		r.RelayPeers = overlay.RelayPeerSource(func() []peer.AddrInfo { return relayCandidates(in) })
+	}
+	hc := overlay.HostConfig{Key: n.id.PeerKey, Listen: cfg.Listen, Blocklist: blocklist, Bandwidth: cfg.Bandwidth, Reachability: &r}
 	if cfg.LibP2PMetrics {
 		hc.Registerer = metrics.Registry
 	}
 	return overlay.NewHost(hc)
+}
+
+// relayCandidates are the routing table's peers with their addresses:
+// nodes in server mode, which serve a relay while publicly reachable
+// (auto-relay skips those that do not speak the relay protocol).
+func relayCandidates(in *instance) []peer.AddrInfo {
+	d := in.relayDHT.Load()
+	if d == nil {
+		return nil
+	}
+	ps := d.RoutingTablePeers()
+	out := make([]peer.AddrInfo, 0, len(ps))
+	for _, p := range ps {
+		if ai := in.host.Peerstore().PeerInfo(p); len(ai.Addrs) > 0 {
+			out = append(out, ai)
+		}
+	}
+	return out
 }
 
 // newEndpoint is the node's overlay endpoint on h, admitting peers by the
@@ -161,6 +212,9 @@ func (n *Node) openIndex(in *instance) {
 // close stops the instance's services, kad-dht and host (not the store).
 func (in *instance) close() error {
 	var errs []error
+	if in.reach != nil {
+		in.reach.Close()
+	}
 	if in.writer != nil {
 		errs = append(errs, in.writer.Close())
 	}

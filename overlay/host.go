@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,10 +45,19 @@ type HostConfig struct {
 	// Prometheus as libp2p does by default. Off by default: under load the
 	// reporter cost about 5 % of the process's CPU (up bench profile).
 	ResourceMetrics bool
+	// Reachability, when set, turns on libp2p's services for learning and
+	// improving whether the network can dial the host (AutoNAT, port
+	// mapping, relays, hole punching) and the announce filter; nil: none
+	// of them and no relay transport (dial-only parties, tests).
+	Reachability *Reachability
 }
 
-// NewHost builds a libp2p host with TCP, Noise and yamux only, the default
-// resource manager, a connection manager and the blocklist as gater.
+// NewHost builds a libp2p host with two transports, TCP (Noise, yamux)
+// and QUIC v1 (its own TLS 1.3 and streams; it hole-punches better than
+// TCP), the default resource manager, a connection manager and the
+// blocklist as gater. Admission (the hello) is the same on both: it binds
+// the signed position record to the peer ID the transport's handshake
+// proved.
 func NewHost(cfg HostConfig) (host.Host, error) {
 	if cfg.Key == nil {
 		return nil, fmt.Errorf("new host: no identity key")
@@ -81,11 +91,20 @@ func NewHost(cfg HostConfig) (host.Host, error) {
 		// party started on the same --listen) must fail to bind, not be
 		// shared with it silently.
 		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		libp2p.Transport(libp2pquic.NewTransport),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
-		libp2p.DisableRelay(),
 		libp2p.Ping(false),
+	}
+	if r := cfg.Reachability; r != nil {
+		ro, err := r.options()
+		if err != nil {
+			return nil, fmt.Errorf("new host: %w", err)
+		}
+		opts = append(opts, ro...)
+	} else {
+		opts = append(opts, libp2p.DisableRelay())
 	}
 	if len(cfg.Listen) > 0 {
 		opts = append(opts, libp2p.ListenAddrs(cfg.Listen...))
@@ -111,6 +130,12 @@ func NewHost(cfg HostConfig) (host.Host, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("new host: %w", err)
+	}
+	if r := cfg.Reachability; r != nil && r.Status != nil {
+		if err := r.Status.Watch(h); err != nil {
+			_ = h.Close()
+			return nil, err
+		}
 	}
 	return h, nil
 }

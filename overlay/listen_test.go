@@ -34,3 +34,28 @@ func TestListenAddressInUse(t *testing.T) {
 		t.Fatalf("error %q, want it to say %q", err, want)
 	}
 }
+
+// TestQUICListenAddressInUse: the same for QUIC's UDP port.
+func TestQUICListenAddressInUse(t *testing.T) {
+	newKey := func() crypto.PrivKey {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	first, err := NewHost(HostConfig{Key: newKey(), Listen: []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/127.0.0.1/udp/0/quic-v1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	addr := first.Addrs()[0]
+	second, err := NewHost(HostConfig{Key: newKey(), Listen: []multiaddr.Multiaddr{addr}})
+	if err == nil {
+		second.Close()
+		t.Fatalf("a second host listens on %s too", addr)
+	}
+	if want := "listen address " + addr.String() + " is in use"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q, want it to say %q", err, want)
+	}
+}

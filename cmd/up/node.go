@@ -9,18 +9,22 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/spf13/cobra"
 
 	"github.com/up-pool/up/cadir"
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/node"
+	"github.com/up-pool/up/overlay"
 )
 
 func newNodeCmd() *cobra.Command {
@@ -109,6 +113,10 @@ type nodeRunFlags struct {
 	noBalance     bool
 	maxGrindBits  int
 	storeSync     time.Duration // 0: fsync every write
+	dhtMode       string
+	announce      []string
+	noAnnounce    []string
+	noPortMap     bool
 }
 
 // config turns the flags into a node configuration, or a usage error naming
@@ -136,6 +144,21 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 		return node.Config{}, usageError{fmt.Errorf("--lookup-cache %s is negative", f.cacheTTL)}
 	}
 	cfg := node.Config{DataDir: f.data, Listen: listen, Bootstrap: boot, HTTPAddr: f.http, Logger: logger, LibP2PMetrics: true, Version: version}
+	if cfg.DHT.Mode, err = dhtMode(f.dhtMode, listen); err != nil {
+		return node.Config{}, usageError{err}
+	}
+	reach := overlay.NodeReachability()
+	reach.PortMap = !f.noPortMap
+	if reach.Announce, err = parseMultiaddrs("--announce", f.announce); err != nil {
+		return node.Config{}, err
+	}
+	for _, a := range f.noAnnounce {
+		if err := overlay.ParseNoAnnounce(a); err != nil {
+			return node.Config{}, usageError{fmt.Errorf("--no-announce: %w", err)}
+		}
+	}
+	reach.NoAnnounce = f.noAnnounce
+	cfg.Reachability = &reach
 	cfg.DHT.Replication = f.r
 	cfg.DHT.LookupCacheTTL = f.cacheTTL
 	if f.cacheTTL == 0 {
@@ -281,7 +304,7 @@ func newNodeRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&fl.settings, "config", "", "YAML settings file (keys are these flags' names; 'up node init' writes DATA/node.yaml, read by default when present); flags, then UP_… environment variables (UP_LOG_LEVEL for --log-level), override it")
 	f.StringVar(&fl.data, "data", "", "data directory made by 'up node init' (required)")
-	f.StringSliceVar(&fl.listen, "listen", []string{"/ip4/0.0.0.0/tcp/4001"}, "multiaddr to listen on (repeatable)")
+	f.StringSliceVar(&fl.listen, "listen", []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"}, "multiaddr to listen on (repeatable; TCP and QUIC)")
 	f.StringSliceVar(&fl.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable)")
 	f.StringVar(&fl.bootstrapFile, "bootstrap-file", "", "file of bootstrap multiaddrs, one per line")
 	f.StringVar(&fl.http, "http", "", "address of the local HTTP API (/status, /metrics), e.g. 127.0.0.1:8040; off when empty")
@@ -295,6 +318,10 @@ func newNodeRunCmd() *cobra.Command {
 	f.DurationVar(&fl.balance, "balance-interval", 0, "mean time between load-balancing probes (default 40 min, ± half)")
 	f.BoolVar(&fl.noBalance, "no-balance", false, "no automatic load balancing: no probes, no reactions to loads piggy-backed on replies (the node still answers others)")
 	f.DurationVar(&fl.storeSync, "store-sync", 100*time.Millisecond, "how often the store's log is synced to disk for the writes since (replicas repair each other, so a write waits for the OS, not its own fsync); 0 syncs every write")
+	f.StringVar(&fl.dhtMode, "dht-mode", "auto", "auto: a DHT client (in no routing table, holding no job or index entry) until AutoNAT finds the node publicly reachable, then a server; server or client force it (auto on loopback-only listen addresses means server)")
+	f.StringSliceVar(&fl.announce, "announce", nil, "multiaddr to announce instead of the listen and observed ones, e.g. a port forwarded by hand (repeatable)")
+	f.StringSliceVar(&fl.noAnnounce, "no-announce", nil, "multiaddr or CIDR network never to announce, e.g. 10.0.0.0/8 (repeatable)")
+	f.BoolVar(&fl.noPortMap, "no-port-map", false, "do not ask the router to forward the listen ports (UPnP, NAT-PMP)")
 	f.IntVar(&fl.maxGrindBits, "max-grind-bits", 0, "longest position prefix this node grinds an identity for when it moves (default 28; each bit doubles the cost)")
 	return cmd
 }
@@ -382,4 +409,22 @@ func bootstrapPeers(flags []string, file string) ([]peer.AddrInfo, error) {
 		}
 	}
 	return parseBootstrap(vals)
+}
+
+// dhtMode reads --dht-mode. Auto on listen addresses that are all loopback
+// (a node tried out on one machine, the README's quick start) is server:
+// there is no NAT between such nodes, and AutoNAT, which tests public
+// addresses only, would never find them reachable.
+func dhtMode(s string, listen []multiaddr.Multiaddr) (dht.Mode, error) {
+	if s == "" {
+		s = dht.ModeAuto.String()
+	}
+	m, err := dht.ParseMode(s)
+	if err != nil {
+		return 0, fmt.Errorf("--dht-mode: %w", err)
+	}
+	if m == dht.ModeAuto && len(listen) > 0 && !slices.ContainsFunc(listen, func(a multiaddr.Multiaddr) bool { return !manet.IsIPLoopback(a) }) {
+		return dht.ModeServer, nil
+	}
+	return m, nil
 }

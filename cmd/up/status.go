@@ -115,6 +115,21 @@ func printNodeStatus(w io.Writer, st node.Status) error {
 	if len(roles) == 0 {
 		roles = append(roles, "none")
 	}
+	if r := st.Reachability; r.Reachability != "" {
+		fmt.Fprintf(tw, "reachability\t%s: %s\n", r.Summary(), r.Why)
+		for i, a := range r.Reachable {
+			label := ""
+			if i == 0 {
+				label = "confirmed"
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", label, a)
+		}
+	}
+	role := "DHT server: in routing tables, holds jobs and index entries"
+	if !st.DHTServer {
+		role = "DHT client: in no routing table, holds no job or index entry"
+	}
+	fmt.Fprintf(tw, "role\t%s (--dht-mode %s)\n", role, st.DHTMode)
 	fmt.Fprintf(tw, "routing table\t%d nodes\n", st.RoutingTable)
 	fmt.Fprintf(tw, "connections\t%d (admitted: %s)\n", st.Connections, strings.Join(roles, ", "))
 	fmt.Fprintf(tw, "lookups\t%d to the network (%d RPCs), %d from the cache\n", st.Lookups.Network, st.Lookups.RPCs, st.Lookups.Cached)
