@@ -97,6 +97,9 @@ func NewReachStatus(log *slog.Logger, now func() time.Time, autoNAT bool, force 
 	s.info.Reachability = reachName(force)
 	s.info.Forced = force != network.ReachabilityUnknown
 	s.info.Since = now()
+	// The state it starts in is not a change: it is logged when it
+	// changes (a node that fails to start says one line, its error).
+	s.last = s.info.Reachability + " " + s.why()
 	return s
 }
 
