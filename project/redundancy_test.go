@@ -2,7 +2,10 @@ package project_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/ipfs/go-cid"
 
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
@@ -135,9 +138,13 @@ func (f *flow) wantLiarCaught(t *testing.T) {
 
 // TestDoubleCopyOneCredit: a unit of 3 copies; an honest client runs one,
 // then a greedy client (one that skips the client's own one-copy-per-unit
-// check) claims both others and returns the right output for each. The
-// unit is decided (two distinct clients agree), but the greedy client
-// earns one credit, not two: its second copy is flagged as a duplicate.
+// check) claims a second and returns the right output. Its claim of the
+// third is refused: on 8 nodes with r = 5 the two copies share at least
+// two replicas, which see its first copy (claim.ReasonOtherCopy). On a
+// network where the copies' replicas are apart it could get the third:
+// its result for it is then recorded as harvest would, and the greedy
+// client still earns one credit, not two: its second copy is flagged as
+// a duplicate.
 func TestDoubleCopyOneCredit(t *testing.T) {
 	f := startFlow(t, 8, 76)
 	ctx := context.Background()
@@ -167,23 +174,41 @@ func TestDoubleCopyOneCredit(t *testing.T) {
 		t.Fatalf("greedy finds %d jobs: %v", len(hits), err)
 	}
 	cl := claimclient.NewClaimer(greedy.Endpoint(), greedy.DHT(), f.clock.Now, 0)
-	for _, h := range hits {
-		c, err := cl.Claim(ctx, h.Job)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env, err := result.Seal(result.Inner{Job: c.Job, ClientCert: greedy.Identity().Cert.Raw, Output: output, At: f.clock.Now().UnixMilli()},
-			greedy.Identity().Key, f.proj.Agent().Identity().ResultPublicKey(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cl.SubmitResult(ctx, c, env.Encode()); err != nil {
-			t.Fatal(err)
-		}
+	c, err := cl.Claim(ctx, hits[0].Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := result.Seal(result.Inner{Job: c.Job, ClientCert: greedy.Identity().Cert.Raw, Output: output, At: f.clock.Now().UnixMilli()},
+		greedy.Identity().Key, f.proj.Agent().Identity().ResultPublicKey(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SubmitResult(ctx, c, env.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Claim(ctx, hits[1].Job); !errors.Is(err, claimclient.ErrLost) {
+		t.Fatalf("greedy's claim of a second copy: %v, want refused by the replicas that see its first", err)
 	}
 	f.net.FlushAll(ctx)
-	if rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil); err != nil || rep.Recorded != 2 || rep.Decided != 1 {
-		t.Fatalf("second harvest: %+v %v (want 2 results and the unit decided)", rep, err)
+	if rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil); err != nil || rep.Recorded != 1 || rep.Decided != 1 {
+		t.Fatalf("second harvest: %+v %v (want greedy's result and the unit decided)", rep, err)
+	}
+	// The copy replicas apart could have given it: recorded as harvest
+	// records a result, and validated with its unit.
+	third, err := cid.Cast(hits[1].Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var greedyKey []byte
+	if err := f.ledger.DB().QueryRow(`SELECT client_key FROM results WHERE client = 'greedy'`).Scan(&greedyKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ledger.RecordResults([]project.Result{{CID: third.String(), Client: "greedy", ClientKey: greedyKey,
+		Output: output, At: f.clock.Now()}}, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil); err != nil {
+		t.Fatal(err)
 	}
 	st, err := f.ledger.Stats(f.clock.Now())
 	if err != nil {
