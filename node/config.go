@@ -135,9 +135,6 @@ func (c *Config) applyDefaults() {
 	if c.Claim.Now == nil {
 		c.Claim.Now = c.Now
 	}
-	if c.DHT.Now == nil {
-		c.DHT.Now = c.Now
-	}
 }
 
 // Validate reports a missing or bad setting.

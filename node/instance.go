@@ -57,7 +57,7 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	if in.ep, err = n.newEndpoint(in.host, metrics, blocklist); err != nil {
 		return nil, err
 	}
-	if in.dht, err = dht.New(in.ep, cfg.DHT); err != nil {
+	if in.dht, err = dht.New(dht.Deps{Endpoint: in.ep, Env: n.env}, cfg.DHT); err != nil {
 		return nil, err
 	}
 	poolCfg := cfg.Pool

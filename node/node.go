@@ -36,6 +36,7 @@ type Node struct {
 	cfg     Config
 	id      *keystore.Identity
 	log     *slog.Logger
+	env     overlay.Env // every service's clock, seed and logger
 	store   *store.Store
 	lock    *keystore.Lock // the data directory's, held until Close
 	started time.Time
@@ -71,7 +72,7 @@ func Open(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("node", id.Name)
-	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now()}
+	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now(), env: overlay.Env{Now: cfg.Now, Logger: log}}
 	if n.lb, err = n.newBalance(); err != nil {
 		return nil, err
 	}

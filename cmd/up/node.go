@@ -129,9 +129,7 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	cfg := node.Config{DataDir: f.data, Listen: listen, Bootstrap: boot, HTTPAddr: f.http, Logger: logger, LibP2PMetrics: true, Version: version}
 	cfg.DHT.Replication = f.r
 	cfg.DHT.LookupCacheTTL = f.cacheTTL
-	if f.cacheTTL == 0 {
-		cfg.DHT.LookupCacheTTL = -1 // off; the config's zero means the default
-	}
+	cfg.DHT.DisableLookupCache = f.cacheTTL == 0 // the config's zero TTL means the default
 	if f.rewrite < 0 || f.republish < 0 {
 		return node.Config{}, usageError{fmt.Errorf("--rewrite and --republish must not be negative")}
 	}

@@ -123,20 +123,21 @@ func TestNodeRunStopsOnSIGTERM(t *testing.T) {
 }
 
 // TestNodeRunLookupCacheFlag: --lookup-cache sets the cache TTL, and 0
-// turns the cache off (a negative TTL in the DHT config, whose zero would
-// mean the 90 s default).
+// turns the cache off (DisableLookupCache: the DHT config's zero TTL
+// means the 90 s default).
 func TestNodeRunLookupCacheFlag(t *testing.T) {
 	for _, c := range []struct {
 		flag time.Duration
 		want time.Duration
-	}{{30 * time.Second, 30 * time.Second}, {0, -1}} {
+		off  bool
+	}{{30 * time.Second, 30 * time.Second, false}, {0, 0, true}} {
 		fl := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5, cacheTTL: c.flag}
 		cfg, err := fl.config(io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.DHT.LookupCacheTTL != c.want {
-			t.Errorf("--lookup-cache %s: TTL %s, want %s", c.flag, cfg.DHT.LookupCacheTTL, c.want)
+		if cfg.DHT.LookupCacheTTL != c.want || cfg.DHT.DisableLookupCache != c.off {
+			t.Errorf("--lookup-cache %s: TTL %s, off %v; want %s, %v", c.flag, cfg.DHT.LookupCacheTTL, cfg.DHT.DisableLookupCache, c.want, c.off)
 		}
 	}
 }
