@@ -68,9 +68,15 @@ type Config struct {
 	// own fsync; a power failure can take the last interval's writes.
 	// Default 100 ms; negative: fsync every write.
 	StoreSyncInterval time.Duration
-	// Now reads the clock. Default time.Now.
+	// Now reads the clock: the node's and every service's (one overlay.Env
+	// passed to each). Default time.Now.
 	Now func() time.Time
-	// Logger receives structured logs. Default slog.Default().
+	// Seed seeds the services' random choices (republish and rewrite
+	// jitter, index selection, region points, balancing probes); each
+	// mixes in the node's peer ID or certificate. Default 1.
+	Seed uint64
+	// Logger receives structured logs, the services' included. Default
+	// slog.Default().
 	Logger *slog.Logger
 	// Host is an already built libp2p host (mocknet in tests) whose identity
 	// must be the data directory's peer key; nil builds a TCP host.
@@ -119,13 +125,13 @@ func (c *Config) applyDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	c.DHT.Mode = dht.ModeServer
-	if c.Pool.Now == nil {
-		c.Pool.Now = c.Now
-	}
 	if c.Index.Server.Now == nil {
 		c.Index.Server.Now = c.Now
 	}

@@ -61,18 +61,13 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 		return nil, err
 	}
 	poolCfg := cfg.Pool
-	if poolCfg.Logger == nil {
-		poolCfg.Logger = log
-	}
 	if poolCfg.ClaimCheck == nil {
 		// Claims and releases merge from other nodes only with their proof.
 		poolCfg.ClaimCheck = claimnet.NewProofChecker(in.ep, in.dht, cfg.Claim).Check
 	}
-	if poolCfg.Account == nil {
-		// Receipts for the jobs this node stores, which projects count.
-		poolCfg.Account = &pool.Account{Cert: id.Cert.Raw, Key: id.Key}
-	}
-	if in.pool, err = pool.New(in.ep, in.dht, n.store, poolCfg); err != nil {
+	// Receipts for the jobs this node stores, which projects count.
+	account := &pool.Account{Cert: id.Cert.Raw, Key: id.Key}
+	if in.pool, err = pool.New(pool.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Account: account, Env: n.env}, poolCfg); err != nil {
 		return nil, err
 	}
 	n.openIndex(in)

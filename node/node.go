@@ -72,7 +72,7 @@ func Open(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("node", id.Name)
-	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now(), env: overlay.Env{Now: cfg.Now, Logger: log}}
+	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now(), env: overlay.Env{Now: cfg.Now, Seed: cfg.Seed, Logger: log}}
 	if n.lb, err = n.newBalance(); err != nil {
 		return nil, err
 	}
