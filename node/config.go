@@ -132,15 +132,6 @@ func (c *Config) applyDefaults() {
 		c.Logger = slog.Default()
 	}
 	c.DHT.Mode = dht.ModeServer
-	if c.Index.Server.Now == nil {
-		c.Index.Server.Now = c.Now
-	}
-	if c.IndexWriter.Now == nil {
-		c.IndexWriter.Now = c.Now
-	}
-	if c.Claim.Now == nil {
-		c.Claim.Now = c.Now
-	}
 }
 
 // Validate reports a missing or bad setting.
