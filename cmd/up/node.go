@@ -96,7 +96,7 @@ type nodeRunFlags struct {
 	rewrite       time.Duration
 	republish     time.Duration
 	capacity      float64
-	balance       time.Duration // 0: the default period; negative: off (deprecated, --no-balance)
+	balance       time.Duration // 0: the default period (--no-balance turns balancing off)
 	noBalance     bool
 	maxGrindBits  int
 	storeSync     time.Duration // 0: fsync every write
@@ -156,16 +156,14 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	default:
 		cfg.StoreSyncInterval = f.storeSync
 	}
-	if f.balance > 0 && f.balance < time.Millisecond {
+	switch {
+	case f.balance < 0:
+		return node.Config{}, usageError{fmt.Errorf("--balance-interval %s is negative (--no-balance turns balancing off)", f.balance)}
+	case f.balance > 0 && f.balance < time.Millisecond:
 		return node.Config{}, usageError{fmt.Errorf("--balance-interval %s is below 1ms", f.balance)}
 	}
 	cfg.Balance.Interval = f.balance
 	cfg.Balance.Off = f.noBalance
-	if f.balance < 0 {
-		// The old spelling of off, still accepted (balancenet.Config too).
-		fmt.Fprintln(stderr, "up node run: a negative --balance-interval is deprecated; use --no-balance")
-		cfg.Balance.Off = true
-	}
 	cfg.Balance.MaxGrindBits = f.maxGrindBits
 	return cfg, nil
 }

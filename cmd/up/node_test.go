@@ -148,12 +148,12 @@ func TestNodeRunLookupCacheFlag(t *testing.T) {
 func TestNodeRunBalanceFlags(t *testing.T) {
 	base := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5}
 	fl := base
-	fl.capacity, fl.balance, fl.maxGrindBits = 2.5, -1, 20
+	fl.capacity, fl.balance, fl.maxGrindBits, fl.noBalance = 2.5, 2*time.Minute, 20, true
 	cfg, err := fl.config(io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Balance.Capacity != 2.5 || cfg.Balance.Interval != -1 || cfg.Balance.MaxGrindBits != 20 {
+	if cfg.Balance.Capacity != 2.5 || cfg.Balance.Interval != 2*time.Minute || cfg.Balance.MaxGrindBits != 20 || !cfg.Balance.Off {
 		t.Fatalf("balance config %+v", cfg.Balance)
 	}
 	if cfg, err = base.config(io.Discard); err != nil || cfg.Balance.Capacity != 0 || cfg.Balance.Interval != 0 || cfg.Balance.MaxGrindBits != 0 {
@@ -165,6 +165,8 @@ func TestNodeRunBalanceFlags(t *testing.T) {
 	}{
 		{func(f *nodeRunFlags) { f.capacity = -1 }, "--capacity"},
 		{func(f *nodeRunFlags) { f.maxGrindBits = 41 }, "--max-grind-bits"},
+		{func(f *nodeRunFlags) { f.balance = -time.Second }, "--balance-interval"}, // --no-balance is the only off
+		{func(f *nodeRunFlags) { f.balance = time.Microsecond }, "--balance-interval"},
 	} {
 		f := base
 		bad.edit(&f)
