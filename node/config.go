@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -66,8 +67,11 @@ type Config struct {
 	// are replicated on r machines that repair each other, so a write waits
 	// for the OS (safe against a crash of the node's process), not for its
 	// own fsync; a power failure can take the last interval's writes.
-	// Default 100 ms; negative: fsync every write.
+	// Default 100 ms.
 	StoreSyncInterval time.Duration
+	// StoreSyncEachWrite makes every store write wait for its own fsync
+	// instead (StoreSyncInterval is then unused).
+	StoreSyncEachWrite bool
 	// Now reads the clock: the node's and every service's (one overlay.Env
 	// passed to each). Default time.Now.
 	Now func() time.Time
@@ -134,13 +138,26 @@ func (c *Config) applyDefaults() {
 	c.DHT.Mode = dht.ModeServer
 }
 
-// Validate reports a missing or bad setting.
+// Validate reports the first missing or bad setting of c (after its
+// defaults), naming the field, in one line. The services' configs are
+// validated by their constructors.
 func (c *Config) Validate() error {
-	switch {
-	case c.DataDir == "":
-		return errors.New("node config: no data directory")
-	case c.HelloTimeout < 0 || c.CRLReload < 0 || c.JoinBackoffMax < 0:
-		return errors.New("node config: negative duration")
+	if c.DataDir == "" {
+		return errors.New("node config: no data directory (DataDir)")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HelloTimeout", c.HelloTimeout}, {"CRLReload", c.CRLReload}, {"JoinBackoffMax", c.JoinBackoffMax},
+		{"PeerSaveInterval", c.PeerSaveInterval}, {"StoreSyncInterval", c.StoreSyncInterval},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("node config: %s %s is negative", d.name, d.v)
+		}
+	}
+	if c.MaxKnownPeers < 0 {
+		return fmt.Errorf("node config: MaxKnownPeers %d is negative", c.MaxKnownPeers)
 	}
 	return nil
 }

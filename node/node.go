@@ -90,7 +90,11 @@ func Open(cfg Config) (_ *Node, err error) {
 			_ = n.Abandon() // the cause is err; closing what half-opened adds nothing
 		}
 	}()
-	if n.store, err = store.OpenWith(id.Paths.Store(), store.Options{SyncInterval: max(cfg.StoreSyncInterval, 0)}); err != nil {
+	so := store.Options{SyncInterval: cfg.StoreSyncInterval}
+	if cfg.StoreSyncEachWrite {
+		so.SyncInterval = 0 // the store's zero: each write waits for its fsync
+	}
+	if n.store, err = store.OpenWith(id.Paths.Store(), so); err != nil {
 		return nil, err
 	}
 	in, err := n.openInstance(cfg.Host)

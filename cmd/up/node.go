@@ -152,7 +152,7 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	case f.storeSync < 0:
 		return node.Config{}, usageError{fmt.Errorf("--store-sync %s is negative", f.storeSync)}
 	case f.storeSync == 0:
-		cfg.StoreSyncInterval = -1 // each write; the config's zero means the default
+		cfg.StoreSyncEachWrite = true // the config's zero interval means the default
 	default:
 		cfg.StoreSyncInterval = f.storeSync
 	}

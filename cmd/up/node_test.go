@@ -184,14 +184,15 @@ func TestNodeRunStoreSyncFlag(t *testing.T) {
 	for _, c := range []struct {
 		flag time.Duration
 		want time.Duration
-	}{{100 * time.Millisecond, 100 * time.Millisecond}, {0, -1}} {
+		each bool
+	}{{100 * time.Millisecond, 100 * time.Millisecond, false}, {0, 0, true}} {
 		fl := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5, storeSync: c.flag}
 		cfg, err := fl.config(io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.StoreSyncInterval != c.want {
-			t.Errorf("--store-sync %s: interval %s, want %s", c.flag, cfg.StoreSyncInterval, c.want)
+		if cfg.StoreSyncInterval != c.want || cfg.StoreSyncEachWrite != c.each {
+			t.Errorf("--store-sync %s: interval %s, each write %v; want %s, %v", c.flag, cfg.StoreSyncInterval, cfg.StoreSyncEachWrite, c.want, c.each)
 		}
 	}
 	fl := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5, storeSync: -time.Second}
