@@ -37,6 +37,16 @@ func treeOf(relative ...string) packageSet {
 	}}
 }
 
+// packagesOf is the set of the given module packages alone (paths
+// relative to the module), not those under them.
+func packagesOf(relative ...string) packageSet {
+	paths := make([]string, len(relative))
+	for i, r := range relative {
+		paths[i] = strings.TrimSuffix(module+"/"+r, "/")
+	}
+	return packageSet{name: strings.Join(relative, ", "), has: func(path string) bool { return slices.Contains(paths, path) }}
+}
+
 // externalTree is the set of the package root (a full import path) and
 // every package under it.
 func externalTree(name, root string) packageSet {

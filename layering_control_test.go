@@ -15,23 +15,26 @@ func m(relative string) string { return module + "/" + relative }
 // the rules want.
 func cleanGraph() importGraph {
 	graph := importGraph{
-		m("cmd/up"):          {m("node")},
-		m("testnet"):         {m("node"), m("testnet/sim")},
-		m("node"):            {m("balancenet"), m("claimnet"), m("indexnet"), m("overlay"), m("pool")},
-		m("balancenet"):      {m("loadbalance"), m("overlay"), m("pool")},
-		m("claimnet"):        {m("claim"), m("overlay")},
-		m("indexnet"):        {m("index"), m("overlay")},
-		m("indexclient"):     {m("index"), m("overlay")},
-		m("pool"):            {m("job"), m("overlay"), m("store")},
-		m("store"):           {"github.com/cockroachdb/pebble/v2"},
-		m("overlay"):         {"github.com/libp2p/go-libp2p/core/host"},
-		m("apps"):            {"fmt"},
-		m("client"):          {m("client/sched"), m("job")},
-		m("agent"):           {m("indexclient"), m("wire")},
-		m("project"):         {m("agent"), m("result")},
-		m("testnet/sim"):     {m("dht/keyspace"), m("index"), m("job"), m("loadbalance")},
-		m("cadir"):           {m("certs"), m("keystore")},
-		m("testnet/testkit"): {"os", "testing", "time"},
+		m("cmd/up"):           {m("node")},
+		m("testnet"):          {m("node"), m("testnet/sim")},
+		m("node"):             {m("balancenet"), m("claimnet"), m("indexnet"), m("overlay"), m("pool")},
+		m("balancenet"):       {m("loadbalance"), m("overlay"), m("pool")},
+		m("claimnet"):         {m("claim"), m("overlay")},
+		m("indexnet"):         {m("index"), m("overlay")},
+		m("indexclient"):      {m("index"), m("overlay")},
+		m("pool"):             {m("job"), m("overlay"), m("store")},
+		m("store"):            {"github.com/cockroachdb/pebble/v2"},
+		m("overlay"):          {"github.com/libp2p/go-libp2p/core/host"},
+		m("apps"):             {"fmt"},
+		m("client"):           {m("client/sched"), m("job")},
+		m("agent"):            {m("indexclient"), m("wire")},
+		m("project"):          {m("agent"), m("result")},
+		m("testnet/sim"):      {m("dht/keyspace"), m("index"), m("job"), m("loadbalance")},
+		m("cadir"):            {m("certs"), m("keystore")},
+		m("testnet/testkit"):  {"os", "testing", "time"},
+		m("testnet/bench"):    {m("testnet"), m("client")},
+		m("testnet/scenario"): {m("testnet"), m("testnet/sim")},
+		m("testnet/demo"):     {m("testnet"), m("client")},
 	}
 	for _, p := range purePackages {
 		graph[p.path] = slices.Clone(p.allowed)
@@ -76,6 +79,8 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 	add(m("loadbalance"), "time")
 	add(m("client"), m("balancenet"))
 	add(m("testnet/sim"), m("balancenet"))
+	// The harness imports the bench.
+	add(m("testnet"), m("testnet/bench"))
 	// A pure package's tests import outside their allow-list.
 	testImports := importGraph{m("loadbalance"): {"net/http", "testing"}}
 
@@ -88,6 +93,7 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		ruleBalance + " | client | balancenet: client -> balancenet",
 		ruleSimulator + " | testnet/sim | balancenet: testnet/sim -> balancenet",
 		ruleBalance + " | testnet/sim | balancenet: testnet/sim -> balancenet",
+		ruleHarness + " | testnet | testnet/bench, testnet/scenario, testnet/demo: testnet -> testnet/bench",
 		rulePureImports + " | loadbalance | time: loadbalance -> time",
 		rulePureNever + " | loadbalance | time: loadbalance -> time",
 		ruleClientSide + " | client | pool: client -> claimnet -> pool",

@@ -179,6 +179,7 @@ const (
 	ruleCADir      = "e. the CA's directory links no network service"
 	ruleTestkit    = "f. the tests' kit links only the standard library"
 	ruleBalance    = "g. only node imports balancenet"
+	ruleHarness    = "h. the harness links none of the runs on it (bench, scenario, demo)"
 )
 
 // shellRules are the forbidden edges between the network shells.
@@ -251,6 +252,15 @@ var shellRules = []dependencyRule{
 		from:      treeOf(""),
 		except:    treeOf("node", "balancenet"),
 		forbidden: []packageSet{treeOf("balancenet")},
+	},
+	{
+		// The testnet harness (networks, fixtures, checkers) is what the
+		// bench, the scenarios and the demo run on; none of them may leak
+		// back into it, nor into what its tests' users link.
+		name:       ruleHarness,
+		from:       packagesOf("testnet"),
+		forbidden:  []packageSet{treeOf("testnet/bench", "testnet/scenario", "testnet/demo")},
+		transitive: true,
 	},
 }
 

@@ -24,6 +24,15 @@ func Quorum(r int) int {
 	return (r+Faults(r))/2 + 1
 }
 
+// ReceiptsNeeded is how many distinct certified nodes' signed store
+// receipts make a job submitted at replication r: r − f (4 of 5). Up to f
+// of a job's replicas may be faulty — one that drops jobs may sign nothing
+// — so demanding all r would let one of them block every submission of
+// its jobs; r − f ≥ 2f + 1 signers hold at least f + 1 honest copies, and
+// honest holders republish the job to its r closest. The project
+// (project.ReceiptsNeeded) and the simulator use this one rule.
+func ReceiptsNeeded(r int) int { return r - Faults(r) }
+
 // NearExtra is how far beyond a job's r closest a confirming node looks
 // for the nodes whose replies count: a replier counts when it is among the
 // r + NearExtra nearest to the job in the confirming node's own view, and

@@ -186,6 +186,12 @@ type Claim struct {
 // ErrLost reports a job another client holds.
 var ErrLost = errors.New("job claimed by another client")
 
+// ErrNoQuorum reports a claim attempt that ended with too few grants or
+// accepted confirms for a quorum (claim.Failed): nodes were silent, or
+// refused the confirm (a clock beyond T_skew, a view that differs), and
+// not enough denied for the job to be another client's.
+var ErrNoQuorum = errors.New("too few nodes granted it or accepted the confirm")
+
 // ErrUnknown reports a job no node holds (any more).
 var ErrUnknown = errors.New("job unknown to its nodes")
 
@@ -340,7 +346,7 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 			slices.Sort(a.unaccepted)
 			why = " (not accepted by " + strings.Join(a.unaccepted, "; ") + ")"
 		}
-		return nil, fmt.Errorf("claim %x: too few nodes granted it or accepted the confirm for a quorum of %d%s", jobKey, a.quorum, why)
+		return nil, fmt.Errorf("claim %x: %w for a quorum of %d%s", jobKey, ErrNoQuorum, a.quorum, why)
 	}
 	return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
 }

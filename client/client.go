@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -80,7 +81,7 @@ func New(cfg Config) (*Client, error) {
 		units:   map[string]bool{},
 		skips:   map[string]*skipping{},
 		listed:  map[string]time.Time{},
-		pace:    newPacer(paceRate, paceBurst),
+		pace:    newPacer(cfg.Pace, max(1, int(cfg.Pace))),
 	}
 	c.claimer.SetPace(c.pace.Wait)
 	c.claimer.SetSigner(a.Identity().Key)
@@ -264,6 +265,8 @@ type Status struct {
 	// Claims counts the claim attempts by outcome (lost: aborted on
 	// another client's claim).
 	Claims claimclient.Stats `json:"claims"`
+	// Queries counts the index queries by result: found, empty, error.
+	Queries map[string]int `json:"queries"`
 }
 
 // Status reports what the client is doing.
@@ -272,7 +275,8 @@ func (c *Client) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := Status{Role: "client", Done: c.done, Failed: c.failed, Released: c.released,
-		Debts: map[string]float64{}, Backoff: map[string]float64{}, Claims: c.claimer.Stats()}
+		Debts: map[string]float64{}, Backoff: map[string]float64{}, Claims: c.claimer.Stats(),
+		Queries: maps.Clone(c.queryCount)}
 	for p, d := range c.sched.Debts() {
 		st.Debts[p] = d.Seconds()
 	}

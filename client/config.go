@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,8 +30,9 @@ type Config struct {
 	// Projects are the attached projects. Required.
 	Projects []Project
 	// Runner runs applications; its allow-list decides what may run.
-	// Required.
-	Runner *runner.Runner
+	// Required: a *runner.Runner (a child process per job, under limits),
+	// or another Executor (the bench runs built-ins in its own process).
+	Runner Executor
 	// Slots is how many jobs run in parallel. Default: the number of CPUs.
 	Slots int
 	// Attributes of the machine. Defaults: the memory the kernel reports
@@ -58,12 +60,31 @@ type Config struct {
 	MaxInput int64
 	// MaxJobs stops Run after this many jobs ran (0: run until stopped).
 	MaxJobs int
+	// Pace is how many requests a second (index queries and claim
+	// requests) the client sends one node, in bursts of as many. Default
+	// 15, under the nodes' default limits (20 a second, bursts of 40).
+	// Negative: unpaced, for nodes whose limits are off (the bench's).
+	Pace float64
+	// OnClaim, when set, is called with how long each claim the client
+	// won took (its claim requests and confirms): the bench's claim
+	// latency.
+	OnClaim func(took time.Duration)
 	// Seed seeds the backoff jitter. Default 1.
 	Seed uint64
 	// Now reads the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives structured logs.
 	Logger *slog.Logger
+}
+
+// Executor runs a job's application: *runner.Runner is the worker's.
+type Executor interface {
+	// Allowed reports whether the project's application may run here.
+	Allowed(project, app string) bool
+	// Run runs the task to its outcome. A job that fails or is killed for
+	// a limit is an Outcome, not an error: an error means it could not be
+	// run (not allowed, bad task, ctx ended).
+	Run(ctx context.Context, t runner.Task) (runner.Outcome, error)
 }
 
 func (c *Config) applyDefaults() {
@@ -84,6 +105,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxInput == 0 {
 		c.MaxInput = 1 << 30
+	}
+	if c.Pace == 0 {
+		c.Pace = paceRate
 	}
 	if c.Seed == 0 {
 		c.Seed = 1

@@ -12,13 +12,10 @@ import (
 // Nodes limit each client's index queries and claim requests to 20 a
 // second with bursts of 40 (indexnet.ServerConfig.QueryLimit,
 // claimnet.Config.Limit). A client paces its own requests to each node
-// below that, paceRate a second with bursts of paceBurst, so that no node
-// refuses it: over any span of t seconds it sends at most paceBurst +
-// paceRate·t requests to a node, under the 40 + 20·t the node allows.
-const (
-	paceRate  = 15
-	paceBurst = 15
-)
+// below that, paceRate a second with bursts of as many (Config.Pace), so
+// that no node refuses it: over any span of t seconds it sends at most
+// paceRate·(1 + t) requests to a node, under the 40 + 20·t the node allows.
+const paceRate = 15
 
 // pacer is a token bucket per node: Wait blocks until the node may be
 // asked again. Safe for concurrent use.
@@ -30,12 +27,21 @@ type pacer struct {
 	nodes map[peer.ID]*rate.Limiter
 }
 
+// newPacer paces perSecond requests a second to each node, in bursts of
+// burst; nil (no pacing) when perSecond is negative.
 func newPacer(perSecond float64, burst int) *pacer {
+	if perSecond < 0 {
+		return nil
+	}
 	return &pacer{rate: rate.Limit(perSecond), burst: burst, nodes: map[peer.ID]*rate.Limiter{}}
 }
 
-// Wait takes a token of node n's bucket, waiting for one until ctx ends.
+// Wait takes a token of node n's bucket, waiting for one until ctx ends;
+// a nil pacer does not wait.
 func (p *pacer) Wait(ctx context.Context, n peer.ID) error {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	l := p.nodes[n]
 	if l == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
@@ -131,8 +132,12 @@ func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*
 	for _, r := range h.Replicas {
 		hint = append(hint, peer.ID(r))
 	}
+	start := time.Now()
 	cl, err := c.claimer.ClaimAt(ctx, h.Job, hint)
 	if err == nil {
+		if c.cfg.OnClaim != nil {
+			c.cfg.OnClaim(time.Since(start))
+		}
 		return cl, nil
 	}
 	msg := "claim failed"
@@ -359,20 +364,28 @@ func describe(out runner.Outcome) string {
 // fetchSpec gets the job's signed spec from one of its nodes and checks
 // the project's signature and certificate.
 func (c *Client) fetchSpec(ctx context.Context, cl *claimclient.Claim) (*job.Signed, *job.Spec, error) {
+	return FetchSpec(ctx, c.cfg.Agent, c.cfg.Now(), cl.Job, cl.Nodes)
+}
+
+// FetchSpec gets a job's signed spec from the first of nodes that sends
+// it, and checks the project's certificate (valid at now) and signature:
+// what a client reads of a job it claimed.
+func FetchSpec(ctx context.Context, a *agent.Agent, now time.Time, key []byte, nodes []peer.ID) (*job.Signed, *job.Spec, error) {
 	var errs []error
-	for _, n := range cl.Nodes {
-		s, spec, err := c.getSpec(ctx, n, cl.Job)
+	for _, n := range nodes {
+		s, spec, err := getSpec(ctx, a, now, n, key)
 		if err == nil {
 			return s, spec, nil
 		}
 		errs = append(errs, err)
 	}
-	return nil, nil, fmt.Errorf("job %x: spec from none of its nodes: %w", cl.Job, errors.Join(errs...))
+	return nil, nil, fmt.Errorf("job %x: spec from none of its nodes: %w", key, errors.Join(errs...))
 }
 
-func (c *Client) getSpec(ctx context.Context, n peer.ID, key []byte) (*job.Signed, *job.Spec, error) {
+// getSpec gets a job's signed spec from node n and checks it.
+func getSpec(ctx context.Context, a *agent.Agent, now time.Time, n peer.ID, key []byte) (*job.Signed, *job.Spec, error) {
 	var resp wire.GetResponse
-	if err := c.cfg.Agent.Endpoint().Call(ctx, n, wire.ProtoJobGet, &wire.GetRequest{Keys: [][]byte{key}}, wire.MaxJobFrame, &resp); err != nil {
+	if err := a.Endpoint().Call(ctx, n, wire.ProtoJobGet, &wire.GetRequest{Keys: [][]byte{key}}, wire.MaxJobFrame, &resp); err != nil {
 		return nil, nil, err
 	}
 	if len(resp.Jobs) != 1 {
@@ -385,12 +398,12 @@ func (c *Client) getSpec(ctx context.Context, n peer.ID, key []byte) (*job.Signe
 	if string(s.Key()) != string(key) {
 		return nil, nil, fmt.Errorf("node %s sent another job", n)
 	}
-	v := c.cfg.Agent.Endpoint().Admission().Verifier()
+	v := a.Endpoint().Admission().Verifier()
 	for _, der := range resp.Certs {
 		if string(job.CertRef(der)) != string(spec.CertRef) {
 			continue
 		}
-		id, err := v.VerifyCert(der, c.cfg.Now(), certs.RoleProject)
+		id, err := v.VerifyCert(der, now, certs.RoleProject)
 		if err != nil {
 			return nil, nil, fmt.Errorf("job %s: project certificate: %w", s.CID(), err)
 		}

@@ -32,7 +32,7 @@ func (c *Client) vet(ctx context.Context, project string, h wire.IndexHit) (v *v
 		if i == vetTries {
 			break
 		}
-		s, spec, err := c.getSpec(ctx, peer.ID(r), h.Job)
+		s, spec, err := getSpec(ctx, c.cfg.Agent, c.cfg.Now(), peer.ID(r), h.Job)
 		if err != nil {
 			continue
 		}

@@ -19,6 +19,17 @@ func Desired(closest bool, st job.State, listing []string, project string) []str
 	return nil
 }
 
+// Lists reports whether a node lists a job it holds: it is the job's
+// closest live node in its view (closest), a backup lister whose wait has
+// passed (backupDue: the i-th next closest after i × BackupDelay), or a
+// node nearer the job has not taken the listing over yet (listingHeld:
+// the newcomer is not sent the job yet, or was sent it less than
+// replica.HandOnGraceMS ago) and this node has the job listed (listed),
+// so the job stays findable throughout a hand-on. Pure.
+func Lists(closest, backupDue, listingHeld, listed bool) bool {
+	return closest || backupDue || listingHeld && listed
+}
+
 // RuledOut reports whether the job's state alone rules out listing it
 // under keyword, whichever node is its closest: a ready job may be listed
 // under its keywords (not the finished one), a finished one under its

@@ -1,10 +1,11 @@
 // Package indexclient is the client side of U.P.'s keyword index, which
 // every party (node, client, project) uses: the cache of wildcard region
 // views (Regions: which nodes hold a keyword's region, found by a walk of
-// near questions) and the Client that finds a worker's jobs (Find,
-// FindSkipping) and harvests a keyword region's entries (Harvest). The
-// index server a node runs is package indexnet; this package links no
-// server, pool or store, so agents, clients and projects carry none.
+// near questions; the shell of index.RegionViews, which decides them) and
+// the Client that finds a worker's jobs (Find, FindSkipping) and harvests
+// a keyword region's entries (Harvest). The index server a node runs is
+// package indexnet; this package links no server, pool or store, so
+// agents, clients and projects carry none.
 package indexclient
 
 import "time"

@@ -2,7 +2,6 @@ package indexclient
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -26,38 +25,21 @@ const DefaultRegionBits = keyspace.DefaultIndexBits
 // third of a 1,024-node overlay's RPCs (simulator, 30 jobs/s).
 const DefaultRegionTTL = 5 * time.Minute
 
-// nearLimit is how many peers a region lookup and a near question ask for.
+// nearLimit is how many peers a region walk's near question asks for.
 const nearLimit = index.NearLimit
 
-// maxCovered bounds the sub-regions a crowded region's view remembers as
-// fully known; the view is refetched after its TTL anyway.
-const maxCovered = index.MaxCovered
-
-// Regions finds and caches the nodes around keywords' wildcard regions.
-// Safe for concurrent use.
+// Regions finds and caches the nodes around keywords' wildcard regions:
+// the shell of an index.RegionViews, which decides what to ask and what a
+// view holds; Regions holds the lock, the clock and the random source,
+// and sends the walks and near questions the machine asks for. Safe for
+// concurrent use.
 type Regions struct {
-	d    *dht.DHT
-	bits int
-	ttl  time.Duration
-	now  func() time.Time
+	d   *dht.DHT
+	now func() time.Time
 
 	mu    sync.Mutex
 	rng   *rand.Rand
-	cache map[string]regionView
-}
-
-// regionView is what is known of the nodes around one keyword's region.
-// It is replaced, never changed in place: readers may keep its slices.
-type regionView struct {
-	peers   []peer.ID // nearest to the region's first point first
-	fetched time.Time
-	// crowded: every known peer lies inside the region and the answers
-	// were full, so the region may hold more nodes than are known, and the
-	// node closest to a point must be asked for at that point.
-	crowded bool
-	// covered lists sub-regions (of a crowded region) all of whose nodes
-	// are known, from earlier near answers at points inside them.
-	covered []keyspace.Region
+	views *index.RegionViews
 }
 
 // NewRegions returns a region cache over d with regions of bits bits,
@@ -72,14 +54,14 @@ func NewRegions(d *dht.DHT, bits int, ttl time.Duration, seed uint64, now func()
 	if now == nil {
 		now = time.Now
 	}
-	return &Regions{d: d, bits: bits, ttl: ttl, now: now, rng: rand.New(rand.NewPCG(seed, 0x5eed)), cache: map[string]regionView{}}
+	return &Regions{d: d, now: now, rng: rand.New(rand.NewPCG(seed, 0x5eed)), views: index.NewRegionViews(bits, ttl.Milliseconds())}
 }
 
 // Bits is p.
-func (r *Regions) Bits() int { return r.bits }
+func (r *Regions) Bits() int { return r.views.Bits() }
 
 // Region is the wildcard region of keyword kw.
-func (r *Regions) Region(kw string) keyspace.Region { return keyspace.IndexRegion(kw, r.bits) }
+func (r *Regions) Region(kw string) keyspace.Region { return r.views.Region(kw) }
 
 // Peers returns the known nodes around kw's region, nearest to its first
 // point first: a walk to a random point of the region (dht.Walk: a few
@@ -87,130 +69,60 @@ func (r *Regions) Region(kw string) keyspace.Region { return keyspace.IndexRegio
 // follow-up requests would all land on the region's nodes). Cached for
 // the TTL.
 func (r *Regions) Peers(ctx context.Context, kw string) ([]peer.ID, error) {
-	v, err := r.view(ctx, kw)
-	if err != nil {
+	u := r.start(kw, false)
+	if err := r.run(ctx, &u); err != nil {
 		return nil, err
 	}
-	return v.peers, nil
+	v := u.View()
+	out := make([]peer.ID, len(v.Peers))
+	for i, p := range v.Peers {
+		out[i] = peer.ID(p.ID)
+	}
+	return out, nil
 }
 
-// view returns the cached view of kw's region, fetching it when absent or
-// older than the TTL.
-func (r *Regions) view(ctx context.Context, kw string) (regionView, error) {
-	now := r.now()
+// start begins a use of kw's view now.
+func (r *Regions) start(kw string, target bool) index.RegionUse {
+	now := r.now().UnixMilli()
 	r.mu.Lock()
-	v, ok := r.cache[kw]
-	r.mu.Unlock()
-	if ok && now.Sub(v.fetched) < r.ttl {
-		return v, nil
+	defer r.mu.Unlock()
+	if target {
+		return r.views.StartTarget(kw, now)
 	}
-	region := r.Region(kw)
-	// The walk's last question is the node nearest a random point of the
-	// region, whose answer is that point's neighbourhood. (Walking to the
-	// region's first point made the node nearest it the busiest of the
-	// overlay once the region held many nodes: every view ended there.)
-	x := r.RandomPoint(kw)
-	found, err := r.d.Walk(ctx, x, nearLimit)
-	if err != nil || len(found) == 0 {
-		return regionView{}, fmt.Errorf("nodes around keyword %q: %w", kw, orNone(err))
-	}
-	v = regionView{fetched: now}.with(region.Prefix, x, found)
-	v.crowded = len(found) >= nearLimit && allInside(region, v.peers)
-	r.mu.Lock()
-	r.cache[kw] = v
-	r.mu.Unlock()
-	return v, nil
+	return r.views.StartView(kw, now)
 }
 
-// mergePeers returns a new slice of the distinct peers of known and more,
-// sorted by distance to pos.
-func mergePeers(pos keyspace.Pos, known, more []peer.ID) []peer.ID {
-	out := make([]peer.ID, 0, len(known)+len(more))
-	seen := make(map[peer.ID]bool, len(known)+len(more))
-	for _, list := range [][]peer.ID{known, more} {
-		for _, p := range list {
-			if !seen[p] {
-				seen[p] = true
-				out = append(out, p)
-			}
+// run steps u to its end: it sends each question the machine asks (the
+// view's walk, a refinement's near question) and feeds the answer back.
+// The lock is held while the machine steps, not while the network
+// answers.
+func (r *Regions) run(ctx context.Context, u *index.RegionUse) error {
+	for {
+		r.mu.Lock()
+		ask, ok := r.views.Next(u, r.rng, r.dead)
+		r.mu.Unlock()
+		if !ok {
+			return u.Err()
 		}
+		var ans []peer.ID
+		var err error
+		if ask.Walk {
+			ans, err = r.d.Walk(ctx, ask.Pos, ask.N)
+		} else {
+			ans, err = r.near(ctx, peer.ID(ask.Peer), ask.Pos, ask.N)
+		}
+		peers := make([]index.Peer, len(ans))
+		for i, p := range ans {
+			peers[i] = index.Peer{ID: string(p), Pos: keyspace.PeerPos([]byte(p))}
+		}
+		r.mu.Lock()
+		r.views.Answer(u, peers, err)
+		r.mu.Unlock()
 	}
-	dht.SortPeers(pos, out)
-	return out
 }
 
-// allInside reports whether every one of peers lies inside region. If one
-// lies outside, the answers reached past the region, so every node inside
-// it (all closer to the region's points than any outside) was in them.
-func allInside(region keyspace.Region, peers []peer.ID) bool {
-	for _, p := range peers {
-		if !region.Contains(keyspace.PeerPos([]byte(p))) {
-			return false
-		}
-	}
-	return true
-}
-
-// coverage is the largest sub-region around x whose nodes all appear in
-// answer, a node's nearest known peers to x asked for limit of them: the
-// whole keyspace when the answer was short (the node knows no more); else
-// the positions sharing one bit more with x than the answer's farthest
-// peer does (every node there is nearer to x than that peer). ok is false
-// when no answered peer lies in that sub-region, which then says nothing
-// about where the nodes nearest to its points are.
-func coverage(x keyspace.Pos, answer []peer.ID, limit int) (sub keyspace.Region, ok bool) {
-	if len(answer) == 0 {
-		return keyspace.Region{}, false
-	}
-	if len(answer) < limit {
-		return keyspace.Region{}, true
-	}
-	m := keyspace.Bits
-	for _, p := range answer {
-		m = min(m, keyspace.CommonPrefixLen(keyspace.PeerPos([]byte(p)), x))
-	}
-	sub = keyspace.NewRegion(x, m+1)
-	for _, p := range answer {
-		if sub.Contains(keyspace.PeerPos([]byte(p))) {
-			return sub, true
-		}
-	}
-	return keyspace.Region{}, false
-}
-
-// covers reports whether the view knows every node of some sub-region
-// holding x.
-func (v regionView) covers(x keyspace.Pos) bool {
-	for _, c := range v.covered {
-		if c.Contains(x) {
-			return true
-		}
-	}
-	return false
-}
-
-// closestTo returns the peer closest to x among peers, skipping those dead
-// reports (peers[0] when all are dead).
-func closestTo(x keyspace.Pos, peers []peer.ID, dead func(peer.ID) bool) peer.ID {
-	best := peers[0]
-	bestPos := keyspace.PeerPos([]byte(best))
-	for _, p := range peers[1:] {
-		if dead(p) {
-			continue
-		}
-		if pp := keyspace.PeerPos([]byte(p)); keyspace.CloserTo(x, pp, bestPos) || dead(best) {
-			best, bestPos = p, pp
-		}
-	}
-	return best
-}
-
-func orNone(err error) error {
-	if err == nil {
-		return fmt.Errorf("none known")
-	}
-	return err
-}
+// dead reports a peer this party marked dead.
+func (r *Regions) dead(id string) bool { return r.d.IsMarkedDead(peer.ID(id)) }
 
 // near asks p (or, for this node itself, its routing table) for its n
 // nearest known peers to the raw position pos.
@@ -224,7 +136,7 @@ func (r *Regions) near(ctx context.Context, p peer.ID, pos keyspace.Pos, n int) 
 // Invalidate drops the cached view of kw (e.g. after its node failed).
 func (r *Regions) Invalidate(kw string) {
 	r.mu.Lock()
-	delete(r.cache, kw)
+	r.views.Invalidate(kw)
 	r.mu.Unlock()
 }
 
@@ -237,18 +149,15 @@ const MinEmptyRefresh = 10 * time.Second
 // Stale drops kw's view when it is at least age old, so the next use
 // looks again. It reports whether it did.
 func (r *Regions) Stale(kw string, age time.Duration) bool {
-	now := r.now()
+	now := r.now().UnixMilli()
 	r.mu.Lock()
-	v, ok := r.cache[kw]
-	drop := ok && now.Sub(v.fetched) >= age
-	if drop {
-		delete(r.cache, kw)
-	}
-	r.mu.Unlock()
-	return drop
+	defer r.mu.Unlock()
+	return r.views.Stale(kw, age.Milliseconds(), now)
 }
 
-// RandomPoint draws a uniform point of kw's region.
+// RandomPoint draws a uniform point of kw's region from the source Target
+// draws from (tests replay a seed with it: a view's walk draws first,
+// then each target).
 func (r *Regions) RandomPoint(kw string) keyspace.Pos {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -270,52 +179,16 @@ func (r *Regions) Target(ctx context.Context, kw string) (keyspace.Pos, peer.ID,
 // already asked): the next closest known peer to the point is used
 // instead, so a reader whose view differs from the writers' (entries
 // split between the old and the new closest node around a restart) still
-// reaches them.
+// reaches them. Peers marked dead are skipped too.
 func (r *Regions) TargetAvoiding(ctx context.Context, kw string, avoid map[peer.ID]bool) (keyspace.Pos, peer.ID, error) {
-	v, err := r.view(ctx, kw)
-	if err != nil {
+	u := r.start(kw, true)
+	if err := r.run(ctx, &u); err != nil {
 		return keyspace.Pos{}, "", err
 	}
-	x := r.RandomPoint(kw)
-	if v.crowded && !v.covers(x) {
-		v = r.refine(ctx, kw, v, x)
-	}
-	skip := r.d.IsMarkedDead
+	skip := r.dead
 	if len(avoid) > 0 {
-		skip = func(p peer.ID) bool { return avoid[p] || r.d.IsMarkedDead(p) }
+		skip = func(id string) bool { return avoid[peer.ID(id)] || r.dead(id) }
 	}
-	return x, closestTo(x, v.peers, skip), nil
-}
-
-// refine asks the known node closest to x for its nearest peers to x and
-// returns v with them added (and adds them to the cached view, unless that
-// was refetched meanwhile). On failure v is returned as it was.
-func (r *Regions) refine(ctx context.Context, kw string, v regionView, x keyspace.Pos) regionView {
-	ask := closestTo(x, v.peers, r.d.IsMarkedDead)
-	ans, err := r.near(ctx, ask, x, nearLimit)
-	if err != nil || len(ans) == 0 {
-		return v
-	}
-	first := r.Region(kw).Prefix
-	r.mu.Lock()
-	if cur, ok := r.cache[kw]; ok && cur.fetched.Equal(v.fetched) {
-		r.cache[kw] = cur.with(first, x, ans)
-	}
-	r.mu.Unlock()
-	return v.with(first, x, ans)
-}
-
-// with returns a copy of v that also knows answer, a node's nearest peers
-// to x, and the sub-region around x that answer shows in full; first is
-// the region's first point, by which peers are sorted.
-func (v regionView) with(first, x keyspace.Pos, answer []peer.ID) regionView {
-	nv := v
-	nv.peers = mergePeers(first, v.peers, answer)
-	if sub, ok := coverage(x, answer, nearLimit); ok {
-		nv.covered = append(v.covered[:len(v.covered):len(v.covered)], sub)
-		if len(nv.covered) > maxCovered {
-			nv.covered = nv.covered[len(nv.covered)-maxCovered:]
-		}
-	}
-	return nv
+	at, _ := u.Target(skip)
+	return u.Point(), peer.ID(at.ID), nil
 }

@@ -3,6 +3,7 @@ package indexnet_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -227,5 +228,50 @@ func TestCrowdedRegion(t *testing.T) {
 	walked := float64(a.DHT().WalkStats().RPCs - walked0)
 	if near := nearSent() - near0; near != walked || walked < 1 {
 		t.Fatalf("%.0f near RPCs for %d points in an uncrowded region, %.0f of them by the view's walk: want only the walk's", near, points, walked)
+	}
+}
+
+// TestRegionsConcurrent: Regions, the shell of index.RegionViews, serves
+// targets from many goroutines while views are dropped (Invalidate,
+// Stale) under them: every target is a running node (run with -race).
+func TestRegionsConcurrent(t *testing.T) {
+	const bits = 1 // about 24 of 48 nodes in the region: crowded
+	in := startIdxNet(t, 48, 54, testnet.Options{Index: indexnet.Config{Config: indexclient.Config{RegionBits: bits}}})
+	a := in.client(t, "worker")
+	running := map[peer.ID]bool{}
+	var ids []peer.ID
+	for id := range in.net.Positions() {
+		running[id] = true
+		ids = append(ids, id)
+	}
+	regions := indexclient.NewRegions(a.DHT(), bits, time.Hour, 54, in.clock.Now)
+	ctx := context.Background()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 20 {
+				kw := []string{"lhc", "atlas"}[(g+i)%2]
+				switch i % 7 {
+				case 3:
+					regions.Invalidate(kw)
+				case 5:
+					regions.Stale(kw, 0)
+				}
+				_, at, err := regions.TargetAvoiding(ctx, kw, map[peer.ID]bool{ids[(g*7+i)%len(ids)]: true})
+				if err == nil && !running[at] {
+					err = fmt.Errorf("target %s is no running node", at)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

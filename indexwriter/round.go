@@ -72,7 +72,7 @@ func (w *Writer) rankFunc(ctx context.Context, rewrite bool) func(keyspace.Pos) 
 // the job: until then this node keeps the entries it wrote.
 func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *plan) {
 	k := string(h.Key)
-	closest := rank == 0 || w.backupDue(k, rank, h.State, now) || w.pool.ListingHeld(h.Key) && w.listed(k)
+	closest := index.Lists(rank == 0, w.backupDue(k, rank, h.State, now), w.pool.ListingHeld(h.Key), w.listed(k))
 	var tmpl op // what every write of the job carries
 	var keywords []string
 	if closest && (h.State.Phase == job.Ready || h.State.Phase == job.Finished) {

@@ -34,6 +34,7 @@ import (
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/replica"
 	"github.com/up-pool/up/wire"
 )
 
@@ -314,12 +315,13 @@ func orNoPeers(err error) error {
 // one that drops jobs signs nothing — so demanding all r would let one of
 // them block every submission of its jobs; r − f ≥ 2f + 1 signers hold at
 // least f + 1 honest copies, and honest holders republish the job to its
-// r closest.
-func ReceiptsNeeded(r int) int { return r - claim.Faults(r) }
+// r closest. It is claim.ReceiptsNeeded, the rule the simulator uses too.
+func ReceiptsNeeded(r int) int { return claim.ReceiptsNeeded(r) }
 
 // MaxFirstNodes is how many nodes a job is sent through before its
-// submission is given up.
-const MaxFirstNodes = 3
+// submission is given up: replica.MaxFirstNodes, the bound the simulator
+// uses too.
+const MaxFirstNodes = replica.MaxFirstNodes
 
 // submitBatch stores jobs[idx] through node n, falling back to the next
 // closest nodes of each job (not those in tried) when n fails or returns

@@ -20,6 +20,13 @@ const (
 	// a placement's, a result's pass-on) whose target fails, the first
 	// included; each retry is re-planned on the new view (Replan).
 	SyncAttempts = 4
+	// MaxFirstNodes is how many nodes a project sends a job through (its
+	// first node, then the job's next closest not tried yet) before it
+	// gives the submission up: a first node that fails, or whose answer
+	// carries fewer than claim.ReceiptsNeeded signed store receipts, is
+	// followed by the next. The project (project.MaxFirstNodes) and the
+	// simulator use this one bound.
+	MaxFirstNodes = 3
 )
 
 // Holding is what a node knows of one job it holds, for planning a round.

@@ -5,6 +5,15 @@ import (
 	"time"
 )
 
+// SetClockOffset sets node i's clock off its clock at start (the
+// harness clock, or the adversary's for a skewed node) by d, at once: a
+// test makes a chosen node's clock skewed, or jump, mid-run. Durations
+// measured on the node span the change as they would on a real machine
+// whose clock was set.
+func (n *Network) SetClockOffset(i int, d time.Duration) {
+	n.offsets[i].Store(int64(d))
+}
+
 // Clock is a settable clock for tests: every party of a network can read
 // it (Options.Now = clock.Now) and the test moves it forward.
 type Clock struct {

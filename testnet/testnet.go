@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/metrics"
@@ -100,6 +101,9 @@ type Network struct {
 	killed map[peer.ID]bool // mocknet peers cut off by Kill
 	bw     []*metrics.BandwidthCounter
 	adv    *adversary // nil: every node honest, one clock
+	// offsets are the nodes' clock offsets set by SetClockOffset, in ns,
+	// added to whatever clock each node has.
+	offsets []atomic.Int64
 }
 
 // seededReader is an io.Reader of replayable bytes.
@@ -136,6 +140,7 @@ func Start(ctx context.Context, opts Options) (*Network, error) {
 	n.nodes = make([]*node.Node, opts.Nodes)
 	n.addrs = make([]multiaddr.Multiaddr, opts.Nodes)
 	n.dirs = make([]string, opts.Nodes)
+	n.offsets = make([]atomic.Int64, opts.Nodes)
 	n.bw = make([]*metrics.BandwidthCounter, opts.Nodes)
 	for i := range n.bw {
 		n.bw[i] = metrics.NewBandwidthCounter()
@@ -289,6 +294,8 @@ func (n *Network) nodeConfig(i int) node.Config {
 	if n.adv != nil {
 		cfg.Now = n.adv.clock(i, n.opts.Now)
 	}
+	base, off := cfg.Now, &n.offsets[i]
+	cfg.Now = func() time.Time { return base().Add(time.Duration(off.Load())) }
 	if cfg.Balance.Grinder == nil {
 		// One worker on a seeded stream: a move lands where it landed
 		// last time the run was played.

@@ -11,12 +11,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/bench"
 )
 
 // benchFlags are the flags of 'up bench'.
 type benchFlags struct {
-	o           testnet.BenchOptions
+	o           bench.Options
 	asJSON      bool
 	noShare     bool
 	profile     string
@@ -25,8 +25,8 @@ type benchFlags struct {
 
 // defaultBenchFlags are the defaults of 'up bench'.
 func defaultBenchFlags() benchFlags {
-	return benchFlags{o: testnet.BenchOptions{Nodes: 16, R: 5, Clients: 4, Slots: 2, Jobs: 500, Keywords: 1, Copies: 1,
-		Batch: 32, Exec: testnet.ExecInProcess, Seed: 1, Timeout: 5 * time.Minute}}
+	return benchFlags{o: bench.Options{Nodes: 16, R: 5, Clients: 4, Slots: 2, Jobs: 500, Keywords: 1, Copies: 1,
+		Batch: 32, Exec: bench.ExecInProcess, Seed: 1, Timeout: 5 * time.Minute}}
 }
 
 func newBenchCmd() *cobra.Command {
@@ -51,10 +51,9 @@ the wire per job; peak RSS.
 
 With --rate 0 the project submits as fast as the pool takes jobs,
 keeping at most --window jobs submitted and not yet harvested; with
---rate R it offers R jobs/s. --exec inproc (default) runs the clients'
-cycle in this process with the application called directly (same RPCs
-and checks as 'up client'); --exec subprocess runs real clients that
-start 'up app exec' per job.`,
+--rate R it offers R jobs/s. The clients are the real worker client of
+'up client run'; --exec inproc (default) has them call the application in
+this process, --exec subprocess start 'up app exec' per job.`,
 		Example: `  up bench --jobs 500
   up bench --nodes 32 --clients 8 --jobs 2000 --rate 200 --json`,
 		Args: noArgs,
@@ -103,7 +102,7 @@ func bindBenchFlags(f *pflag.FlagSet, fl *benchFlags) {
 // options checks the flags and turns them into bench options whose
 // clients launch 'self app exec'; bad flags are usage errors. Dir stays
 // empty when --dir is: the run makes a temporary one. It touches no file.
-func (fl benchFlags) options(self string) (testnet.BenchOptions, error) {
+func (fl benchFlags) options(self string) (bench.Options, error) {
 	o := fl.o
 	for _, c := range []struct {
 		name string
@@ -111,11 +110,11 @@ func (fl benchFlags) options(self string) (testnet.BenchOptions, error) {
 	}{{"nodes", o.Nodes}, {"replication", o.R}, {"clients", o.Clients}, {"slots", o.Slots}, {"jobs", o.Jobs},
 		{"keywords", o.Keywords}, {"copies", o.Copies}, {"batch", o.Batch}} {
 		if c.v == 0 {
-			return testnet.BenchOptions{}, usageError{fmt.Errorf("--%s 0: must be at least 1", c.name)}
+			return bench.Options{}, usageError{fmt.Errorf("--%s 0: must be at least 1", c.name)}
 		}
 	}
 	if o.Timeout <= 0 {
-		return testnet.BenchOptions{}, usageError{fmt.Errorf("--timeout %v: must be positive", o.Timeout)}
+		return bench.Options{}, usageError{fmt.Errorf("--timeout %v: must be positive", o.Timeout)}
 	}
 	o.Launcher = []string{self, "app", "exec"}
 	o.ProjectShare = !fl.noShare
@@ -124,14 +123,14 @@ func (fl benchFlags) options(self string) (testnet.BenchOptions, error) {
 		v.Dir = "x" // validated before a directory is made
 	}
 	if err := v.Validate(); err != nil {
-		return testnet.BenchOptions{}, usageError{fmt.Errorf("--%w", err)}
+		return bench.Options{}, usageError{fmt.Errorf("--%w", err)}
 	}
 	return o, nil
 }
 
 // runBench runs the benchmark o with the files fl names, prints its
 // report and checks that its figures add up.
-func runBench(cmd *cobra.Command, fl benchFlags, o testnet.BenchOptions) error {
+func runBench(cmd *cobra.Command, fl benchFlags, o bench.Options) error {
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "up-bench-")
 		if err != nil {
@@ -159,7 +158,7 @@ func runBench(cmd *cobra.Command, fl benchFlags, o testnet.BenchOptions) error {
 		defer hf.Close()
 		o.HeapProfile = hf
 	}
-	rep, err := testnet.RunBench(ctx, o)
+	rep, err := bench.Run(ctx, o)
 	if err != nil {
 		return err
 	}

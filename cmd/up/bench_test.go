@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/bench"
 )
 
 // parseFlags registers flags on a fresh flag set with bind and parses
@@ -31,23 +31,23 @@ func TestBenchFlags(t *testing.T) {
 		name  string
 		args  []string
 		bad   string // substring of the usage error; "" for a good line
-		check func(testnet.BenchOptions) bool
+		check func(bench.Options) bool
 	}{
-		{"defaults", nil, "", func(o testnet.BenchOptions) bool {
+		{"defaults", nil, "", func(o bench.Options) bool {
 			return o.Nodes == 16 && o.R == 5 && o.Clients == 4 && o.Slots == 2 && o.Jobs == 500 && o.Keywords == 1 &&
-				o.Copies == 1 && o.Batch == 32 && o.Rate == 0 && o.Window == 0 && o.Exec == testnet.ExecInProcess &&
+				o.Copies == 1 && o.Batch == 32 && o.Rate == 0 && o.Window == 0 && o.Exec == bench.ExecInProcess &&
 				o.Seed == 1 && o.Timeout == 5*time.Minute && o.TCollect == 0 && o.Dir == "" && o.ProjectShare &&
 				slices.Equal(o.Launcher, []string{"/bin/up", "app", "exec"})
 		}},
 		{"a larger run", []string{"--nodes", "32", "--clients", "8", "--jobs", "2000", "--rate", "200", "--json"}, "",
-			func(o testnet.BenchOptions) bool {
+			func(o bench.Options) bool {
 				return o.Nodes == 32 && o.Clients == 8 && o.Jobs == 2000 && o.Rate == 200
 			}},
-		{"old --r", []string{"--r", "3"}, "", func(o testnet.BenchOptions) bool { return o.R == 3 }},
-		{"no share", []string{"--no-share"}, "", func(o testnet.BenchOptions) bool { return !o.ProjectShare }},
-		{"dir", []string{"--dir", "d"}, "", func(o testnet.BenchOptions) bool { return o.Dir == "d" }},
-		{"subprocess", []string{"--exec", "subprocess", "--copies", "2", "--tcollect", "1m"}, "", func(o testnet.BenchOptions) bool {
-			return o.Exec == testnet.ExecSubprocess && o.Copies == 2 && o.TCollect == time.Minute
+		{"old --r", []string{"--r", "3"}, "", func(o bench.Options) bool { return o.R == 3 }},
+		{"no share", []string{"--no-share"}, "", func(o bench.Options) bool { return !o.ProjectShare }},
+		{"dir", []string{"--dir", "d"}, "", func(o bench.Options) bool { return o.Dir == "d" }},
+		{"subprocess", []string{"--exec", "subprocess", "--copies", "2", "--tcollect", "1m"}, "", func(o bench.Options) bool {
+			return o.Exec == bench.ExecSubprocess && o.Copies == 2 && o.TCollect == time.Minute
 		}},
 		{"zero nodes", []string{"--nodes", "0"}, "--nodes 0: must be at least 1", nil},
 		{"zero replication", []string{"--replication", "0"}, "--replication 0: must be at least 1", nil},

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/demo"
 )
 
 // demoFlags are the flags of 'up demo'.
@@ -68,7 +68,7 @@ each tile by quorum, grants credit and assembles the image.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			rep, err := testnet.RunDemo(ctx, testnet.DemoOptions{
+			rep, err := demo.Run(ctx, demo.Options{
 				Nodes: fl.nodes, Clients: fl.clients, Tiles: fl.tiles, Copies: fl.copies, Dir: dir, Image: image,
 				Launcher: []string{self, "app", "exec"}, Seed: fl.seed, Log: out,
 			})

@@ -47,7 +47,15 @@ func newNodeInitCmd() *cobra.Command {
 			if err := required("data", data, "ca", caFile, "name", name); err != nil {
 				return err
 			}
-			return initParty(cmd.OutOrStdout(), data, certs.RoleNode, name, caFile)
+			if err := initParty(cmd.OutOrStdout(), data, certs.RoleNode, name, caFile); err != nil {
+				return err
+			}
+			p, err := writeNodeSettings(data)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "settings: %s (then: up node run --config %s)\n", p, shellQuote(p))
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -84,6 +92,7 @@ func initParty(w io.Writer, dir string, role certs.Role, name, caFile string) er
 
 // nodeRunFlags are the flags of 'up node run'.
 type nodeRunFlags struct {
+	settings      string
 	data          string
 	listen        []string
 	bootstrap     []string
@@ -224,6 +233,9 @@ func newNodeRunCmd() *cobra.Command {
       --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadNodeSettings(cmd.Flags(), os.Environ()); err != nil {
+				return err
+			}
 			cfg, err := fl.config(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -263,6 +275,7 @@ func newNodeRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&fl.settings, "config", "", "YAML settings file (keys are these flags' names; 'up node init' writes DATA/node.yaml, read by default when present); flags, then UP_… environment variables (UP_LOG_LEVEL for --log-level), override it")
 	f.StringVar(&fl.data, "data", "", "data directory made by 'up node init' (required)")
 	f.StringSliceVar(&fl.listen, "listen", []string{"/ip4/0.0.0.0/tcp/4001"}, "multiaddr to listen on (repeatable)")
 	f.StringSliceVar(&fl.bootstrap, "bootstrap", nil, "multiaddr of a node to join through, with /p2p/<id> (repeatable)")

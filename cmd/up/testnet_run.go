@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/scenario"
 )
 
 // runFlags are the flags of 'up testnet run'.
@@ -47,20 +48,20 @@ func defaultRunFlags() runFlags {
 // options turns the flags into scenario options; bad flags are usage
 // errors of one line. Dir stays empty when --dir is: the run makes a
 // temporary one. It touches no file.
-func (f *runFlags) options() (testnet.ScenarioOptions, error) {
-	bad := func(format string, a ...any) (testnet.ScenarioOptions, error) {
-		return testnet.ScenarioOptions{}, usageError{fmt.Errorf(format, a...)}
+func (f *runFlags) options() (scenario.Options, error) {
+	bad := func(format string, a ...any) (scenario.Options, error) {
+		return scenario.Options{}, usageError{fmt.Errorf(format, a...)}
 	}
-	if !slices.Contains(testnet.ScenarioNames, f.scenario) {
-		return bad("--scenario %q: unknown scenario (want one of %s)", f.scenario, strings.Join(testnet.ScenarioNames, ", "))
+	if !slices.Contains(scenario.Names, f.scenario) {
+		return bad("--scenario %q: unknown scenario (want one of %s)", f.scenario, strings.Join(scenario.Names, ", "))
 	}
 	dynamic := f.scenario == "dynamic" || f.scenario == "churn-dynamic" || f.scenario == "loadbalance"
 	churn := strings.HasPrefix(f.scenario, "churn")
 	switch {
 	case f.nodes < 5:
 		return bad("--nodes %d below 5: every job needs r = 5 nodes", f.nodes)
-	case f.nodes > testnet.MaxScenarioNodes:
-		return bad("--nodes %d above %d: every node runs in this process", f.nodes, testnet.MaxScenarioNodes)
+	case f.nodes > scenario.MaxNodes:
+		return bad("--nodes %d above %d: every node runs in this process", f.nodes, scenario.MaxNodes)
 	case f.set["jobs"] && dynamic:
 		return bad("--jobs applies to the static workloads (static, churn); %s runs for --duration", f.scenario)
 	case f.set["jobs"] && (f.jobs < 1 || f.jobs > 1_000_000):
@@ -87,7 +88,7 @@ func (f *runFlags) options() (testnet.ScenarioOptions, error) {
 	if err := f.adv.ValidateAdversary(); err != nil {
 		return bad("%v", err)
 	}
-	o := testnet.ScenarioOptions{Scenario: f.scenario, Nodes: f.nodes, Seed: f.seed, Dir: f.dir, Timeout: f.timeout, Adversary: f.adv}
+	o := scenario.Options{Scenario: f.scenario, Nodes: f.nodes, Seed: f.seed, Dir: f.dir, Timeout: f.timeout, Adversary: f.adv}
 	if f.set["jobs"] {
 		o.Jobs = f.jobs
 	}
@@ -117,7 +118,7 @@ func (f *runFlags) options() (testnet.ScenarioOptions, error) {
 		v.Dir = "." // the command makes a temporary one
 	}
 	if err := v.Validate(); err != nil {
-		return testnet.ScenarioOptions{}, usageError{err}
+		return scenario.Options{}, usageError{err}
 	}
 	return o, nil
 }
@@ -183,8 +184,8 @@ one of --behaviours (dealt in turn):
 // bindRunFlags registers the flags of 'up testnet run' on f, defaulting
 // to what fl holds.
 func bindRunFlags(f *pflag.FlagSet, fl *runFlags) {
-	f.StringVar(&fl.scenario, "scenario", fl.scenario, "scenario: "+strings.Join(testnet.ScenarioNames, ", "))
-	f.IntVar(&fl.nodes, "nodes", fl.nodes, "real nodes in this process (and simulated nodes), 5.."+fmt.Sprint(testnet.MaxScenarioNodes))
+	f.StringVar(&fl.scenario, "scenario", fl.scenario, "scenario: "+strings.Join(scenario.Names, ", "))
+	f.IntVar(&fl.nodes, "nodes", fl.nodes, "real nodes in this process (and simulated nodes), 5.."+fmt.Sprint(scenario.MaxNodes))
 	f.IntVar(&fl.jobs, "jobs", 0, "static workloads: jobs in total (default 200)")
 	f.Float64Var(&fl.rate, "rate", 0, "jobs/s submitted, and claim attempts/s (default 10)")
 	f.DurationVar(&fl.duration, "duration", 0, "dynamic workloads: submission time (default 1m)")
@@ -206,7 +207,7 @@ func bindRunFlags(f *pflag.FlagSet, fl *runFlags) {
 // runScenario runs the scenario o, in a temporary directory when o.Dir is
 // empty, prints the report and writes its files into out unless out is
 // empty.
-func runScenario(cmd *cobra.Command, o testnet.ScenarioOptions, out string) error {
+func runScenario(cmd *cobra.Command, o scenario.Options, out string) error {
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "up-testnet-run-")
 		if err != nil {
@@ -218,7 +219,7 @@ func runScenario(cmd *cobra.Command, o testnet.ScenarioOptions, out string) erro
 	o.Log = cmd.ErrOrStderr()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, runErr := testnet.RunScenario(ctx, o)
+	rep, runErr := scenario.Run(ctx, o)
 	if len(rep.Runs) == 0 {
 		return runErr
 	}

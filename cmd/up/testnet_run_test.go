@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/scenario"
 )
 
 func TestRunFlags(t *testing.T) {
@@ -22,26 +23,26 @@ func TestRunFlags(t *testing.T) {
 		name  string
 		edit  func(*runFlags)
 		bad   string // substring of the usage error; "" for a good line
-		check func(testnet.ScenarioOptions) bool
+		check func(scenario.Options) bool
 	}{
-		{"defaults", func(*runFlags) {}, "", func(o testnet.ScenarioOptions) bool {
+		{"defaults", func(*runFlags) {}, "", func(o scenario.Options) bool {
 			return o.Scenario == "dynamic" && o.Nodes == 32 && o.Seed == 1 && o.Jobs == 0 && o.Rate == 0 && o.Dir == "" &&
 				o.Timeout == 15*time.Minute
 		}},
-		{"dir", func(f *runFlags) { f.dir = "d" }, "", func(o testnet.ScenarioOptions) bool { return o.Dir == "d" }},
+		{"dir", func(f *runFlags) { f.dir = "d" }, "", func(o scenario.Options) bool { return o.Dir == "d" }},
 		{"static with jobs and rate", func(f *runFlags) {
 			f.scenario, f.jobs, f.rate = "static", 500, 20
 			f.set["jobs"], f.set["rate"] = true, true
-		}, "", func(o testnet.ScenarioOptions) bool { return o.Jobs == 500 && o.Rate == 20 }},
+		}, "", func(o scenario.Options) bool { return o.Jobs == 500 && o.Rate == 20 }},
 		{"dynamic duration and job length", func(f *runFlags) {
 			f.duration, f.jobLength = 3*time.Minute, 0
 			f.set["duration"], f.set["job-length"] = true, true
-		}, "", func(o testnet.ScenarioOptions) bool {
+		}, "", func(o scenario.Options) bool {
 			return o.Duration == 3*time.Minute && o.JobLength == time.Millisecond
 		}},
 		{"adversary", func(f *runFlags) {
 			f.adv = testnet.Adversary{Byzantine: 0.1, Behaviours: []string{"deny", "forge-states"}, Skewed: 0.3, Skew: 4 * time.Minute, Jump: 0.05}
-		}, "", func(o testnet.ScenarioOptions) bool {
+		}, "", func(o scenario.Options) bool {
 			return o.Adversary.Byzantine == 0.1 && len(o.Adversary.Behaviours) == 2 && o.Adversary.Skew == 4*time.Minute && o.Adversary.Jump == 0.05
 		}},
 		{"unknown behaviour", func(f *runFlags) {
@@ -50,12 +51,12 @@ func TestRunFlags(t *testing.T) {
 		{"churn lifetime", func(f *runFlags) {
 			f.scenario, f.churn = "churn", 2*time.Minute
 			f.set["churn"] = true
-		}, "", func(o testnet.ScenarioOptions) bool { return o.ChurnLife == 2*time.Minute }},
+		}, "", func(o scenario.Options) bool { return o.ChurnLife == 2*time.Minute }},
 		{"scale and clients", func(f *runFlags) {
 			f.scale, f.clients = 10, 4
 			f.set["scale"], f.set["clients"] = true, true
-		}, "", func(o testnet.ScenarioOptions) bool { return o.Scale == 10 && o.Clients == 4 }},
-		{"thousand nodes", func(f *runFlags) { f.nodes = 1000 }, "", func(o testnet.ScenarioOptions) bool { return o.Nodes == 1000 }},
+		}, "", func(o scenario.Options) bool { return o.Scale == 10 && o.Clients == 4 }},
+		{"thousand nodes", func(f *runFlags) { f.nodes = 1000 }, "", func(o scenario.Options) bool { return o.Nodes == 1000 }},
 		{"unknown scenario", func(f *runFlags) { f.scenario = "trace" }, "unknown scenario", nil},
 		{"four nodes", func(f *runFlags) { f.nodes = 4 }, "--nodes 4 below 5", nil},
 		{"too many nodes", func(f *runFlags) { f.nodes = 5000 }, "--nodes 5000 above", nil},
@@ -104,14 +105,14 @@ func TestRunFlagsParsed(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
 		bad   string // substring of the usage error; "" for a good line
-		check func(testnet.ScenarioOptions) bool
+		check func(scenario.Options) bool
 	}{
-		{nil, "", func(o testnet.ScenarioOptions) bool {
+		{nil, "", func(o scenario.Options) bool {
 			return o.Scenario == "dynamic" && o.Nodes == 32 && o.JobLength == 0 && o.Clients == 0 && o.Timeout == 15*time.Minute
 		}},
-		{[]string{"--job-length", "0s"}, "", func(o testnet.ScenarioOptions) bool { return o.JobLength == time.Millisecond }},
+		{[]string{"--job-length", "0s"}, "", func(o scenario.Options) bool { return o.JobLength == time.Millisecond }},
 		{[]string{"--byzantine", "0.1", "--behaviours", "deny,forge-states", "--skewed", "0.3", "--skew", "4m", "--jump", "0.05"}, "",
-			func(o testnet.ScenarioOptions) bool {
+			func(o scenario.Options) bool {
 				return o.Adversary.Byzantine == 0.1 && slices.Equal(o.Adversary.Behaviours, []string{"deny", "forge-states"}) &&
 					o.Adversary.Skewed == 0.3 && o.Adversary.Skew == 4*time.Minute && o.Adversary.Jump == 0.05
 			}},

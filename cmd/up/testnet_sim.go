@@ -216,6 +216,9 @@ targets of issue 9.`,
 				if err := sim.WriteReport(fl.out); err != nil {
 					return err
 				}
+				if err := sim.WriteFaultReport(fl.out); err != nil {
+					return err
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", filepath.Join(fl.out, "report.md"))
 				return nil
 			}
@@ -246,7 +249,7 @@ func bindSimFlags(f *pflag.FlagSet, fl *simFlags) {
 	f.Float64Var(&fl.wRate, "wrate", 0, "load balancing: weight of one request per second in a node's load, against 1 per index entry and 3 per job it is the closest to (default 10)")
 	f.IntVar(&fl.regionBits, "region-bits", 0, "p, bits of a keyword's index region: smaller spreads its entries and queries over more nodes (0: the default "+strconv.Itoa(keyspace.DefaultIndexBits)+")")
 	f.StringVar(&fl.piggyback, "piggyback", "", "load balancing: on (default) reacts to loads piggy-backed on replies as the nodes do; off only to periodic probes")
-	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md from the runs already there")
+	f.BoolVar(&fl.report, "report-only", false, "only regenerate --out/report.md (and faults.md, faults.png when runs have faults) from the runs already there")
 	fl.faults.register(f)
 	f.DurationVar(&fl.churn, "churn", 0, "mean node lifetime and down time, e.g. 24h or 12h (0: no churn; default: the scenario's)")
 }

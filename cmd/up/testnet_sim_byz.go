@@ -63,8 +63,8 @@ func printFaults(out interface{ Write([]byte) (int, error) }, ff *sim.FaultFigur
 	if ff == nil {
 		return
 	}
-	fmt.Fprintf(out, "faults: %.0f %% Byzantine (%s), %.0f %% skewed ±%gm, %.0f %% jumping; %d jobs beyond f = %d; lost %d (%d beyond f, %d swallowed), double claims %d (%d beyond f), unclaimable %d (%d beyond f); claim p50 %.2fs p99 %.2fs; %d forged states refused\n",
+	fmt.Fprintf(out, "faults: %.0f %% Byzantine (%s), %.0f %% skewed ±%gm, %.0f %% jumping; %d jobs beyond f = %d; lost %d (%d beyond f, %d swallowed); %d resubmitted, %d given up; double claims %d (%d beyond f), unclaimable %d (%d beyond f); claim p50 %.2fs p99 %.2fs; %d forged states refused\n",
 		100*ff.Byzantine, ff.Behaviours, 100*ff.Skewed, ff.SkewS/60, 100*ff.Jump, ff.BeyondF, ff.F,
-		ff.Lost, ff.LostBeyondF, ff.Swallowed, ff.Doubles, ff.DoubleBeyondF, ff.Unclaimable, ff.UnclaimableBeyondF,
+		ff.Lost, ff.LostBeyondF, ff.Swallowed, ff.Resubmitted, ff.GivenUp, ff.Doubles, ff.DoubleBeyondF, ff.Unclaimable, ff.UnclaimableBeyondF,
 		ff.P50S, ff.P99S, ff.ForgedRefused)
 }

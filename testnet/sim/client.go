@@ -239,6 +239,9 @@ func (s *Sim) confirm(ev event) {
 		}
 		ok = err == nil
 	}
+	if s.onConfirmed != nil {
+		s.onConfirmed(att, name, ok)
+	}
 	s.act(att, att.drv.Confirmed(name, ok), s.latency())
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht/keyspace"
+	replicarule "github.com/up-pool/up/replica"
 )
 
 // Workload is the shape of a scenario's job stream.
@@ -113,6 +114,11 @@ type Config struct {
 	// default claim.Quorum(R), the production rule (a test sets R to
 	// show what the quorum buys).
 	ClaimQuorum int
+	// FirstNodes is how many first nodes the project sends a job through
+	// before it gives the submission up (submit.go); default
+	// replica.MaxFirstNodes, the production bound (a test sets 1 to show
+	// what going on to the next buys).
+	FirstNodes int
 
 	// Message sizes in bytes, for the bandwidth figures.
 	SizeLookup int // one lookup RPC with its answer of k peers; default 600
@@ -297,6 +303,7 @@ func (c *Config) defaultFaults() {
 	}
 	defDur(&c.Skew, 10*time.Minute)
 	defInt(&c.ClaimQuorum, claim.Quorum(c.R))
+	defInt(&c.FirstNodes, replicarule.MaxFirstNodes)
 }
 
 // defaultSizes fills the message sizes of the bandwidth figures.
@@ -358,6 +365,8 @@ func (c *Config) Validate() error {
 		return bad("byzantine %v, skewed %v, jump %v: shares out of [0, 1]", c.Byzantine, c.Skewed, c.Jump)
 	case c.Skew < 0 || c.Skew > 24*time.Hour:
 		return bad("skew %v out of [0, 24h]", c.Skew)
+	case c.FirstNodes < 1:
+		return bad("first nodes %d: want at least 1", c.FirstNodes)
 	}
 	for _, b := range c.Behaviours {
 		if b == Honest || b >= numBehaviours {

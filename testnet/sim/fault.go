@@ -208,8 +208,15 @@ type FaultFigures struct {
 	// ForgedRefused counts forged finished/collected states honest nodes
 	// refused.
 	ForgedRefused int `json:"forged_refused"`
-	// Swallowed counts jobs whose first node (the project's store) drops
-	// them: the project trusts one node to place a job.
+	// Resubmitted counts jobs the project sent again through another of
+	// their closest nodes, its store having failed or come back with
+	// fewer than claim.ReceiptsNeeded signed receipts (submit.go).
+	Resubmitted int `json:"resubmitted"`
+	// GivenUp counts submissions the project gave up after
+	// Config.FirstNodes first nodes (project.ErrTooFewReplicas); the job
+	// may still be held by the nodes that stored it.
+	GivenUp int `json:"given_up"`
+	// Swallowed counts given-up jobs that no node ever stored.
 	Swallowed int `json:"swallowed"`
 	Lost      int `json:"lost"`    // jobs lost: every replica gone, or swallowed
 	Doubles   int `json:"doubles"` // double claims
@@ -225,7 +232,8 @@ func (s *Sim) faultFigures() FaultFigures {
 	}
 	ff := FaultFigures{Byzantine: c.Byzantine, Behaviours: strings.Join(names, ","), Skewed: c.Skewed,
 		SkewS: c.Skew.Seconds(), Jump: c.Jump, F: claim.Faults(c.R), ForgedRefused: s.m.forgedRefused,
-		DoubleBeyondF: s.m.doublesBeyondF, Swallowed: s.m.swallowed, Lost: s.m.lost + s.m.swallowed,
+		DoubleBeyondF: s.m.doublesBeyondF, Resubmitted: s.m.resubmitted, GivenUp: s.m.givenUp,
+		Swallowed: s.m.swallowed, Lost: s.m.lost + s.m.swallowed,
 		Doubles: s.m.doubleClaims, Jobs: s.m.submitted}
 	for j := range s.jobs {
 		beyond := s.beyondF(int32(j))

@@ -157,3 +157,50 @@ func TestByzantineWithinF(t *testing.T) {
 	}
 	t.Logf("60 %% forgers: %d double claims, %d of them beyond f", s.m.doubleClaims, s.m.doublesBeyondF)
 }
+
+// TestDroppingFirstNodeSwallowsNothing: with 20 % of the nodes dropping
+// every job they are sent (they acknowledge, sign their own receipt and
+// keep nothing), the project counts a job submitted only on
+// claim.ReceiptsNeeded signed receipts, so a job a dropping first node
+// took goes on through the job's next closest node: no job with at most
+// f faulty replicas is swallowed or lost, and jobs were sent again. The
+// jobs within f left unclaimed are those whose closest node drops: held
+// by the four others, listed by none (the simulator's writer lists from
+// the closest only; the nodes' backup listers are not modelled). The
+// negative control trusts one first node a job (FirstNodes 1, the
+// submission before receipts): dropping first nodes then swallow jobs
+// within f.
+func TestDroppingFirstNodeSwallowsNothing(t *testing.T) {
+	f := claim.Faults(5)
+	s := run(t, byzShort(0.2, Drop))
+	ff := s.faultFigures()
+	t.Logf("receipts: %d resubmitted, %d given up, %d swallowed, %d lost (%d beyond f), %d unclaimable (%d beyond f)",
+		ff.Resubmitted, ff.GivenUp, ff.Swallowed, ff.Lost, ff.LostBeyondF, ff.Unclaimable, ff.UnclaimableBeyondF)
+	if lost, doubles, _ := withinF(s, f); lost != 0 || doubles != 0 {
+		t.Errorf("within f: %d lost, %d double claims; want none", lost, doubles)
+	}
+	if ff.Resubmitted == 0 {
+		t.Error("no job was sent again: no first node dropped one")
+	}
+	if ff.Swallowed != 0 {
+		t.Errorf("%d jobs swallowed; want none (each would need %d dropping first nodes in a row)", ff.Swallowed, s.c.FirstNodes)
+	}
+	for j := range s.jobs {
+		r := &s.jobs[j]
+		if int(r.faulty) > f || r.claimed {
+			continue
+		}
+		if c := s.view(0).closestOne(r.pos); s.fault[c] != Drop || r.live < int16(s.c.R-f) {
+			t.Errorf("job %d within f unclaimed: closest node %d is %v, %d replicas", j, c, s.fault[c], r.live)
+		}
+	}
+
+	c := byzShort(0.2, Drop)
+	c.FirstNodes = 1
+	s = run(t, c)
+	ff = s.faultFigures()
+	t.Logf("one first node: %d resubmitted, %d given up, %d swallowed", ff.Resubmitted, ff.GivenUp, ff.Swallowed)
+	if lost, _, _ := withinF(s, f); lost == 0 || ff.Swallowed == 0 || ff.Resubmitted != 0 {
+		t.Errorf("one first node: %d lost within f, %d swallowed, %d resubmitted; want jobs swallowed, none resubmitted", lost, ff.Swallowed, ff.Resubmitted)
+	}
+}

@@ -55,13 +55,13 @@ func pct(n, of int) float64 {
 
 // faultTable writes the runs' fault figures as a markdown table.
 func faultTable(w io.Writer, runs []Summary) error {
-	_, err := fmt.Fprint(w, "| run | nodes | jobs | Byzantine | behaviours | skewed (±) | jumping | jobs beyond f | lost (beyond f; swallowed) | double claims (beyond f) | unclaimable (beyond f) | claim p50 / p99 | forged states refused |\n"+
-		"|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	_, err := fmt.Fprint(w, "| run | nodes | jobs | Byzantine | behaviours | skewed (±) | jumping | jobs beyond f | lost (beyond f; swallowed) | resubmitted (given up) | double claims (beyond f) | unclaimable (beyond f) | claim p50 / p99 | forged states refused |\n"+
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		ff := r.Faults
-		_, err = fmt.Fprintf(w, "| %s | %d | %d | %.0f %% | %s | %.0f %% (%.0f min) | %.0f %% | %d (%.2f %%) | %d (%d; %d) | %d (%d) | %d (%d) | %.2f s / %.2f s | %d |\n",
+		_, err = fmt.Fprintf(w, "| %s | %d | %d | %.0f %% | %s | %.0f %% (%.0f min) | %.0f %% | %d (%.2f %%) | %d (%d; %d) | %d (%d) | %d (%d) | %d (%d) | %.2f s / %.2f s | %d |\n",
 			r.Name, r.Nodes, ff.Jobs, 100*ff.Byzantine, ff.Behaviours, 100*ff.Skewed, ff.SkewS/60, 100*ff.Jump,
-			ff.BeyondF, pct(ff.BeyondF, ff.Jobs), ff.Lost, ff.LostBeyondF, ff.Swallowed, ff.Doubles, ff.DoubleBeyondF,
+			ff.BeyondF, pct(ff.BeyondF, ff.Jobs), ff.Lost, ff.LostBeyondF, ff.Swallowed, ff.Resubmitted, ff.GivenUp, ff.Doubles, ff.DoubleBeyondF,
 			ff.Unclaimable, ff.UnclaimableBeyondF, ff.P50S, ff.P99S, ff.ForgedRefused)
 		if err != nil {
 			return err
@@ -71,7 +71,8 @@ func faultTable(w io.Writer, runs []Summary) error {
 }
 
 // plotFaults draws two panels: the share of jobs beyond f, lost,
-// double-claimed and unclaimable against the Byzantine share; and the
+// double-claimed, unclaimable and sent again through another first node
+// (resubmitted) against the Byzantine share; and the
 // claim latency's median and 99th percentile.
 func plotFaults(runs []Summary, path string) error {
 	shares := plot.New()
@@ -92,10 +93,11 @@ func plotFaults(runs []Summary, path string) error {
 		{"unclaimable", func(ff *FaultFigures) float64 { return pct(ff.Unclaimable, ff.Jobs) }, shares},
 		{"lost", func(ff *FaultFigures) float64 { return pct(ff.Lost, ff.Jobs) }, shares},
 		{"double claims", func(ff *FaultFigures) float64 { return pct(ff.Doubles, ff.Jobs) }, shares},
+		{"resubmitted", func(ff *FaultFigures) float64 { return pct(ff.Resubmitted, ff.Jobs) }, shares},
 		{"claim p50", func(ff *FaultFigures) float64 { return ff.P50S }, lat},
 		{"claim p99", func(ff *FaultFigures) float64 { return ff.P99S }, lat},
 	}
-	colours := []color.Color{red, grey, green, orange, blue, red}
+	colours := []color.Color{red, grey, green, orange, blue, blue, red}
 	for i, g := range figs {
 		var xy plotter.XYs
 		for _, r := range runs {

@@ -27,12 +27,18 @@ func (s *Sim) kwRegion(kw int8) keyspace.Region {
 }
 
 // regionView is a party's cached view of a keyword's region
-// (indexclient.Regions): fetched with a walk of near questions to a random
-// point of the region (dht.Walk; walkCost), kept for Config.RegionTTL
-// (5 min). It is crowded when the region holds index.NearLimit nodes or
-// more (the answers all lie inside it): a target point then costs a near
-// question unless it lies in a sub-region an earlier answer showed in
-// full (at most index.MaxCovered are kept).
+// (indexclient.Regions, whose decisions are index.RegionViews): fetched
+// with a walk of near questions to a random point of the region
+// (dht.Walk; walkCost), kept for Config.RegionTTL (5 min). It is crowded
+// when the region holds index.NearLimit nodes or more (the answers all
+// lie inside it): a target point then costs a near question unless it
+// lies in a sub-region an earlier answer showed in full (index.Coverage;
+// at most index.MaxCovered are kept, index.AddCovered). It keeps no
+// peers: the simulator sends to the true closest node and counts a target
+// whose node is younger than the view as stale, so it shares the
+// machine's rules, not the machine (stepping index.RegionViews would
+// keep up to 20 + 64·20 peers per party and keyword and send to the
+// view's closest, changing what the simulator measures).
 type regionView struct {
 	at      int64 // ms it was fetched
 	until   int64 // ms; 0: not fetched
@@ -51,28 +57,17 @@ func (s *Sim) near(why lookupWhy, id int32) {
 }
 
 // cover adds to rv the sub-region around x that a near answer at x (the
-// index.NearLimit nodes nearest x) shows in full (indexnet's coverage).
+// index.NearLimit nodes nearest x) shows in full, by the rule and bound
+// indexclient's views use (index.Coverage, index.AddCovered).
 func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
-	v := s.view(side)
-	s.scratch2 = v.closest(x, index.NearLimit, s.scratch2[:0])
-	var sub keyspace.Region
-	if len(s.scratch2) >= index.NearLimit {
-		m := keyspace.Bits
-		for _, id := range s.scratch2 {
-			m = min(m, keyspace.CommonPrefixLen(s.nodes[id].pos, x))
-		}
-		sub = keyspace.NewRegion(x, m+1)
-		ok := false
-		for _, id := range s.scratch2 {
-			ok = ok || sub.Contains(s.nodes[id].pos)
-		}
-		if !ok {
-			return
-		}
+	s.scratch2 = s.view(side).closest(x, index.NearLimit, s.scratch2[:0])
+	answer := s.scratchPeers[:0]
+	for _, id := range s.scratch2 {
+		answer = append(answer, index.Peer{Pos: s.nodes[id].pos})
 	}
-	rv.covered = append(rv.covered, sub)
-	if len(rv.covered) > index.MaxCovered {
-		rv.covered = slices.Delete(rv.covered, 0, len(rv.covered)-index.MaxCovered)
+	s.scratchPeers = answer
+	if sub, ok := index.Coverage(x, answer, index.NearLimit); ok {
+		rv.covered = index.AddCovered(rv.covered, sub)
 	}
 }
 
@@ -105,7 +100,7 @@ func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64
 	pt := g.RandomPoint(s.e.rng)
 	to := v.closestOne(pt)
 	s.m.regionTargets++
-	if rv.crowded && !slices.ContainsFunc(rv.covered, func(c keyspace.Region) bool { return c.Contains(pt) }) {
+	if rv.crowded && !(index.RegionView{Covered: rv.covered}).Covers(pt) {
 		s.near(why, to)
 		lat += s.rtt()
 		s.cover(rv, side, pt)

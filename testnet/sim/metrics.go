@@ -16,6 +16,9 @@ type metrics struct {
 	lookups, cacheHits                      int
 	placeLookups                            int                // stores whose first node was not among the job's closest in its table
 	failedStores                            int                // the project's stores that failed (first node gone, moved or cut off)
+	shortStores                             int                // the project's stores answered with too few receipts (claim.ReceiptsNeeded) so far
+	resubmitted                             int                // jobs sent again, through another first node (failed or short stores)
+	givenUp                                 int                // submissions given up after Config.FirstNodes first nodes, or with no node left to try
 	failedSyncs                             int                // node-to-node syncs that did not arrive (syncFailed)
 	handOnJobs                              int                // job states handed on to newcomers (handOn)
 	regionTargets, staleTargets             int                // region targets drawn; of them, whose node is younger than the party's region view
@@ -25,7 +28,7 @@ type metrics struct {
 	bytes                                   uint64
 
 	forgedRefused  int     // forged states honest nodes refused
-	swallowed      int     // jobs a dropping first node kept nowhere
+	swallowed      int     // given-up submissions of jobs no node ever stored
 	claimedJobs    int     // jobs some client won
 	abandoned      int     // static: jobs unclaimed when the claim phase timed out
 	doublesBeyondF int     // double claims on jobs with more than f faulty replicas

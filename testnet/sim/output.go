@@ -61,8 +61,15 @@ type Summary struct {
 	PlaceLookups int `json:"place_lookups"`
 	// FailedStores counts the project's stores that failed (the first node
 	// left or moved since the project learnt of it, or was cut off); each
-	// is followed by a lookup after the RPC time-out.
+	// is followed, after the RPC time-out, by a lookup and the job's next
+	// first node (Resubmitted), up to Config.FirstNodes.
 	FailedStores int `json:"failed_stores"`
+	// Resubmitted counts jobs the project sent again through another of
+	// their closest nodes, a store having failed or come back with too
+	// few signed receipts; GivenUp the submissions it gave up after
+	// Config.FirstNodes first nodes (submit.go).
+	Resubmitted int `json:"resubmitted"`
+	GivenUp     int `json:"given_up"`
 	// FailedSyncs counts node-to-node syncs (republish batches,
 	// placements, pass-ons, hand-ons) whose target was gone; the sender
 	// re-plans them after the RPC time-out (replica.Replan).
@@ -180,7 +187,8 @@ func (s *Sim) summaryCounts(wall time.Duration) Summary {
 		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
 		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves, Reactions: s.m.reactions,
 		Failed: s.m.failedAttempts, EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
-		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores, FailedSyncs: s.m.failedSyncs, HandOnJobs: s.m.handOnJobs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
+		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores,
+		Resubmitted: s.m.resubmitted, GivenUp: s.m.givenUp, FailedSyncs: s.m.failedSyncs, HandOnJobs: s.m.handOnJobs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
 		RegionTargets: s.m.regionTargets,
 		RPC:           map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
 }

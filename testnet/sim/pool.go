@@ -50,31 +50,22 @@ func (s *Sim) sendJob(j int32) {
 	s.e.after(lat+s.latency(), event{kind: evStore, node: c, gen: gen, job: j})
 }
 
-// sendJobLookup: the project's store through node failed failed; as
-// project.submitBatch does, it looks the job up (a fresh lookup) and sends
-// it to the closest live node other than failed and not marked dead.
-func (s *Sim) sendJobLookup(j, failed int32) {
-	t := s.jobs[j].pos
-	lat := s.lookup(lkSubmit, nil, s.projPos, 0, t)
-	s.scratch = s.view(0).closest(t, s.c.R, s.scratch[:0])
-	for _, c := range s.scratch {
-		if c != failed && !s.markedDead(c, s.nodes[c].gen) {
-			s.e.after(lat+s.latency(), event{kind: evStore, node: c, gen: s.nodes[c].gen, job: j})
-			return
-		}
-	}
-}
-
 // store: the job arrives at the node the project chose, which places it
 // on the r closest (pool.Replicate and placement, thesis 3.2.1): the r
 // closest in its own routing table (no RPC) when it is among them, else
 // the r closest a lookup finds. It keeps a replica if it is one of them,
-// and pushes one to each of the others.
+// and pushes one to each of the others; once every push is answered it
+// answers the project with the receipts of the nodes that stored the job
+// (submit.go).
 func (s *Sim) store(ev event) {
 	j := ev.job
+	if sub := s.submissionOf(j); !slices.Contains(sub.tried, ev.node) {
+		sub.tried = append(sub.tried, ev.node)
+	}
 	if !s.reach(0, ev.node, ev.gen) {
 		// The project's RPC failed: after the time-out it marks the node
-		// dead and looks the job up.
+		// dead and sends the job through the next of its closest
+		// (resubmit).
 		s.m.failedStores++
 		s.e.after(ms(s.c.RPCTimeout), event{kind: evSubmit, job: j, arg: 3, node: ev.node, gen: ev.gen})
 		return
@@ -82,11 +73,12 @@ func (s *Sim) store(ev event) {
 	s.count(ev.node, kJob, s.c.SizeJob)
 	id := ev.node
 	n := &s.nodes[id]
+	call := &storeCall{job: j, first: id, firstGen: n.gen}
 	if s.fault[id] == Drop {
-		// It acknowledges the project's store and keeps nothing: the
-		// project trusts one node to place a job, so the job is gone.
-		s.m.swallowed++
-		s.jobs[j].swallowed = true
+		// It acknowledges the project's store, places and keeps nothing,
+		// and answers with its own receipt, the only one it can make.
+		call.signers = []int32{id}
+		s.answer(call, 1)
 		return
 	}
 	t := s.jobs[j].pos
@@ -99,6 +91,7 @@ func (s *Sim) store(ev event) {
 		view = s.view(n.side).closest(t, s.c.R, buf[:0])
 	}
 	self := slices.Contains(view, id)
+	call.self = self
 	pushed := false
 	tried := append([]int32{id}, view...)
 	for _, to := range view {
@@ -106,13 +99,17 @@ func (s *Sim) store(ev event) {
 			continue
 		}
 		pushed = pushed || s.reachable(to, s.nodes[to].gen)
-		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j}}, tried: &tried}
+		call.pending++
+		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j}}, tried: &tried, call: call}
 		s.e.after(lat+s.latency(), event{kind: evSync, node: to, gen: s.nodes[to].gen, bat: b, arg: syncPlace})
 	}
 	if self || !pushed {
 		// A node outside the r closest forgets the job once placed; it
 		// keeps it if no push can succeed.
 		s.putReplica(id, j, job.State{})
+	}
+	if call.pending == 0 {
+		s.answer(call, 1)
 	}
 }
 
@@ -184,10 +181,15 @@ func (s *Sim) sync(ev event) {
 	if !s.reach(from, ev.node, ev.gen) {
 		if s.reachable(b.from, b.fromGen) {
 			s.e.after(ms(s.c.RPCTimeout), event{kind: evSyncFailed, node: b.from, gen: b.fromGen, job: ev.node, arg: ev.arg, bat: b})
+		} else if b.call != nil {
+			s.pushDone(b.call, 0) // its sender, the first node, is gone
 		}
 		return
 	}
 	id := ev.node
+	if b.call != nil {
+		s.placed(b.call, id) // it signs a receipt, a Drop node too
+	}
 	size := 0
 	now := s.e.now
 	var back []syncItem

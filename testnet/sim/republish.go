@@ -134,10 +134,14 @@ func syncOrder(jobs []replicarule.RoundJob[int32], sync map[int32][]string) []in
 // the node does, at most replica.SyncAttempts times in all: a round's
 // items by replica.Replan on the job's new view; a pass-on or a placement
 // to the nodes its new view names that it did not try yet. A forger's
-// lies are not re-sent.
+// lies are not re-sent. A placement's re-planned pushes answer the
+// project's store as the first did (submit.go).
 func (s *Sim) syncFailed(ev event) {
 	s.m.failedSyncs++
 	if !s.alive(ev) || int(ev.bat.attempt)+1 >= replicarule.SyncAttempts {
+		if ev.bat.call != nil {
+			s.pushDone(ev.bat.call, 1)
+		}
 		return
 	}
 	id, failed, b := ev.node, ev.job, ev.bat
@@ -166,8 +170,14 @@ func (s *Sim) syncFailed(ev event) {
 	}
 	n := &s.nodes[id]
 	for _, t := range order {
-		nb := &batch{from: id, fromGen: n.gen, items: next[t], attempt: b.attempt + 1, tried: b.tried}
+		nb := &batch{from: id, fromGen: n.gen, items: next[t], attempt: b.attempt + 1, tried: b.tried, call: b.call}
+		if b.call != nil {
+			b.call.pending++
+		}
 		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: nb, arg: ev.arg})
+	}
+	if b.call != nil {
+		s.pushDone(b.call, 1) // the push that failed
 	}
 }
 

@@ -136,7 +136,7 @@ func TestSubmitLookups(t *testing.T) {
 		// A failed store: the project looks the job up, from its position.
 		j := s.newJob(0, s.tFinish)
 		before := lookupRPCs(s)
-		s.sendJobLookup(j, -1)
+		s.resubmit(j)
 		want := s.lm.rpcsFrom(s.view(0).len(), keyspace.CommonPrefixLen(s.projPos, s.jobs[j].pos))
 		if got := lookupRPCs(s) - before; int(got) != want {
 			t.Fatalf("%d nodes: the project's fallback lookup charged %d RPCs, want %d", nodes, got, want)

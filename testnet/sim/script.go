@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
@@ -21,12 +22,15 @@ type Script struct {
 	clients map[string]*attempt
 	ended   *attempt
 	out     claim.Outcome
+	closest []int32  // the job's nodes, closest first
+	accepts []string // the nodes that accepted the running attempt's confirm
 }
 
 // ScriptClaim is what one scripted claim attempt decided.
 type ScriptClaim struct {
-	Outcome claim.Outcome
-	Granted []int // ranks (0 = the job's closest node) whose replies granted, nearest first
+	Outcome  claim.Outcome
+	Granted  []int // ranks (0 = the job's closest node) whose replies granted, nearest first
+	Accepted []int // ranks whose nodes accepted the confirm, in the order they answered
 }
 
 // NewScript starts a network of nodes (at least r = 5) with one ready job
@@ -56,7 +60,24 @@ func NewScript(nodes int, seed uint64, deny ...int) (*Script, error) {
 		s.fault[closest[k]] = Deny
 	}
 	s.onAttemptEnd = func(att *attempt, out claim.Outcome) { sc.ended, sc.out = att, out }
+	s.onConfirmed = func(_ *attempt, node string, ok bool) {
+		if ok {
+			sc.accepts = append(sc.accepts, node)
+		}
+	}
+	sc.closest = closest
 	return sc, nil
+}
+
+// SkewClock sets the clock of the job's node at rank (0 = closest) off
+// true time by offset; the clients' clocks stay true. A clock beyond
+// T_skew refuses every confirm (the claim's start is too far from it).
+func (sc *Script) SkewClock(rank int, offset time.Duration) error {
+	if rank < 0 || rank >= len(sc.closest) {
+		return fmt.Errorf("script: no node of rank %d", rank)
+	}
+	sc.s.clock[sc.closest[rank]].offset = ms(offset)
+	return nil
 }
 
 // Claim runs one claim attempt of client on the job to its end and
@@ -67,7 +88,7 @@ func (sc *Script) Claim(client string) ScriptClaim {
 	att.client = []byte(client)
 	att.job = sc.job
 	att.drv = claim.NewDriver(s.jobs[sc.job].view, s.c.R)
-	sc.ended = nil
+	sc.ended, sc.accepts = nil, nil
 	s.act(att, att.drv.Next(), 0)
 	for sc.ended != att {
 		ev, ok := s.e.next()
@@ -80,6 +101,9 @@ func (sc *Script) Claim(client string) ScriptClaim {
 	// grants are answered: let them land before the next step.
 	sc.runUntil(s.e.now + ms(s.c.RPCTimeout))
 	res := ScriptClaim{Outcome: sc.out}
+	for _, name := range sc.accepts {
+		res.Accepted = append(res.Accepted, sc.rank[name])
+	}
 	for _, rp := range att.replies {
 		if rp.Kind == claim.Granted {
 			res.Granted = append(res.Granted, sc.rank[rp.Node])

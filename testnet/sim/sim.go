@@ -101,9 +101,10 @@ type jobRec struct {
 	gtClient  int32
 	gtUntil   int64
 	gtEnded   bool
-	claimed   bool // some client won a claim on it
-	swallowed bool // its first node dropped it: never stored
-	faulty    int8 // Byzantine nodes among its r closest at creation
+	claimed   bool        // some client won a claim on it
+	swallowed bool        // the project gave its submission up and no node ever stored it
+	sub       *submission // the project's submission while in progress (submit.go)
+	faulty    int8        // Byzantine nodes among its r closest at creation
 }
 
 const (
@@ -120,9 +121,10 @@ type batch struct {
 	jobs    []int32
 	pts     []keyspace.Pos
 	kws     []int8
-	flags   []uint8  // per index write or withdrawal: wFinal, wReset
-	attempt uint8    // a sync's attempt: 0 first, then re-planned after a failure (syncFailed)
-	tried   *[]int32 // a pass-on's or placement's targets so far, shared by its batches
+	flags   []uint8    // per index write or withdrawal: wFinal, wReset
+	attempt uint8      // a sync's attempt: 0 first, then re-planned after a failure (syncFailed)
+	tried   *[]int32   // a pass-on's or placement's targets so far, shared by its batches
+	call    *storeCall // a placement's: the project's store it answers (submit.go)
 }
 
 type syncItem struct {
@@ -159,8 +161,9 @@ type Sim struct {
 	dead          map[uint64]deadMark // the project's dead marks, by partyTag
 	topo          uint64              // ring changes (joins, departures, moves, partitions)
 	tFinish       int64
-	running       []*attempt                            // static: won attempts waiting for the results phase
-	onAttemptEnd  func(att *attempt, out claim.Outcome) // set by Script: it takes over when an attempt ends
+	running       []*attempt                               // static: won attempts waiting for the results phase
+	onAttemptEnd  func(att *attempt, out claim.Outcome)    // set by Script: it takes over when an attempt ends
+	onConfirmed   func(att *attempt, node string, ok bool) // set by Script: a node's answer to a confirm
 	clientSeq     int32
 	genCount      int
 	genStart      int64
@@ -171,6 +174,7 @@ type Sim struct {
 	resultsAt     int64
 	scratch       []int32
 	scratch2      []int32
+	scratchPeers  []index.Peer
 	walk          []int32
 
 	m        metrics
@@ -439,12 +443,14 @@ func (s *Sim) dispatch(ev event) {
 			s.trace.batch()
 		case 3:
 			s.markDead(ev.node, ev.gen)
-			s.sendJobLookup(ev.job, ev.node)
+			s.resubmit(ev.job)
 		default:
 			s.submit()
 		}
 	case evStore:
 		s.store(ev)
+	case evStored:
+		s.stored(ev)
 	case evRepublish:
 		if s.alive(ev) {
 			s.republish(ev.node)

@@ -152,7 +152,7 @@ func (s *Sim) writeJob(id, j int32, due bool, wb *writeBatches) {
 	var st job.State
 	if rep != nil {
 		st = job.Expire(rep.st, now)
-		closest := s.isClosest(id, j) || mine && s.listingHeld(id, j)
+		closest := index.Lists(s.isClosest(id, j), false, s.listingHeld(id, j), mine) // no backup listers in the sim
 		want = index.Desired(closest, st, s.listing, s.c.Keyword)
 	}
 	reset := st.Phase == job.Ready && r.wClaimed

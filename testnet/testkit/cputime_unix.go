@@ -17,3 +17,13 @@ func CPUTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// PeakRSS is the most resident memory this process has used so far, in
+// bytes (Linux reports kilobytes); 0 where it cannot be read.
+func PeakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
+}

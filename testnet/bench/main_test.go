@@ -1,0 +1,11 @@
+package bench_test
+
+import (
+	"testing"
+
+	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/testnet/testkit"
+)
+
+// TestMain doubles as `up app exec` when the bench's subprocess clients launch it.
+func TestMain(m *testing.M) { testkit.ExecMain(m, runner.Exec) }

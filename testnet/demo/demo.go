@@ -1,0 +1,296 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"image"
+	"image/draw"
+	"image/png"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/client"
+	"github.com/up-pool/up/keystore"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/project"
+	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/testnet"
+)
+
+// Options configure Run. Zero values take the defaults.
+type Options struct {
+	Nodes, Clients int // default 8 and 4
+	Tiles          int // tiles per side of the image; default 8
+	TileSize       int // pixels per tile side; default 64
+	Copies         int // redundant copies per tile; default 2
+	Dir            string
+	Image          string   // where to write the assembled PNG; default Dir/mandelbrot.png
+	Launcher       []string // how clients run applications: the up binary's "app exec"
+	LauncherEnv    []string // extra environment for the launcher
+	Seed           uint64
+	Timeout        time.Duration // default 2 min
+	Log            io.Writer     // progress lines; nil: none
+}
+
+// Report is what a demo run measured.
+type Report struct {
+	Nodes, Clients, Units, Jobs int
+	Elapsed                     time.Duration
+	RPCsPerJob                  float64 // requests served by all nodes, per job
+	Image                       string
+	Credit                      []project.Credit
+}
+
+// Run runs the whole system in one process: a test CA, nodes on
+// loopback TCP, a project and worker clients; the project submits the
+// tiles of a Mandelbrot image (built-in application) with redundant
+// copies, the clients compute them, the project harvests, validates,
+// grants credit and assembles the image.
+func Run(ctx context.Context, o Options) (Report, error) {
+	o.defaults()
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	start := time.Now()
+	rep := Report{Nodes: o.Nodes, Clients: o.Clients, Units: o.Tiles * o.Tiles, Jobs: o.Tiles * o.Tiles * o.Copies, Image: o.Image}
+	d := &demoRun{o: o, logf: testnet.LineLogger(o.Log)}
+	defer d.tearDown()
+	if err := d.setUp(ctx, start); err != nil {
+		return rep, err
+	}
+	if err := d.submit(ctx); err != nil {
+		return rep, err
+	}
+	runCtx, stopClients := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if err := d.startVolunteers(ctx, runCtx, &wg); err != nil {
+		stopClients()
+		return rep, err
+	}
+	d.logf("%d volunteer clients working", o.Clients)
+	defer func() { stopClients(); wg.Wait() }()
+	credit, err := d.harvestAll(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Credit = credit
+	rep.Elapsed = time.Since(start)
+	rep.RPCsPerJob = d.served() / float64(rep.Jobs)
+	if err := assemble(d.ledger, o.Tiles, o.TileSize, o.Image); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// defaults fills the zero options.
+func (o *Options) defaults() {
+	if o.Nodes == 0 {
+		o.Nodes = 8
+	}
+	if o.Clients == 0 {
+		o.Clients = 4
+	}
+	if o.Tiles == 0 {
+		o.Tiles = 8
+	}
+	if o.TileSize == 0 {
+		o.TileSize = 64
+	}
+	if o.Copies == 0 {
+		o.Copies = 2
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	if o.Image == "" {
+		o.Image = filepath.Join(o.Dir, "mandelbrot.png")
+	}
+}
+
+// demoRun is one Run's shared state: its options, the parties it
+// started and the tiles the project submitted.
+type demoRun struct {
+	o    Options
+	logf func(format string, args ...any)
+	// closers close what the run set up, in the order it was set up;
+	// tearDown runs them the last first.
+	closers []func()
+
+	net    *testnet.Network
+	p      *project.Project
+	ledger *project.Ledger
+	units  []project.Unit
+}
+
+// onTearDown has tearDown call closer, before the closers registered
+// earlier (as a deferred call would be).
+func (d *demoRun) onTearDown(closer func()) { d.closers = append(d.closers, closer) }
+
+// tearDown closes what the run set up, the last first.
+func (d *demoRun) tearDown() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+}
+
+// setUp starts the nodes on loopback TCP (started at start), the project
+// and its ledger.
+func (d *demoRun) setUp(ctx context.Context, start time.Time) error {
+	o := d.o
+	net, err := testnet.Start(ctx, testnet.Options{Nodes: o.Nodes, Transport: testnet.TCP, Dir: o.Dir, Seed: o.Seed, PoolLoops: true})
+	if err != nil {
+		return err
+	}
+	d.net = net
+	d.onTearDown(func() { net.Close() })
+	d.logf("%d nodes up on loopback TCP in %s", o.Nodes, time.Since(start).Round(time.Millisecond))
+	if d.p, err = net.NewProject(ctx, "mandel"); err != nil {
+		return err
+	}
+	d.onTearDown(func() { d.p.Agent().Close() })
+	if d.ledger, err = project.OpenLedger(filepath.Join(o.Dir, "ledger.db")); err != nil {
+		return err
+	}
+	d.onTearDown(func() { d.ledger.Close() })
+	return nil
+}
+
+// submit has the project submit every tile, with the options' copies.
+func (d *demoRun) submit(ctx context.Context) error {
+	o := d.o
+	d.units = mandelbrotUnits(o.Tiles, o.TileSize)
+	digest := sha256.Sum256(fmt.Appendf(nil, "mandelbrot %d %d", o.Tiles, o.TileSize))
+	srep, err := d.p.SubmitUnits(ctx, d.ledger, d.units, o.Copies, digest[:], "demo", nil)
+	if err != nil {
+		return err
+	}
+	if len(srep.Errors) > 0 {
+		return fmt.Errorf("submit: %w", srep.Errors[0])
+	}
+	d.logf("project submitted %d tiles × %d copies = %d jobs", len(d.units), o.Copies, srep.Submitted)
+	return nil
+}
+
+// startVolunteers starts the volunteer clients, each with its agent and
+// runner, running until runCtx ends; wg counts them.
+func (d *demoRun) startVolunteers(ctx, runCtx context.Context, wg *sync.WaitGroup) error {
+	o := d.o
+	for i := range o.Clients {
+		a, err := d.net.NewAgent(ctx, certs.RoleClient, fmt.Sprintf("volunteer%d", i+1))
+		if err != nil {
+			return err
+		}
+		d.onTearDown(func() { a.Close() })
+		r, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(o.Dir, fmt.Sprintf("work%d", i+1)),
+			Allow: map[string][]string{"mandel": {"mandelbrot"}}})
+		if err != nil {
+			return err
+		}
+		c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: "mandel", Share: 1}}, Runner: r, Slots: 2,
+			BackoffMin: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond, Seed: o.Seed + uint64(i),
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.Run(runCtx)
+		}()
+	}
+	return nil
+}
+
+// harvestAll harvests every 300 ms until every tile is validated, and
+// returns the credit granted.
+func (d *demoRun) harvestAll(ctx context.Context) ([]project.Credit, error) {
+	for {
+		hrep, err := d.p.Harvest(ctx, d.ledger, project.HarvestOptions{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		st, err := d.ledger.Stats(time.Now())
+		if err != nil {
+			return nil, err
+		}
+		if hrep.Recorded > 0 {
+			d.logf("harvest: %d new results, %d of %d tiles validated", hrep.Recorded, st.Units[project.UnitValid], len(d.units))
+		}
+		if st.Units[project.UnitValid] == len(d.units) {
+			return st.Credit, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("demo: %d of %d tiles validated before the timeout", st.Units[project.UnitValid], len(d.units))
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// served is the requests all live nodes have served.
+func (d *demoRun) served() float64 {
+	var served float64
+	for _, nd := range d.net.Live() {
+		served += overlay.SumCounter(nd.Endpoint().Metrics().RPCReceived, "", "")
+	}
+	return served
+}
+
+// mandelbrotUnits cuts the view [-2.2, 0.8] × [-1.5, 1.5] into tiles.
+func mandelbrotUnits(tiles, size int) []project.Unit {
+	const x0, y0, span = -2.2, -1.5, 3.0
+	step := span / float64(tiles)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	var out []project.Unit
+	for ty := range tiles {
+		for tx := range tiles {
+			ax, ay := x0+float64(tx)*step, y0+float64(ty)*step
+			out = append(out, project.Unit{
+				App:      "mandelbrot",
+				Args:     []string{f(ax), f(ay), f(ax + step), f(ay + step), strconv.Itoa(size), strconv.Itoa(size), "256"},
+				Keywords: []string{"mandel"}, Resources: []string{"mem:small"}, TFinish: 5 * time.Minute,
+			})
+		}
+	}
+	return out
+}
+
+// assemble draws every unit's canonical tile into one PNG.
+func assemble(l *project.Ledger, tiles, size int, path string) error {
+	img := image.NewGray(image.Rect(0, 0, tiles*size, tiles*size))
+	var idxs []int
+	err := l.EachResult(func(r project.Result, unit int, canonical string) error {
+		if r.CID != canonical {
+			return nil
+		}
+		tile, err := png.Decode(bytes.NewReader(r.Output))
+		if err != nil {
+			return fmt.Errorf("tile %d: %w", unit, err)
+		}
+		tx, ty := unit%tiles, unit/tiles
+		draw.Draw(img, image.Rect(tx*size, (tiles-1-ty)*size, (tx+1)*size, (tiles-ty)*size), tile, image.Point{}, draw.Src)
+		idxs = append(idxs, unit)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Ints(idxs)
+	if len(idxs) != tiles*tiles {
+		return fmt.Errorf("assemble: %d of %d tiles", len(idxs), tiles*tiles)
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return err
+	}
+	return writeFile(path, buf.Bytes())
+}
+
+func writeFile(path string, b []byte) error { return keystore.WriteFileAtomic(path, b, 0o644) }
