@@ -54,6 +54,7 @@ func TestConfig(t *testing.T) {
 		{Config{MaxGrindBits: 300}, "balance config: MaxGrindBits 300 is not in 1..256"},
 		{Config{Params: loadbalance.Params{Phi: 2}}, "balance config: Params.Phi 2 is not in (0, 1]"},
 		{Config{Params: loadbalance.Params{WIndex: -1}}, "balance config: Params.WIndex -1"},
+		{Config{Params: loadbalance.Params{CoolDown: -1}}, "balance config: Params.CoolDown -1 ms is negative (NoCoolDown turns the check off)"},
 	} {
 		_, err := New(deps(), tc.cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {

@@ -117,13 +117,24 @@ func (n *Node) newEndpoint(h host.Host, metrics *overlay.Metrics, blocklist *ove
 		Blocklist:    blocklist,
 		// Another node's moves: at most one per cool-down (less a minute of
 		// clock skew).
-		MinMoveInterval: max(time.Duration(n.lb.Config().Params.MinMoveInterval)*time.Millisecond-time.Minute, 0),
+		MinMoveInterval: n.peerMoveInterval(),
 		OnCRL: func(rl *certs.RevocationList) {
 			if err := id.SaveCRL(rl); err != nil {
 				log.Error("save revocation list", "err", err)
 			}
 		},
 	})
+}
+
+// peerMoveInterval is the least time between two positions of another
+// node this node accepts: its own move interval less a minute of clock
+// skew, none when the move-interval check is off.
+func (n *Node) peerMoveInterval() time.Duration {
+	p := n.lb.Config().Params
+	if p.NoMoveInterval {
+		return 0
+	}
+	return max(time.Duration(p.MinMoveInterval)*time.Millisecond-time.Minute, 0)
 }
 
 // openIndex starts the instance's index server, writer and finder.
