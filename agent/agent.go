@@ -105,10 +105,7 @@ func Open(cfg Config) (*Agent, error) {
 	}
 	dcfg := cfg.DHT
 	dcfg.Mode = dht.ModeClient
-	if dcfg.Now == nil {
-		dcfg.Now = cfg.Now
-	}
-	if a.dht, err = dht.New(a.ep, dcfg); err != nil {
+	if a.dht, err = dht.New(dht.Deps{Endpoint: a.ep, Env: overlay.Env{Now: cfg.Now, Logger: a.log}}, dcfg); err != nil {
 		a.ep.Close()
 		a.closeHost()
 		return nil, err

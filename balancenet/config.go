@@ -20,8 +20,8 @@ type Config struct {
 	// and can be balanced or moved by hand.
 	Off bool
 	// Interval is the mean time between probes; each waits Interval ±
-	// half. Default 40 min (thesis: 20–60 min); at least 1 ms. A negative
-	// Interval is the old spelling of Off, still accepted: deprecated.
+	// half. Default 40 min (thesis: 20–60 min); at least 1 ms (Off, not a
+	// negative Interval, turns balancing off).
 	Interval time.Duration
 	// Capacity is this node's declared capacity, relative (default 1).
 	Capacity float64
@@ -35,17 +35,11 @@ type Config struct {
 	// core-second), so a heavy node whose split lies deeper is left as it
 	// is. Default 28; at most 256.
 	MaxGrindBits int
-	// Seed seeds the probes' random waits and keys. Default 1.
-	Seed uint64
 }
 
-// ApplyDefaults sets the zero fields of c to their defaults, and turns the
-// deprecated negative Interval into Off.
+// ApplyDefaults sets the zero fields of c to their defaults.
 func (c *Config) ApplyDefaults() {
 	c.Params.ApplyDefaults()
-	if c.Interval < 0 {
-		c.Off, c.Interval = true, 0
-	}
 	if c.Interval == 0 {
 		c.Interval = 40 * time.Minute
 	}
@@ -61,9 +55,6 @@ func (c *Config) ApplyDefaults() {
 	if c.MaxGrindBits == 0 {
 		c.MaxGrindBits = loadbalance.DefaultMaxGrindBits
 	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
 }
 
 // Validate reports the first bad field of c (after ApplyDefaults), naming
@@ -73,6 +64,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("balance config: Params.%w", err)
 	}
 	switch {
+	case c.Interval < 0:
+		return fmt.Errorf("balance config: Interval %s is negative (Off turns balancing off)", c.Interval)
 	case c.Interval < time.Millisecond:
 		return fmt.Errorf("balance config: Interval %s is below 1ms", c.Interval)
 	case !(c.Capacity > 0) || math.IsInf(c.Capacity, 0):

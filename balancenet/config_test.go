@@ -22,15 +22,15 @@ func deps() Deps {
 	}
 }
 
-// TestConfig: defaults, the deprecated negative Interval read as Off, and
-// one-line errors naming the bad field.
+// TestConfig: defaults, and one-line errors naming the bad field (a
+// negative Interval is one: Off is the only spelling of off).
 func TestConfig(t *testing.T) {
 	s, err := New(deps(), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := s.Config()
-	if c.Off || c.Interval != 40*time.Minute || c.Capacity != 1 || c.GrindTimeout != 5*time.Minute || c.MaxGrindBits != 28 || c.Seed != 1 ||
+	if c.Off || c.Interval != 40*time.Minute || c.Capacity != 1 || c.GrindTimeout != 5*time.Minute || c.MaxGrindBits != 28 ||
 		c.Grinder == nil || c.Params.CoolDown != loadbalance.DefaultCoolDown {
 		t.Errorf("defaults: %+v", c)
 	}
@@ -38,13 +38,15 @@ func TestConfig(t *testing.T) {
 	if cc.ProbeMin != 20*60*1000 || cc.ProbeMax != 60*60*1000 || cc.LastMove != 7 || cc.Off {
 		t.Errorf("controller config: %+v", cc)
 	}
-	if s, err = New(deps(), Config{Interval: -time.Second}); err != nil || !s.Config().Off || s.Config().Interval != 40*time.Minute {
-		t.Errorf("negative interval: %+v, %v", s.Config(), err)
+	if s, err = New(deps(), Config{Off: true}); err != nil || !s.Config().Off || s.Config().Interval != 40*time.Minute {
+		t.Errorf("off: %+v, %v", s.Config(), err)
 	}
 	for _, tc := range []struct {
 		cfg  Config
 		want string
 	}{
+		{Config{Interval: -time.Second}, "balance config: Interval -1s is negative (Off turns balancing off)"},
+		{Config{Interval: -time.Second, Off: true}, "balance config: Interval -1s is negative"},
 		{Config{Interval: time.Microsecond}, "balance config: Interval 1µs is below 1ms"},
 		{Config{Capacity: -1}, "balance config: Capacity -1 is not a positive number"},
 		{Config{Capacity: math.Inf(1)}, "balance config: Capacity +Inf"},
@@ -52,6 +54,7 @@ func TestConfig(t *testing.T) {
 		{Config{MaxGrindBits: 300}, "balance config: MaxGrindBits 300 is not in 1..256"},
 		{Config{Params: loadbalance.Params{Phi: 2}}, "balance config: Params.Phi 2 is not in (0, 1]"},
 		{Config{Params: loadbalance.Params{WIndex: -1}}, "balance config: Params.WIndex -1"},
+		{Config{Params: loadbalance.Params{CoolDown: -1}}, "balance config: Params.CoolDown -1 ms is negative (NoCoolDown turns the check off)"},
 	} {
 		_, err := New(deps(), tc.cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {

@@ -53,17 +53,17 @@ type Deps struct {
 	// Rejoin joins the overlay again through heavy and the peers the node
 	// remembers. Required.
 	Rejoin func(ctx context.Context, heavy peer.AddrInfo) error
-	// Account is the node's certificate (DER): with Config.Seed it seeds
-	// the probes, so nodes sharing a seed still draw apart.
+	// Account is the node's certificate (DER): with Env.Seed it seeds the
+	// probes' random waits and keys, so nodes sharing a seed still draw
+	// apart.
 	Account []byte
 	// LastMove is when the node last moved, its position record's time:
 	// peers refuse a newer record within the minimum move interval, so
 	// the node must not try to move before then either.
 	LastMove time.Time
-	// Now reads the clock. Default time.Now.
-	Now func() time.Time
-	// Logger receives the balancing logs. Default slog.Default().
-	Logger *slog.Logger
+	// Env is the node's clock, its seed (with Account) and its logger,
+	// which receives the balancing logs.
+	Env overlay.Env
 }
 
 // ErrMoving reports a move while one is in progress.
@@ -109,22 +109,17 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	case deps.Rejoin == nil:
 		return nil, errors.New("balancenet: Deps.Rejoin is nil")
 	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
+	deps.Env.ApplyDefaults()
 	var lastMove int64
 	if !deps.LastMove.IsZero() {
 		lastMove = deps.LastMove.UnixMilli()
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed(deps.Account, 11)))
+	rng := rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed(deps.Account, 11)))
 	ctl, err := loadbalance.NewController[peer.ID](cfg.controller(lastMove), rng)
 	if err != nil {
 		return nil, fmt.Errorf("balancenet: %w", err)
 	}
-	s := &Service{cfg: cfg, deps: deps, log: deps.Logger, ctl: ctl}
+	s := &Service{cfg: cfg, deps: deps, log: deps.Env.Logger, ctl: ctl}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -167,7 +162,7 @@ func counts(in Instance) *loadbalance.Counts {
 // step steps the controller with ev at the clock's time, counting in's
 // holdings when it asks for them.
 func (s *Service) step(in Instance, ev loadbalance.Event[peer.ID]) []loadbalance.Action[peer.ID] {
-	now := s.deps.Now().UnixMilli()
+	now := s.deps.Env.Now().UnixMilli()
 	acts := s.stepLocked(now, ev)
 	if len(acts) == 1 && acts[0].Kind == loadbalance.NeedCounts {
 		ev.Counts = counts(in)
@@ -227,7 +222,7 @@ func (s *Service) report(in Instance) *wire.LoadInfo {
 // the call that carried the load.
 func (s *Service) observe(in Instance, from peer.ID, li *wire.LoadInfo) {
 	s.mu.Lock()
-	listening := s.ctl.Listening(s.deps.Now().UnixMilli())
+	listening := s.ctl.Listening(s.deps.Env.Now().UnixMilli())
 	s.mu.Unlock()
 	if !listening {
 		return

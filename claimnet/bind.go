@@ -111,7 +111,7 @@ func (s *Service) forged(signer, client string, node peer.ID, err error) {
 		s.forgers[signer]++
 	}
 	s.mu.Unlock()
-	s.cfg.Logger.Warn("forged claim reply refused", "signer", signer, "client", client, "names", node, "err", err)
+	s.log.Warn("forged claim reply refused", "signer", signer, "client", client, "names", node, "err", err)
 }
 
 // Forged reports the forged replies refused here, by the name on the node
@@ -138,5 +138,5 @@ func (s *Service) attribute(b []byte, client string, node peer.ID, err error) {
 			}
 		}
 	}
-	s.cfg.Logger.Warn("confirm with a badly signed claim reply refused", "client", client, "names", node, "err", err)
+	s.log.Warn("confirm with a badly signed claim reply refused", "client", client, "names", node, "err", err)
 }

@@ -30,17 +30,20 @@ type ProofChecker struct {
 	positions *positions
 }
 
-// NewProofChecker returns the claim proof checker of a node; cfg's Warmup
-// and Now apply as for the claim service (zero: the defaults).
-func NewProofChecker(ep *overlay.Endpoint, d *dht.DHT, cfg Config) *ProofChecker {
-	if cfg.Warmup == 0 {
-		cfg.Warmup = time.Minute
+// NewProofChecker returns the claim proof checker of a node, for its pool
+// (deps.Pool and deps.Identity unused); cfg's Warmup applies as for the
+// claim service, after the same defaults and validation.
+func NewProofChecker(deps Deps, cfg Config) (*ProofChecker, error) {
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if err := deps.validate(false); err != nil {
+		return nil, err
 	}
-	return &ProofChecker{ep: ep, d: d, now: cfg.Now, warmup: cfg.Warmup.Milliseconds(),
-		started: cfg.Now().UnixMilli(), keys: newKeyCache(4096), positions: newPositions(4096)}
+	deps.Env.ApplyDefaults()
+	return &ProofChecker{ep: deps.Endpoint, d: deps.DHT, now: deps.Env.Now, warmup: cfg.Warmup.Milliseconds(),
+		started: deps.Env.Now().UnixMilli(), keys: newKeyCache(4096), positions: newPositions(4096)}, nil
 }
 
 // Check checks that pr proves the claimed state or tombstone st of job

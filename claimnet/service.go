@@ -33,10 +33,11 @@ import (
 	"github.com/up-pool/up/wire"
 )
 
-// Config configures a node's claim service. Zero values take the defaults.
+// Config configures a node's claim service (and its proof checker). Zero
+// values take the defaults.
 type Config struct {
 	// TClaim is how long a temporary claim lasts without a confirm.
-	// Default 15 s.
+	// Default 15 s; at least 1 ms.
 	TClaim time.Duration
 	// TSkew is how far clocks may disagree (thesis 3.2.4's T_skew): a
 	// confirm's claim start, read from the client's clock, must lie within
@@ -47,7 +48,7 @@ type Config struct {
 	// much as the clock is off. Default claim.DefaultTSkew, 20 min.
 	TSkew time.Duration
 	// Limit is the sustained claim requests per second one client may
-	// make at this node, Burst the burst. Defaults 20 and 40.
+	// make at this node, Burst the burst. Defaults 20 per second and 40.
 	Limit float64
 	Burst int
 	// Warmup is how long after the service starts a node whose routing
@@ -59,10 +60,81 @@ type Config struct {
 	// before the node voids it when another client asks for the job
 	// (void.go). Default 1 min.
 	TCert time.Duration
-	// Now reads the clock. Default time.Now.
-	Now func() time.Time
-	// Logger receives structured logs.
-	Logger *slog.Logger
+}
+
+// Deps is what the claim service and the proof checker need of the node
+// that runs them.
+type Deps struct {
+	// Endpoint is the node's overlay endpoint. Required.
+	Endpoint *overlay.Endpoint
+	// DHT places a confirm's replies among a job's closest. Required.
+	DHT *dht.DHT
+	// Pool holds the jobs claimed. Required by New; NewProofChecker,
+	// whose checker the pool takes, needs none.
+	Pool *pool.Pool
+	// Identity signs the service's replies: New keeps a snapshot, as a
+	// move rotates it for the next instance. Required by New.
+	Identity *keystore.Identity
+	// Env is the node's clock and logger.
+	Env overlay.Env
+}
+
+// ApplyDefaults sets the zero fields of c to their defaults.
+func (c *Config) ApplyDefaults() {
+	if c.TClaim == 0 {
+		c.TClaim = 15 * time.Second
+	}
+	if c.TSkew == 0 {
+		c.TSkew = time.Duration(claim.DefaultTSkew) * time.Millisecond
+	}
+	if c.Limit == 0 {
+		c.Limit = 20
+	}
+	if c.Burst == 0 {
+		c.Burst = 40
+	}
+	if c.Warmup == 0 {
+		c.Warmup = time.Minute
+	}
+	if c.TCert == 0 {
+		c.TCert = time.Minute
+	}
+}
+
+// Validate reports the first bad field of c (after ApplyDefaults), naming
+// it, in one line.
+func (c *Config) Validate() error {
+	switch {
+	case c.TClaim < time.Millisecond:
+		return fmt.Errorf("claim config: TClaim %s is below 1ms", c.TClaim)
+	case c.TSkew < 0:
+		return fmt.Errorf("claim config: TSkew %s is negative", c.TSkew)
+	case !(c.Limit > 0):
+		return fmt.Errorf("claim config: Limit %v is not a positive rate", c.Limit)
+	case c.Burst < 1:
+		return fmt.Errorf("claim config: Burst %d is below 1", c.Burst)
+	case c.Warmup < 0:
+		return fmt.Errorf("claim config: Warmup %s is negative", c.Warmup)
+	case c.TCert < 0:
+		return fmt.Errorf("claim config: TCert %s is negative", c.TCert)
+	}
+	return nil
+}
+
+// validate reports a missing dependency; service says whether New (which
+// needs the pool and the identity) asks.
+func (d *Deps) validate(service bool) error {
+	switch {
+	case d.Endpoint == nil:
+		return errors.New("claimnet: Deps.Endpoint is nil")
+	case d.DHT == nil:
+		return errors.New("claimnet: Deps.DHT is nil")
+	case service && d.Pool == nil:
+		return errors.New("claimnet: Deps.Pool is nil")
+	case service && d.Identity == nil:
+		return errors.New("claimnet: Deps.Identity is nil")
+	}
+	return nil
 }
 
 // Record is one permanent claim this node made, for audit (claim.Record
@@ -75,6 +147,8 @@ type Record struct {
 // Service answers claims for the jobs a node holds.
 type Service struct {
 	cfg     Config
+	now     func() time.Time
+	log     *slog.Logger
 	ep      *overlay.Endpoint
 	d       *dht.DHT
 	pool    *pool.Pool
@@ -105,41 +179,27 @@ type Service struct {
 	why                whyTally     // denials and refusals by reason, for Counts
 }
 
-// NewService serves the claim protocols on a node.
-func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Identity, cfg Config) *Service {
-	if cfg.TClaim == 0 {
-		cfg.TClaim = 15 * time.Second
+// New serves the claim protocols on a node: cfg's defaults applied, then
+// validated.
+func New(deps Deps, cfg Config) (*Service, error) {
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.TSkew == 0 {
-		cfg.TSkew = time.Duration(claim.DefaultTSkew) * time.Millisecond
+	if err := deps.validate(true); err != nil {
+		return nil, err
 	}
-	if cfg.Limit == 0 {
-		cfg.Limit = 20
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = 40
-	}
-	if cfg.Warmup == 0 {
-		cfg.Warmup = time.Minute
-	}
-	if cfg.TCert == 0 {
-		cfg.TCert = time.Minute
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	deps.Env.ApplyDefaults()
+	ep, p := deps.Endpoint, deps.Pool
 	// The service signs as the identity its host runs under: a snapshot,
 	// since a move rotates id's peer key and position for the next host
 	// while this one may still be answering.
-	snapshot := *id
-	s := &Service{cfg: cfg, ep: ep, d: d, pool: p, id: &snapshot, keys: newKeyCache(4096),
+	snapshot := *deps.Identity
+	s := &Service{cfg: cfg, now: deps.Env.Now, log: deps.Env.Logger, ep: ep, d: deps.DHT, pool: p, id: &snapshot, keys: newKeyCache(4096),
 		srv:     claim.NewServer[string](cfg.TClaim.Milliseconds(), cfg.TSkew.Milliseconds()),
-		started: cfg.Now().UnixMilli(),
+		started: deps.Env.Now().UnixMilli(),
 		own:     newOwnReplies(1<<14, 2*cfg.TClaim.Milliseconds()),
-		limiter: overlay.NewRateLimiter(cfg.Limit, cfg.Burst, cfg.Now)}
+		limiter: overlay.NewRateLimiter(cfg.Limit, cfg.Burst, deps.Env.Now)}
 	s.mReplies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "up_claim_replies_total", Help: "Claim requests answered, by reply (granted, denied, don't care).",
 	}, []string{"reply"})
@@ -160,7 +220,7 @@ func NewService(ep *overlay.Endpoint, d *dht.DHT, p *pool.Pool, id *keystore.Ide
 	ep.Handle(wire.ProtoConfirm, 1<<20, clients, s.handleConfirm)
 	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
 	ep.Handle(wire.ProtoCertify, 1<<20, clients, s.handleCertify)
-	return s
+	return s, nil
 }
 
 // Counts are what a node's claim service answered since it started.
@@ -212,7 +272,7 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	if !s.limiter.Allow(string(client)) {
 		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("claims from client %q over %.0f/s", from.Identity.Name, s.cfg.Limit))
 	}
-	now := s.cfg.Now().UnixMilli()
+	now := s.now().UnixMilli()
 	h, held := s.pool.Lookup(req.Job)
 	if held && h.State.Phase == job.Claimed && !bytes.Equal(h.State.Client, client) {
 		// Held for another client: the other replicas may have seen that
@@ -258,7 +318,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
 	client := []byte(from.Identity.PublicKey)
-	now := s.cfg.Now()
+	now := s.now()
 	nowMS := now.UnixMilli()
 	h, held := s.pool.Lookup(req.Job)
 	if !held {
@@ -350,7 +410,7 @@ func (s *Service) handleCertify(_ context.Context, from *overlay.Admitted, body 
 // deleted job go, and a job ready again before a claim's deadline had that
 // claim released (the release came by replication).
 func (s *Service) onChange(key []byte, st job.State, deleted bool) {
-	now := s.cfg.Now().UnixMilli()
+	now := s.now().UnixMilli()
 	s.mu.Lock()
 	s.srv.Changed(string(key), st, deleted, now)
 	s.mu.Unlock()
@@ -406,7 +466,7 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("release of job %x: not signed by client %q", req.Job, from.Identity.Name))
 	}
 	if h, ok := s.pool.Lookup(req.Job); ok {
-		if rel, mine := claim.Release(h.State, client, s.cfg.Now().UnixMilli()); mine {
+		if rel, mine := claim.Release(h.State, client, s.now().UnixMilli()); mine {
 			if _, err := s.pool.ApplyProven(req.Job, rel, s.releaseProof(req, rel, from)); err != nil {
 				return nil, err
 			}
@@ -467,7 +527,7 @@ func (s *Service) watchLapse(key []byte, t *claim.Temp) {
 	key = slices.Clone(key)
 	time.AfterFunc(s.cfg.TClaim+time.Millisecond, func() {
 		s.mu.Lock()
-		lapsed := s.srv.Lapse(string(key), t, s.cfg.Now().UnixMilli())
+		lapsed := s.srv.Lapse(string(key), t, s.now().UnixMilli())
 		s.mu.Unlock()
 		if lapsed {
 			s.tempEnded(key)

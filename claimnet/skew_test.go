@@ -16,15 +16,16 @@ import (
 	"github.com/up-pool/up/testnet"
 )
 
-// startSkewedClaimNet is startClaimNet with one clock per node's claim
-// service: skews[i] (ns) is added to the network clock at node i.
+// startSkewedClaimNet is startClaimNet with one clock per node (its claim
+// service's and every other service's): skews[i] (ns) is added to the
+// network clock at node i.
 func startSkewedClaimNet(t *testing.T, nodes, jobs int, seed uint64) (*claimNet, []atomic.Int64) {
 	t.Helper()
 	clock := testnet.NewClock(time.Now())
 	skews := make([]atomic.Int64, nodes)
 	f := testnet.StartFixture(t, clock, testnet.Options{Nodes: nodes, Seed: seed,
 		Configure: func(i int, cfg *node.Config) {
-			cfg.Claim.Now = func() time.Time { return clock.Now().Add(time.Duration(skews[i].Load())) }
+			cfg.Now = func() time.Time { return clock.Now().Add(time.Duration(skews[i].Load())) }
 		}})
 	cn := &claimNet{net: f.Net, clock: clock, proj: f.Project, keys: testnet.SubmitJobs(t, f.Project, jobs, testnet.Jobs{})}
 	return cn, skews

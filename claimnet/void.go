@@ -55,6 +55,6 @@ func (s *Service) voidUncertified(key []byte, st job.State, now int64) bool {
 	s.mu.Unlock()
 	s.mVoided.Inc()
 	s.voided.Add(1)
-	s.cfg.Logger.Info("voided a claim that never got its certificate", "job", key, "accepted_ms_ago", now-at)
+	s.log.Info("voided a claim that never got its certificate", "job", key, "accepted_ms_ago", now-at)
 	return true
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/overlay"
 )
 
 // Mode says whether this party serves the DHT (nodes) or only queries it
@@ -60,9 +62,11 @@ type Config struct {
 	// Concurrency is kad-dht's α. Default 10.
 	Concurrency int
 	// LookupCacheTTL is how long a closest-peers answer is reused, so a
-	// party does at most one lookup per key per TTL. Default 90 s; negative
-	// disables the cache.
+	// party does at most one lookup per key per TTL. Default 90 s.
 	LookupCacheTTL time.Duration
+	// DisableLookupCache turns the lookup cache off: every lookup goes to
+	// the network (LookupCacheTTL is then unused).
+	DisableLookupCache bool
 	// LookupCacheSize bounds the number of cached keys. Default 65536.
 	LookupCacheSize int
 	// LookupTimeout bounds one lookup. Default 30 s.
@@ -78,11 +82,19 @@ type Config struct {
 	DisableAutoRefresh bool
 	// Bootstrap peers are dialled on Bootstrap.
 	Bootstrap []peer.AddrInfo
-	// Now reads the clock. Default time.Now.
-	Now func() time.Time
 }
 
-func (c *Config) applyDefaults() {
+// Deps is what a DHT needs of the party that runs it.
+type Deps struct {
+	// Endpoint is the party's overlay endpoint; kad-dht runs on its gated
+	// host. Required.
+	Endpoint *overlay.Endpoint
+	// Env is the party's clock (liveness marks, the lookup cache, crawls).
+	Env overlay.Env
+}
+
+// ApplyDefaults sets the zero fields of c to their defaults.
+func (c *Config) ApplyDefaults() {
 	if c.Replication == 0 {
 		c.Replication = 5
 	}
@@ -107,22 +119,38 @@ func (c *Config) applyDefaults() {
 	if c.ProbeBackoff == 0 {
 		c.ProbeBackoff = 30 * time.Second
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 }
 
-// Validate reports a bad setting.
+// Validate reports the first bad field of c (after ApplyDefaults), naming
+// it, in one line.
 func (c *Config) Validate() error {
 	switch {
-	case c.Replication < 1:
-		return errors.New("dht config: replication must be at least 1")
-	case c.BucketSize < c.Replication:
-		return errors.New("dht config: bucket size must be at least the replication")
-	case c.Concurrency < 1:
-		return errors.New("dht config: concurrency must be at least 1")
 	case c.Mode != ModeServer && c.Mode != ModeClient && c.Mode != ModeAuto:
-		return errors.New("dht config: unknown mode")
+		return fmt.Errorf("dht config: Mode %d is not server, client or auto", c.Mode)
+	case c.Replication < 1:
+		return fmt.Errorf("dht config: Replication %d is below 1", c.Replication)
+	case c.BucketSize < c.Replication:
+		return fmt.Errorf("dht config: BucketSize %d is below Replication %d", c.BucketSize, c.Replication)
+	case c.Concurrency < 1:
+		return fmt.Errorf("dht config: Concurrency %d is below 1", c.Concurrency)
+	case c.LookupCacheTTL < 0:
+		return fmt.Errorf("dht config: LookupCacheTTL %s is negative (DisableLookupCache turns the cache off)", c.LookupCacheTTL)
+	case c.LookupCacheSize < 1:
+		return fmt.Errorf("dht config: LookupCacheSize %d is below 1", c.LookupCacheSize)
+	case c.LookupTimeout < 0:
+		return fmt.Errorf("dht config: LookupTimeout %s is negative", c.LookupTimeout)
+	case c.ProbeTimeout < 0:
+		return fmt.Errorf("dht config: ProbeTimeout %s is negative", c.ProbeTimeout)
+	case c.ProbeBackoff < 0:
+		return fmt.Errorf("dht config: ProbeBackoff %s is negative", c.ProbeBackoff)
+	}
+	return nil
+}
+
+// validate reports a missing dependency.
+func (d *Deps) validate() error {
+	if d.Endpoint == nil {
+		return errors.New("dht: Deps.Endpoint is nil")
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ type CrawlStats struct {
 // the leaves, regions of under CrawlAnswer nodes), at most crawlParallel
 // at once.
 func (d *DHT) Crawl(ctx context.Context) (CrawlStats, error) {
-	start := d.cfg.Now()
+	start := d.env.Now()
 	found := map[peer.ID]keyspace.Pos{}
 	for _, p := range d.RoutingTablePeers() {
 		found[p] = keyspace.PeerPos([]byte(p))
@@ -102,12 +102,12 @@ func (d *DHT) Crawl(ctx context.Context) (CrawlStats, error) {
 	if err := ctx.Err(); err != nil {
 		return stats, fmt.Errorf("crawl: %w", err)
 	}
-	v := newCrawlView(found, d.cfg.Now())
+	v := newCrawlView(found, d.env.Now())
 	d.crawlMu.Lock()
 	d.crawled = v
 	d.crawlMu.Unlock()
 	stats.Nodes = len(v.ids)
-	stats.Elapsed = d.cfg.Now().Sub(start)
+	stats.Elapsed = d.env.Now().Sub(start)
 	return stats, nil
 }
 

@@ -26,6 +26,7 @@ import (
 // DHT is one party's kad-dht instance and the U.P. keyspace services on it.
 type DHT struct {
 	cfg   Config
+	env   overlay.Env
 	ep    *overlay.Endpoint
 	kad   *kaddht.IpfsDHT
 	cache *lookupCache
@@ -53,14 +54,21 @@ type DHT struct {
 }
 
 // New starts kad-dht on the endpoint's gated host, so only admitted peers
-// are served, and only admitted nodes enter the routing table.
-func New(ep *overlay.Endpoint, cfg Config) (*DHT, error) {
-	cfg.applyDefaults()
+// are served, and only admitted nodes enter the routing table: cfg's
+// defaults applied, then validated.
+func New(deps Deps, cfg Config) (*DHT, error) {
+	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := deps.validate(); err != nil {
+		return nil, err
+	}
+	deps.Env.ApplyDefaults()
+	ep := deps.Endpoint
 	d := &DHT{
 		cfg:   cfg,
+		env:   deps.Env,
 		ep:    ep,
 		cache: newLookupCache(cfg.LookupCacheSize),
 		self:  keyspace.PeerPos([]byte(ep.ID())),

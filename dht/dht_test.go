@@ -62,10 +62,10 @@ func TestLookupCache(t *testing.T) {
 	lookup("lookup after invalidating another key", false)
 }
 
-// TestLookupCacheOff: a negative TTL turns the cache off, so every lookup
+// TestLookupCacheOff: DisableLookupCache turns the cache off, so every lookup
 // goes to the network.
 func TestLookupCacheOff(t *testing.T) {
-	net := testnet.StartNetwork(t, testnet.Options{Nodes: 4, Seed: 12, DHT: dht.Config{LookupCacheTTL: -1}})
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 4, Seed: 12, DHT: dht.Config{DisableLookupCache: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d := net.Node(1).DHT()

@@ -32,7 +32,7 @@ func (d *DHT) IsAlive(ctx context.Context, p peer.ID) bool {
 	if p == d.ep.ID() {
 		return true
 	}
-	now := d.cfg.Now()
+	now := d.env.Now()
 	d.live.mu.Lock()
 	mark, dead := d.live.dead[p]
 	d.live.mu.Unlock()
@@ -64,7 +64,7 @@ func (d *DHT) IsAlive(ctx context.Context, p peer.ID) bool {
 // backoff (ProbeBackoff, doubling up to 16×) passes, and cached lookups
 // naming it are dropped.
 func (d *DHT) MarkDead(p peer.ID) {
-	now := d.cfg.Now()
+	now := d.env.Now()
 	d.live.mu.Lock()
 	mark := d.live.dead[p]
 	switch {
@@ -90,7 +90,7 @@ func (d *DHT) IsMarkedDead(p peer.ID) bool {
 	d.live.mu.Lock()
 	defer d.live.mu.Unlock()
 	mark, ok := d.live.dead[p]
-	return ok && d.cfg.Now().Before(mark.retryAt)
+	return ok && d.env.Now().Before(mark.retryAt)
 }
 
 // NearestLive returns the n live peers nearest to the raw position pos from

@@ -25,8 +25,8 @@ func (d *DHT) ClosestN(ctx context.Context, key []byte, n int) ([]peer.ID, error
 	if len(key) == 0 {
 		return nil, fmt.Errorf("lookup of an empty key")
 	}
-	now := d.cfg.Now()
-	if d.cfg.LookupCacheTTL > 0 {
+	now := d.env.Now()
+	if !d.cfg.DisableLookupCache {
 		if ps, ok := d.cache.get(string(key), now); ok && len(ps) >= min(n, d.cfg.BucketSize) {
 			d.cachedHits.Add(1)
 			d.mLookups.WithLabelValues("cache").Inc()
@@ -37,7 +37,7 @@ func (d *DHT) ClosestN(ctx context.Context, key []byte, n int) ([]peer.ID, error
 	if err != nil {
 		return nil, err
 	}
-	if d.cfg.LookupCacheTTL > 0 {
+	if !d.cfg.DisableLookupCache {
 		d.cache.put(string(key), ps, now, now.Add(d.cfg.LookupCacheTTL))
 	}
 	return firstN(ps, n), nil

@@ -9,8 +9,9 @@ package indexnet
 import "github.com/up-pool/up/indexclient"
 
 // Config gathers the index settings of a node: its server's, and the
-// client side's its own finder uses (promoted fields: Seed, RegionBits,
-// RegionTTL, FindTries).
+// client side's its own finder uses (promoted fields: RegionBits,
+// RegionTTL, FindTries; a node's region points are seeded from the seed
+// of its overlay.Env, so the promoted Seed is the agents' only).
 type Config struct {
 	// Server tunes a node's index server.
 	Server ServerConfig

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -24,9 +23,11 @@ import (
 	"github.com/up-pool/up/wire"
 )
 
-// ServerConfig configures an index server. Zero values take the defaults.
+// ServerConfig configures an index server (a node's Config.Server). Zero
+// values take the defaults.
 type ServerConfig struct {
-	// Table tunes the entry table (expiry, quarantine, l).
+	// Table tunes the entry table (expiry, quarantine, l; index.Config
+	// applies its own defaults).
 	Table index.Config
 	// ExpiryInterval is how often expired entries are deleted. Default 30 s.
 	ExpiryInterval time.Duration
@@ -39,21 +40,58 @@ type ServerConfig struct {
 	// listings of the entries held, not those of every job that passed.
 	VerifiedCache int
 	// QueryLimit is the sustained queries per second one client may ask
-	// this node, QueryBurst the burst. Defaults 20 and 40.
+	// this node, QueryBurst the burst. Defaults 20 per second and 40.
 	QueryLimit float64
 	QueryBurst int
-	// Seed seeds the selection among the oldest l. Default 1.
-	Seed uint64
-	// Now reads the clock. Default time.Now.
-	Now func() time.Time
-	// Logger receives structured logs.
-	Logger *slog.Logger
+}
+
+// Deps is what an index server needs of the node that runs it.
+type Deps struct {
+	// Endpoint is the node's overlay endpoint, which serves the index
+	// protocols. Required.
+	Endpoint *overlay.Endpoint
+	// Env is the node's clock, its seed (the selection among the oldest
+	// l) and its logger.
+	Env overlay.Env
+}
+
+// ApplyDefaults sets the zero fields of c to their defaults.
+func (c *ServerConfig) ApplyDefaults() {
+	if c.ExpiryInterval == 0 {
+		c.ExpiryInterval = 30 * time.Second
+	}
+	if c.VerifiedCache == 0 {
+		c.VerifiedCache = 65536
+	}
+	if c.QueryLimit == 0 {
+		c.QueryLimit = 20
+	}
+	if c.QueryBurst == 0 {
+		c.QueryBurst = 40
+	}
+}
+
+// Validate reports the first bad field of c (after ApplyDefaults), naming
+// it, in one line.
+func (c *ServerConfig) Validate() error {
+	switch {
+	case c.ExpiryInterval < 0:
+		return fmt.Errorf("index server config: ExpiryInterval %s is negative", c.ExpiryInterval)
+	case c.VerifiedCache < 1:
+		return fmt.Errorf("index server config: VerifiedCache %d is below 1", c.VerifiedCache)
+	case !(c.QueryLimit > 0):
+		return fmt.Errorf("index server config: QueryLimit %v is not a positive rate", c.QueryLimit)
+	case c.QueryBurst < 1:
+		return fmt.Errorf("index server config: QueryBurst %d is below 1", c.QueryBurst)
+	}
+	return nil
 }
 
 // Server is a node's share of the index. Safe for concurrent use: one
 // mutex guards the table, which one goroutine at a time owns.
 type Server struct {
 	cfg ServerConfig
+	env overlay.Env
 	ep  *overlay.Endpoint
 
 	mu       sync.Mutex
@@ -73,33 +111,22 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// NewServer starts the index server on a node's endpoint.
-func NewServer(ep *overlay.Endpoint, cfg ServerConfig) *Server {
-	if cfg.ExpiryInterval == 0 {
-		cfg.ExpiryInterval = 30 * time.Second
+// New starts the index server on a node's endpoint: cfg's defaults
+// applied, then validated.
+func New(deps Deps, cfg ServerConfig) (*Server, error) {
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.VerifiedCache == 0 {
-		cfg.VerifiedCache = 65536
+	if deps.Endpoint == nil {
+		return nil, errors.New("indexnet: Deps.Endpoint is nil")
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = 1
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.QueryLimit == 0 {
-		cfg.QueryLimit = 20
-	}
-	if cfg.QueryBurst == 0 {
-		cfg.QueryBurst = 40
-	}
+	deps.Env.ApplyDefaults()
+	ep := deps.Endpoint
 	s := &Server{
-		limiter: overlay.NewRateLimiter(cfg.QueryLimit, cfg.QueryBurst, cfg.Now),
-		cfg:     cfg, ep: ep, table: index.NewTable(cfg.Table),
-		rng:      rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
+		limiter: overlay.NewRateLimiter(cfg.QueryLimit, cfg.QueryBurst, deps.Env.Now),
+		cfg:     cfg, env: deps.Env, ep: ep, table: index.NewTable(cfg.Table),
+		rng:      rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
 		verified: map[[32]byte]verifiedListing{},
 		certs:    map[string]certs.Identity{},
 	}
@@ -126,7 +153,7 @@ func NewServer(ep *overlay.Endpoint, cfg ServerConfig) *Server {
 			}
 		}()
 	}
-	return s
+	return s, nil
 }
 
 func (s *Server) registerMetrics(reg *prometheus.Registry) {
@@ -149,7 +176,7 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) nowMS() int64 { return s.cfg.Now().UnixMilli() }
+func (s *Server) nowMS() int64 { return s.env.Now().UnixMilli() }
 
 // Len is the number of entries held (the load-balancing n_index).
 func (s *Server) Len() int {
@@ -211,7 +238,7 @@ func (s *Server) SetView(closest func(keyspace.Pos) peer.ID) {
 // the writer it names; otherwise from becomes the entry's writer, the one
 // node whose withdrawal removes it.
 func (s *Server) Write(from peer.ID, entries []wire.IndexWrite, certDERs [][]byte, handoff bool) []wire.StoreResult {
-	now := s.cfg.Now()
+	now := s.env.Now()
 	offered := map[string][]byte{}
 	for _, der := range certDERs {
 		offered[string(job.CertRef(der))] = der

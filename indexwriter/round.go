@@ -35,7 +35,7 @@ type plan struct {
 // from the pool: those in gone, or, on a full round (gone nil), every
 // job written for that is no longer held.
 func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string]bool, rewrite bool) WriteStats {
-	now := w.cfg.Now().UnixMilli()
+	now := w.env.Now().UnixMilli()
 	pl := &plan{writes: map[peer.ID][]op{}, withdraws: map[peer.ID][]op{}}
 	held := map[string]bool{}
 	for _, h := range helds {

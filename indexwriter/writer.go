@@ -2,7 +2,8 @@ package indexwriter
 
 import (
 	"context"
-	"log/slog"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -23,7 +24,9 @@ import (
 // Config configures a Writer. Zero values take the defaults.
 type Config struct {
 	// RewriteMin and RewriteMax bound T_rewrite: each entry is rewritten
-	// after a uniform random time in between. Defaults 10 and 15 min.
+	// after a uniform random time in between (to the millisecond).
+	// Defaults 10 min and RewriteMin + 5 min; RewriteMax at least
+	// RewriteMin.
 	RewriteMin, RewriteMax time.Duration
 	// Tick is how often due rewrites and pending changes are processed.
 	// Default 10 s.
@@ -34,7 +37,8 @@ type Config struct {
 	// closest at once, the i-th next (i ≥ 1) as a backup once the job has
 	// been listable there (ready or finished) for i × BackupDelay, so f
 	// faulty closest replicas that keep nothing or list nothing cannot
-	// hide a job for ever. Default claim.Faults(r) + 1: 2 at r = 5.
+	// hide a job for ever. Default claim.Faults(r) + 1, r the DHT's
+	// replication: 2 at r = 5.
 	Listers int
 	// BackupDelay is how long a backup lister waits (see Listers). A job
 	// listed by its closest is usually claimed or collected before then,
@@ -42,12 +46,75 @@ type Config struct {
 	BackupDelay time.Duration
 	// DisableLoops turns off the background rounds (tests call Round).
 	DisableLoops bool
-	// Seed seeds the rewrite jitter. Default 1.
-	Seed uint64
-	// Now reads the clock. Default time.Now.
-	Now func() time.Time
-	// Logger receives structured logs.
-	Logger *slog.Logger
+}
+
+// Deps is what a Writer needs of the node that runs it.
+type Deps struct {
+	// Pool is the node's job pool, whose jobs the writer lists. Required.
+	Pool *pool.Pool
+	// DHT finds a job's closest nodes and the index nodes. Required.
+	DHT *dht.DHT
+	// Regions are the node's views of keyword regions, where entries are
+	// written. Required.
+	Regions *indexclient.Regions
+	// Local is the node's own index server, written to without an RPC
+	// when this node holds the entry; nil: always by RPC.
+	Local *indexnet.Server
+	// Env is the node's clock and its seed (the rewrite jitter).
+	Env overlay.Env
+}
+
+// ApplyDefaults sets the zero fields of c to their defaults; a zero
+// Listers is left for New, which knows the replication.
+func (c *Config) ApplyDefaults() {
+	if c.RewriteMin == 0 {
+		c.RewriteMin = 10 * time.Minute
+	}
+	if c.RewriteMax == 0 {
+		c.RewriteMax = c.RewriteMin + 5*time.Minute
+	}
+	if c.Tick == 0 {
+		c.Tick = 10 * time.Second
+	}
+	if c.RPCTimeout == 0 {
+		c.RPCTimeout = 10 * time.Second
+	}
+	if c.BackupDelay == 0 {
+		c.BackupDelay = c.RewriteMin
+	}
+}
+
+// Validate reports the first bad field of c (after ApplyDefaults), naming
+// it, in one line.
+func (c *Config) Validate() error {
+	switch {
+	case c.RewriteMin < 0:
+		return fmt.Errorf("index writer config: RewriteMin %s is negative", c.RewriteMin)
+	case c.RewriteMax < c.RewriteMin:
+		return fmt.Errorf("index writer config: RewriteMax %s is below RewriteMin %s", c.RewriteMax, c.RewriteMin)
+	case c.Tick < 0:
+		return fmt.Errorf("index writer config: Tick %s is negative", c.Tick)
+	case c.RPCTimeout < 0:
+		return fmt.Errorf("index writer config: RPCTimeout %s is negative", c.RPCTimeout)
+	case c.Listers < 0:
+		return fmt.Errorf("index writer config: Listers %d is negative", c.Listers)
+	case c.BackupDelay < 0:
+		return fmt.Errorf("index writer config: BackupDelay %s is negative", c.BackupDelay)
+	}
+	return nil
+}
+
+// validate reports a missing dependency.
+func (d *Deps) validate() error {
+	switch {
+	case d.Pool == nil:
+		return errors.New("indexwriter: Deps.Pool is nil")
+	case d.DHT == nil:
+		return errors.New("indexwriter: Deps.DHT is nil")
+	case d.Regions == nil:
+		return errors.New("indexwriter: Deps.Regions is nil")
+	}
+	return nil
 }
 
 // Writer keeps the index entries of the jobs a node is the closest to (or,
@@ -60,6 +127,7 @@ type Config struct {
 // (thesis 3.3.3), so withdrawing costs no lookup.
 type Writer struct {
 	cfg     Config
+	env     overlay.Env
 	pool    *pool.Pool
 	d       *dht.DHT
 	ep      *overlay.Endpoint
@@ -98,38 +166,24 @@ type placed struct {
 	point keyspace.Pos
 }
 
-// New starts keeping the pool's entries written.
-func New(p *pool.Pool, d *dht.DHT, regions *indexclient.Regions, local *indexnet.Server, cfg Config) *Writer {
-	if cfg.RewriteMin == 0 {
-		cfg.RewriteMin = 10 * time.Minute
+// New starts keeping the pool's entries written: cfg's defaults applied,
+// then validated.
+func New(deps Deps, cfg Config) (*Writer, error) {
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.RewriteMax <= cfg.RewriteMin {
-		cfg.RewriteMax = cfg.RewriteMin + 5*time.Minute
+	if err := deps.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Tick == 0 {
-		cfg.Tick = 10 * time.Second
-	}
-	if cfg.RPCTimeout == 0 {
-		cfg.RPCTimeout = 10 * time.Second
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = 1
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	deps.Env.ApplyDefaults()
+	p, d := deps.Pool, deps.DHT
 	if cfg.Listers == 0 {
 		cfg.Listers = claim.Faults(d.Replication()) + 1
 	}
-	if cfg.BackupDelay == 0 {
-		cfg.BackupDelay = cfg.RewriteMin
-	}
 	w := &Writer{
-		cfg: cfg, pool: p, d: d, ep: d.Endpoint(), regions: regions, local: local,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(d.ID()), 7))),
+		cfg: cfg, env: deps.Env, pool: p, d: d, ep: d.Endpoint(), regions: deps.Regions, local: deps.Local,
+		rng:     rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed([]byte(d.ID()), 7))),
 		state:   map[string]*written{},
 		dirty:   map[string]bool{},
 		claimed: map[string]bool{},
@@ -142,7 +196,7 @@ func New(p *pool.Pool, d *dht.DHT, regions *indexclient.Regions, local *indexnet
 		w.wg.Add(1)
 		go w.loop()
 	}
-	return w
+	return w, nil
 }
 
 // onChange marks a changed job for the next flush and keeps the claimed

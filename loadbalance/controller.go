@@ -90,13 +90,18 @@ func (c *ControllerConfig) Validate() error {
 
 // Validate reports the first bad field of p (after ApplyDefaults), naming
 // it: φ must lie in (0, 1], the weights must be finite and not negative,
-// ΔL_trivial must be a number.
+// ΔL_trivial must be a number, the cool-down and the move interval must
+// not be negative (NoCoolDown and NoMoveInterval turn them off).
 func (p Params) Validate() error {
 	switch {
 	case !(p.Phi > 0 && p.Phi <= 1):
 		return fmt.Errorf("Phi %v is not in (0, 1]", p.Phi)
 	case math.IsNaN(p.Trivial):
 		return fmt.Errorf("Trivial is NaN")
+	case p.CoolDown < 0:
+		return fmt.Errorf("CoolDown %d ms is negative (NoCoolDown turns the check off)", p.CoolDown)
+	case p.MinMoveInterval < 0:
+		return fmt.Errorf("MinMoveInterval %d ms is negative (NoMoveInterval turns the check off)", p.MinMoveInterval)
 	}
 	for _, w := range []struct {
 		name string
@@ -190,6 +195,6 @@ func (c *Controller[ID]) Reactions() int { return c.reactions }
 // within the cool-down. A caller for whom the other's load is costly to
 // obtain asks this first; Step(Observed) checks it again.
 func (c *Controller[ID]) Listening(now int64) bool {
-	cooling := c.reactedAt != 0 && now-c.reactedAt < c.cfg.Params.CoolDown
+	cooling := !c.cfg.Params.NoCoolDown && c.reactedAt != 0 && now-c.reactedAt < c.cfg.Params.CoolDown
 	return !c.cfg.Off && !c.reacting && !cooling
 }

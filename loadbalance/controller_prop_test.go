@@ -86,7 +86,7 @@ func (r *propRun) check(ev Event[int]) {
 		case MoveTo:
 			s := ev.Split
 			if !s.OK || s.Bits > r.cfg.MaxGrindBits || a.Target != keyspace.NewRegion(s.Prefix, s.Bits) ||
-				recent(r.lastMove, r.now, r.cfg.Params.MinMoveInterval) || ev.Decision.Verdict != SelfMoves {
+				(!r.cfg.Params.NoMoveInterval && recent(r.lastMove, r.now, r.cfg.Params.MinMoveInterval)) || ev.Decision.Verdict != SelfMoves {
 				fail("move %d: %+v", i, a)
 			}
 		case Publish:
@@ -114,7 +114,7 @@ func (r *propRun) checkAskLoad(ev Event[int], a Action[int], fail func(string, .
 		}
 		return
 	}
-	cool := r.reactedAt != 0 && r.now-r.reactedAt < r.cfg.Params.CoolDown
+	cool := !r.cfg.Params.NoCoolDown && r.reactedAt != 0 && r.now-r.reactedAt < r.cfg.Params.CoolDown
 	if ev.Kind != Observed || r.cfg.Off || r.reacting || cool || a.Decision.Verdict == None || !a.Nudge {
 		fail("reaction %+v (in flight %v, last at %d)", a, r.reacting, r.reactedAt)
 	}
@@ -140,7 +140,7 @@ func TestControllerProperties(t *testing.T) {
 			Params: Params{CoolDown: rng.Int64N(20 * minute), MinMoveInterval: rng.Int64N(20 * minute)}}
 		cfg.ProbeMax = cfg.ProbeMin + rng.Int64N(10*minute)
 		if seed%5 == 4 {
-			cfg.Params.CoolDown, cfg.Capacity = -1, 2.5 // no cool-down
+			cfg.Params.NoCoolDown, cfg.Capacity = true, 2.5
 		}
 		c, err := NewController[int](cfg, newRNG(seed))
 		if err != nil {

@@ -51,7 +51,12 @@ func TestControllerConfigValidate(t *testing.T) {
 		{func(c *ControllerConfig) { c.Params.WRate = -1 }, "Params.WRate -1"},
 		{func(c *ControllerConfig) { c.Params.WJob = math.Inf(1) }, "Params.WJob +Inf"},
 		{func(c *ControllerConfig) { c.Params.Trivial = math.NaN() }, "Params.Trivial is NaN"},
-		{func(c *ControllerConfig) { c.Params.Trivial = -1; c.Params.CoolDown = -1 }, ""}, // negative: check off
+		{func(c *ControllerConfig) {
+			c.Params.Trivial = -1
+			c.Params.NoCoolDown, c.Params.NoMoveInterval = true, true
+		}, ""},
+		{func(c *ControllerConfig) { c.Params.CoolDown = -1 }, "Params.CoolDown -1 ms is negative (NoCoolDown turns the check off)"},
+		{func(c *ControllerConfig) { c.Params.MinMoveInterval = -1 }, "Params.MinMoveInterval -1 ms is negative (NoMoveInterval"},
 		{func(c *ControllerConfig) { c.ProbeMin = -1; c.ProbeMax = 5 }, "ProbeMin -1 ms is negative"},
 		{func(c *ControllerConfig) { c.ProbeMin, c.ProbeMax = 10, 5 }, "ProbeMax 5 ms is below ProbeMin 10 ms"},
 		{func(c *ControllerConfig) { c.ProbeMin, c.ProbeMax = 0, 5 }, ""},

@@ -51,22 +51,31 @@ const (
 )
 
 // Params are the tuning knobs of the load balancer. A zero field takes its
-// default (see ApplyDefaults); a negative Trivial, CoolDown or
-// MinMoveInterval disables that check.
+// default (see ApplyDefaults); NoCoolDown and NoMoveInterval turn those
+// checks off.
 type Params struct {
 	// Phi is φ: the lighter load must be below Phi times the heavier one.
 	Phi float64
 	// Trivial is ΔL_trivial: the loads must differ by more than this.
+	// Default 100; below zero, any difference does.
 	Trivial float64
 	// WIndex, WJob and WRate weigh an index entry, a job the node is the
 	// closest node for, and one request per second.
 	WIndex, WJob, WRate float64
 	// CoolDown is how long (ms) after a node last moved or changed its data
-	// it sits out of load balancing, as either party.
+	// it sits out of load balancing, as either party. Default
+	// DefaultCoolDown (21 min); not negative.
 	CoolDown int64
 	// MinMoveInterval is the least time (ms) between two moves of one node
 	// (one account); it bounds how often a node may be told to move.
+	// Default CoolDown; not negative.
 	MinMoveInterval int64
+	// NoCoolDown turns the cool-down check off (CoolDown is then unused
+	// by it): tests, and runs that measure balancing without it.
+	NoCoolDown bool
+	// NoMoveInterval turns the move-interval check off (MinMoveInterval is
+	// then unused by it).
+	NoMoveInterval bool
 }
 
 // ApplyDefaults sets every zero field of p to its default; MinMoveInterval
@@ -199,12 +208,12 @@ func Decide(self, other Load, now int64, p Params) Decision {
 		name string
 		l    Load
 	}{{"self", self}, {"other", other}} {
-		if recent(n.l.LastMove, now, p.CoolDown) || recent(n.l.LastChange, now, p.CoolDown) {
+		if !p.NoCoolDown && (recent(n.l.LastMove, now, p.CoolDown) || recent(n.l.LastChange, now, p.CoolDown)) {
 			d.Reason = fmt.Sprintf("cool-down: %s moved or changed data less than %d ms ago", n.name, p.CoolDown)
 			return d
 		}
 	}
-	if recent(mover.LastMove, now, p.MinMoveInterval) {
+	if !p.NoMoveInterval && recent(mover.LastMove, now, p.MinMoveInterval) {
 		d.Reason = fmt.Sprintf("move interval: %s (the lighter) last moved %d ms ago, less than %d", who, now-mover.LastMove, p.MinMoveInterval)
 		return d
 	}

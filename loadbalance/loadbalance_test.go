@@ -95,7 +95,7 @@ func TestDecide(t *testing.T) {
 		{"cool-down over exactly", with(idx(10), func(l *Load) { l.LastMove, l.LastChange = now-21*minute, now-21*minute }), idx(1000), Params{}, SelfMoves, ""},
 		{"cool-down 1 ms short", with(idx(10), func(l *Load) { l.LastChange = now - 21*minute + 1 }), idx(1000), Params{}, None, "cool-down"},
 		{"future timestamp counts as recent", with(idx(10), func(l *Load) { l.LastChange = now + minute }), idx(1000), Params{}, None, "cool-down"},
-		{"cool-down disabled", with(idx(10), func(l *Load) { l.LastChange = now - 1 }), idx(1000), Params{CoolDown: -1, MinMoveInterval: -1}, SelfMoves, ""},
+		{"cool-down disabled", with(idx(10), func(l *Load) { l.LastChange = now - 1 }), idx(1000), Params{NoCoolDown: true, NoMoveInterval: true}, SelfMoves, ""},
 		{"self moved within MinMoveInterval", with(idx(10), func(l *Load) { l.LastMove = now - 60*minute }), idx(1000), long, None, "move interval: self"},
 		{"other moved within MinMoveInterval", idx(1000), with(idx(10), func(l *Load) { l.LastMove = now - 60*minute }), long, None, "move interval: other"},
 		{"heavy's own move does not block", idx(10), with(idx(1000), func(l *Load) { l.LastMove = now - 60*minute }), long, SelfMoves, ""},

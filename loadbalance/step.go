@@ -258,7 +258,7 @@ func (c *Controller[ID]) splitAnswered(now int64, ev Event[ID]) Action[ID] {
 		return none("the heavy node's load does not split")
 	case s.Bits > c.cfg.MaxGrindBits:
 		return none(fmt.Sprintf("the heavy node splits at %d bits, deeper than %d to grind", s.Bits, c.cfg.MaxGrindBits))
-	case recent(c.lastMove, now, c.cfg.Params.MinMoveInterval):
+	case !c.cfg.Params.NoMoveInterval && recent(c.lastMove, now, c.cfg.Params.MinMoveInterval):
 		return none(fmt.Sprintf("move interval: self moved %d ms ago, while the exchange ran", now-c.lastMove))
 	}
 	return Action[ID]{Kind: MoveTo, Peer: ev.Peer, Target: keyspace.NewRegion(s.Prefix, s.Bits), Decision: d}

@@ -33,8 +33,7 @@ func (n *Node) newBalance() (*balancenet.Service, error) {
 		// a newer one within the minimum move interval of it, so a fresh
 		// node must not try to move before then either.
 		LastMove: n.id.Position.Position.IssuedAt,
-		Now:      n.cfg.Now,
-		Logger:   n.log,
+		Env:      n.env,
 	}, n.cfg.Balance)
 }
 

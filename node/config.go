@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -72,11 +73,20 @@ type Config struct {
 	// are replicated on r machines that repair each other, so a write waits
 	// for the OS (safe against a crash of the node's process), not for its
 	// own fsync; a power failure can take the last interval's writes.
-	// Default 100 ms; negative: fsync every write.
+	// Default 100 ms.
 	StoreSyncInterval time.Duration
-	// Now reads the clock. Default time.Now.
+	// StoreSyncEachWrite makes every store write wait for its own fsync
+	// instead (StoreSyncInterval is then unused).
+	StoreSyncEachWrite bool
+	// Now reads the clock: the node's and every service's (one overlay.Env
+	// passed to each). Default time.Now.
 	Now func() time.Time
-	// Logger receives structured logs. Default slog.Default().
+	// Seed seeds the services' random choices (republish and rewrite
+	// jitter, index selection, region points, balancing probes); each
+	// mixes in the node's peer ID or certificate. Default 1.
+	Seed uint64
+	// Logger receives structured logs, the services' included. Default
+	// slog.Default().
 	Logger *slog.Logger
 	// Host is an already built libp2p host (mocknet in tests) whose identity
 	// must be the data directory's peer key; nil builds a TCP host.
@@ -130,33 +140,34 @@ func (c *Config) applyDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Pool.Now == nil {
-		c.Pool.Now = c.Now
-	}
-	if c.Index.Server.Now == nil {
-		c.Index.Server.Now = c.Now
-	}
-	if c.IndexWriter.Now == nil {
-		c.IndexWriter.Now = c.Now
-	}
-	if c.Claim.Now == nil {
-		c.Claim.Now = c.Now
-	}
-	if c.DHT.Now == nil {
-		c.DHT.Now = c.Now
-	}
 }
 
-// Validate reports a missing or bad setting.
+// Validate reports the first missing or bad setting of c (after its
+// defaults), naming the field, in one line. The services' configs are
+// validated by their constructors.
 func (c *Config) Validate() error {
-	switch {
-	case c.DataDir == "":
-		return errors.New("node config: no data directory")
-	case c.HelloTimeout < 0 || c.CRLReload < 0 || c.JoinBackoffMax < 0:
-		return errors.New("node config: negative duration")
+	if c.DataDir == "" {
+		return errors.New("node config: no data directory (DataDir)")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HelloTimeout", c.HelloTimeout}, {"CRLReload", c.CRLReload}, {"JoinBackoffMax", c.JoinBackoffMax},
+		{"PeerSaveInterval", c.PeerSaveInterval}, {"StoreSyncInterval", c.StoreSyncInterval},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("node config: %s %s is negative", d.name, d.v)
+		}
+	}
+	if c.MaxKnownPeers < 0 {
+		return fmt.Errorf("node config: MaxKnownPeers %d is negative", c.MaxKnownPeers)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ type instance struct {
 // openInstance starts the network stack under the identity's current
 // peer key. h, when set, is a host already built for that key.
 func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
-	cfg, id, log := n.cfg, n.id, n.log
+	cfg, id := n.cfg, n.id
 	in := &instance{host: h}
 	defer func() {
 		if err != nil {
@@ -59,7 +59,7 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	} else {
 		// A host built by the caller (mocknet): its reachability is as
 		// far as its events tell.
-		in.reach = overlay.NewReachStatus(log, cfg.Now, false, network.ReachabilityUnknown)
+		in.reach = overlay.NewReachStatus(n.log, cfg.Now, false, network.ReachabilityUnknown)
 		if err = in.reach.Watch(in.host); err != nil {
 			return nil, err
 		}
@@ -70,31 +70,32 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	if in.ep, err = n.newEndpoint(in.host, metrics, blocklist); err != nil {
 		return nil, err
 	}
-	if in.dht, err = dht.New(in.ep, cfg.DHT); err != nil {
+	if in.dht, err = dht.New(dht.Deps{Endpoint: in.ep, Env: n.env}, cfg.DHT); err != nil {
 		return nil, err
 	}
 	in.relayDHT.Store(in.dht)
+	claimDeps := claimnet.Deps{Endpoint: in.ep, DHT: in.dht, Identity: id, Env: n.env}
 	poolCfg := cfg.Pool
-	if poolCfg.Logger == nil {
-		poolCfg.Logger = log
-	}
 	if poolCfg.ClaimCheck == nil {
 		// Claims and releases merge from other nodes only with their proof.
-		poolCfg.ClaimCheck = claimnet.NewProofChecker(in.ep, in.dht, cfg.Claim).Check
+		pc, err := claimnet.NewProofChecker(claimDeps, cfg.Claim)
+		if err != nil {
+			return nil, err
+		}
+		poolCfg.ClaimCheck = pc.Check
 	}
-	if poolCfg.Account == nil {
-		// Receipts for the jobs this node stores, which projects count.
-		poolCfg.Account = &pool.Account{Cert: id.Cert.Raw, Key: id.Key}
-	}
-	if in.pool, err = pool.New(in.ep, in.dht, n.store, poolCfg); err != nil {
+	// Receipts for the jobs this node stores, which projects count.
+	account := &pool.Account{Cert: id.Cert.Raw, Key: id.Key}
+	if in.pool, err = pool.New(pool.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Account: account, Env: n.env}, poolCfg); err != nil {
 		return nil, err
 	}
-	n.openIndex(in)
-	cc := cfg.Claim
-	if cc.Logger == nil {
-		cc.Logger = log
+	if err = n.openIndex(in); err != nil {
+		return nil, err
 	}
-	in.claims = claimnet.NewService(in.ep, in.dht, in.pool, id, cc)
+	claimDeps.Pool = in.pool
+	if in.claims, err = claimnet.New(claimDeps, cfg.Claim); err != nil {
+		return nil, err
+	}
 	in.claims.OnFreed(in.writer.Unquarantine) // a failed claim does not idle the job for the quarantine
 	n.rememberPeers(in)
 	n.lb.Serve(in.balance())
@@ -167,7 +168,7 @@ func (n *Node) newEndpoint(h host.Host, metrics *overlay.Metrics, blocklist *ove
 		Blocklist:    blocklist,
 		// Another node's moves: at most one per cool-down (less a minute of
 		// clock skew).
-		MinMoveInterval: max(time.Duration(n.lb.Config().Params.MinMoveInterval)*time.Millisecond-time.Minute, 0),
+		MinMoveInterval: n.peerMoveInterval(),
 		OnCRL: func(rl *certs.RevocationList) {
 			if err := id.SaveCRL(rl); err != nil {
 				log.Error("save revocation list", "err", err)
@@ -176,17 +177,23 @@ func (n *Node) newEndpoint(h host.Host, metrics *overlay.Metrics, blocklist *ove
 	})
 }
 
+// peerMoveInterval is the least time between two positions of another
+// node this node accepts: its own move interval less a minute of clock
+// skew, none when the move-interval check is off.
+func (n *Node) peerMoveInterval() time.Duration {
+	p := n.lb.Config().Params
+	if p.NoMoveInterval {
+		return 0
+	}
+	return max(time.Duration(p.MinMoveInterval)*time.Millisecond-time.Minute, 0)
+}
+
 // openIndex starts the instance's index server, writer and finder.
-func (n *Node) openIndex(in *instance) {
+func (n *Node) openIndex(in *instance) (err error) {
 	ic := n.cfg.Index
-	if ic.Server.Logger == nil {
-		ic.Server.Logger = n.log
+	if in.index, err = indexnet.New(indexnet.Deps{Endpoint: in.ep, Env: n.env}, ic.Server); err != nil {
+		return err
 	}
-	wc := n.cfg.IndexWriter
-	if wc.Logger == nil {
-		wc.Logger = n.log
-	}
-	in.index = indexnet.NewServer(in.ep, ic.Server)
 	d, hst := in.dht, in.host
 	in.index.SetView(func(pos keyspace.Pos) peer.ID {
 		// Redirect only to a live node: probe one we are not connected to
@@ -204,9 +211,14 @@ func (n *Node) openIndex(in *instance) {
 		}
 		return ""
 	})
-	regions := indexclient.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(n.id.PeerID), wc.Seed+1), n.cfg.Now)
-	in.writer = indexwriter.New(in.pool, in.dht, regions, in.index, wc)
+	// The region points' seed is the node's seed + 1, apart from the
+	// writer's jitter (the agents' is Index.Seed + 3).
+	regions := indexclient.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(n.id.PeerID), n.env.Seed+1), n.env.Now)
+	if in.writer, err = indexwriter.New(indexwriter.Deps{Pool: in.pool, DHT: in.dht, Regions: regions, Local: in.index, Env: n.env}, n.cfg.IndexWriter); err != nil {
+		return err
+	}
 	in.finder = indexclient.NewClient(in.dht, regions, in.index, ic.FindTries)
+	return nil
 }
 
 // close stops the instance's services, kad-dht and host (not the store).

@@ -36,6 +36,7 @@ type Node struct {
 	cfg     Config
 	id      *keystore.Identity
 	log     *slog.Logger
+	env     overlay.Env // every service's clock, seed and logger
 	store   *store.Store
 	lock    *keystore.Lock // the data directory's, held until Close
 	started time.Time
@@ -71,7 +72,7 @@ func Open(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("node", id.Name)
-	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now()}
+	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now(), env: overlay.Env{Now: cfg.Now, Seed: cfg.Seed, Logger: log}}
 	if n.lb, err = n.newBalance(); err != nil {
 		return nil, err
 	}
@@ -89,7 +90,11 @@ func Open(cfg Config) (_ *Node, err error) {
 			_ = n.Abandon() // the cause is err; closing what half-opened adds nothing
 		}
 	}()
-	if n.store, err = store.OpenWith(id.Paths.Store(), store.Options{SyncInterval: max(cfg.StoreSyncInterval, 0)}); err != nil {
+	so := store.Options{SyncInterval: cfg.StoreSyncInterval}
+	if cfg.StoreSyncEachWrite {
+		so.SyncInterval = 0 // the store's zero: each write waits for its fsync
+	}
+	if n.store, err = store.OpenWith(id.Paths.Store(), so); err != nil {
 		return nil, err
 	}
 	in, err := n.openInstance(cfg.Host)

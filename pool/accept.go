@@ -61,7 +61,7 @@ func (a *accepted) refuse(status wire.Status, format string, args ...any) {
 // like a sync's once the proof holds (applyFrom). src is the sender.
 // Refused jobs leave the store unchanged.
 func (p *Pool) accept(envs []wire.JobEnvelope, msgCerts [][]byte, from *overlay.Admitted, src *source) []accepted {
-	now := p.cfg.Now()
+	now := p.env.Now()
 	run := &acceptRun{p: p, now: now, nowMS: now.UnixMilli(), from: from, offered: make(map[string][]byte, len(msgCerts)),
 		batch: p.st.NewBatch(), newCerts: map[string][]byte{}}
 	for _, der := range msgCerts {

@@ -17,15 +17,16 @@ import (
 )
 
 // startSkewedPoolNet is startPoolNet with one clock offset per node: node
-// i's pool reads the shared test clock plus skew[i], which a test sets to
-// skew or jump that node's clock.
+// i (its pool and every other service, which share the node's clock)
+// reads the shared test clock plus skew[i], which a test sets to skew or
+// jump that node's clock.
 func startSkewedPoolNet(t *testing.T, nodes, jobs int, seed uint64) (*poolNet, []atomic.Int64) {
 	t.Helper()
 	clock := testnet.NewClock(time.Now())
 	skew := make([]atomic.Int64, nodes)
 	f := testnet.StartFixture(t, clock, testnet.Options{Nodes: nodes, Seed: seed,
 		Configure: func(i int, cfg *node.Config) {
-			cfg.Pool.Now = func() time.Time { return clock.Now().Add(time.Duration(skew[i].Load())) }
+			cfg.Now = func() time.Time { return clock.Now().Add(time.Duration(skew[i].Load())) }
 		}})
 	return &poolNet{net: f.Net, clock: clock, proj: f.Project, keys: submit(t, f.Project, jobs)}, skew
 }

@@ -2,10 +2,13 @@ package pool
 
 import (
 	"errors"
-	"log/slog"
+	"fmt"
 	"time"
 
 	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/store"
 )
 
 // Config configures a Pool. Zero values take the defaults (thesis 4.3).
@@ -39,10 +42,6 @@ type Config struct {
 	// ClaimCheck checks the proof of a claimed state or ready tombstone
 	// another node sends (proof.go); nil accepts any well-formed one.
 	ClaimCheck ClaimCheck
-	// Account signs this node's receipts for the jobs it stores
-	// (receipt.go); nil signs none, and projects do not count this node
-	// as holding what it stores.
-	Account *Account
 	// ResyncInterval is the least time between two Resyncs of one job
 	// (resync.go). Default 10 s.
 	ResyncInterval time.Duration
@@ -51,15 +50,27 @@ type Config struct {
 	// DisableLoops turns off the background rounds; tests drive them with
 	// RepublishRound and ExpireNow.
 	DisableLoops bool
-	// Seed seeds the round jitter. Default 1.
-	Seed uint64
-	// Now reads the clock. Default time.Now.
-	Now func() time.Time
-	// Logger receives structured logs. Default slog.Default().
-	Logger *slog.Logger
 }
 
-func (c *Config) applyDefaults() {
+// Deps is what a Pool needs of the node that runs it.
+type Deps struct {
+	// Endpoint is the node's overlay endpoint, which serves the job
+	// protocols. Required.
+	Endpoint *overlay.Endpoint
+	// DHT finds a job's r closest nodes. Required.
+	DHT *dht.DHT
+	// Store holds the jobs, gone records and results. Required.
+	Store *store.Store
+	// Account signs this node's receipts for the jobs it stores
+	// (receipt.go); nil signs none, and projects do not count this node
+	// as holding what it stores.
+	Account *Account
+	// Env is the node's clock, its seed (the round jitter) and its logger.
+	Env overlay.Env
+}
+
+// ApplyDefaults sets the zero fields of c to their defaults.
+func (c *Config) ApplyDefaults() {
 	if c.RepublishInterval == 0 {
 		c.RepublishInterval = 25 * time.Minute
 	}
@@ -90,24 +101,41 @@ func (c *Config) applyDefaults() {
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 30 * time.Second
 	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
 }
 
-// Validate reports a bad setting.
+// Validate reports the first bad field of c (after ApplyDefaults), naming
+// it, in one line.
 func (c *Config) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"RepublishInterval", c.RepublishInterval}, {"RepublishJitter", c.RepublishJitter}, {"ReplicaExpiry", c.ReplicaExpiry},
+		{"TCollect", c.TCollect}, {"GoneKeep", c.GoneKeep}, {"TSkew", c.TSkew}, {"ExpiryInterval", c.ExpiryInterval},
+		{"ResyncInterval", c.ResyncInterval}, {"RPCTimeout", c.RPCTimeout},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("pool config: %s %s is negative", d.name, d.v)
+		}
+	}
 	switch {
-	case c.RepublishInterval < 0 || c.RepublishJitter < 0 || c.ReplicaExpiry < 0 || c.TCollect < 0 || c.GoneKeep < 0 || c.MaxGone < 0 || c.TSkew < 0 || c.ResyncInterval < 0:
-		return errors.New("pool config: negative duration")
+	case c.MaxGone < 0:
+		return fmt.Errorf("pool config: MaxGone %d is negative", c.MaxGone)
 	case c.RepublishJitter >= c.RepublishInterval:
-		return errors.New("pool config: republish jitter must be below the interval")
+		return fmt.Errorf("pool config: RepublishJitter %s is not below RepublishInterval %s", c.RepublishJitter, c.RepublishInterval)
+	}
+	return nil
+}
+
+// validate reports a missing dependency.
+func (d *Deps) validate() error {
+	switch {
+	case d.Endpoint == nil:
+		return errors.New("pool: Deps.Endpoint is nil")
+	case d.DHT == nil:
+		return errors.New("pool: Deps.DHT is nil")
+	case d.Store == nil:
+		return errors.New("pool: Deps.Store is nil")
 	}
 	return nil
 }

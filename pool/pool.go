@@ -58,12 +58,14 @@ type entry struct {
 
 // Pool is a node's share of the job pool. Safe for concurrent use.
 type Pool struct {
-	cfg Config
-	ep  *overlay.Endpoint
-	dht *dht.DHT
-	st  *store.Store
-	log *slog.Logger
-	r   int
+	cfg     Config
+	env     overlay.Env
+	account *Account // signs receipts; nil: none
+	ep      *overlay.Endpoint
+	dht     *dht.DHT
+	st      *store.Store
+	log     *slog.Logger
+	r       int
 
 	mu    sync.Mutex
 	jobs  map[string]*entry              // by job key (CID bytes)
@@ -95,19 +97,24 @@ type Pool struct {
 }
 
 // New opens the node's job pool on its store, loads the jobs held, and
-// serves the job protocols.
-func New(ep *overlay.Endpoint, d *dht.DHT, st *store.Store, cfg Config) (*Pool, error) {
-	cfg.applyDefaults()
+// serves the job protocols: cfg's defaults applied, then validated.
+func New(deps Deps, cfg Config) (*Pool, error) {
+	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := deps.validate(); err != nil {
+		return nil, err
+	}
+	deps.Env.ApplyDefaults()
+	ep, d := deps.Endpoint, deps.DHT
 	p := &Pool{
-		cfg: cfg, ep: ep, dht: d, st: st, log: cfg.Logger, r: d.Replication(),
+		cfg: cfg, env: deps.Env, account: deps.Account, ep: ep, dht: d, st: deps.Store, log: deps.Env.Logger, r: d.Replication(),
 		jobs:   make(map[string]*entry),
 		units:  make(map[string]map[string]struct{}),
 		certs:  make(map[string][]byte),
 		proven: make(map[[32]byte]struct{}),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
+		rng:    rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.load(); err != nil {
@@ -170,7 +177,7 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-func (p *Pool) nowMS() int64 { return p.cfg.Now().UnixMilli() }
+func (p *Pool) nowMS() int64 { return p.env.Now().UnixMilli() }
 
 // view is a held job's state as this node judges it at now on its own
 // clock: the stored state is kept unexpired (and sent so), job.Lapse ends

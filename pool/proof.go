@@ -126,7 +126,7 @@ func (p *Pool) checkFinished(key []byte, st job.State, pr job.Proof, envBytes []
 	if err := env.VerifyOuter(); err != nil {
 		return &refusal{fmt.Errorf("%w: %v", job.ErrForgedProof, err)}
 	}
-	id, err := p.ep.Admission().Verifier().VerifyCert(pr.Cert, p.cfg.Now(), certs.RoleClient)
+	id, err := p.ep.Admission().Verifier().VerifyCert(pr.Cert, p.env.Now(), certs.RoleClient)
 	if err != nil {
 		return &refusal{fmt.Errorf("%w: client certificate: %v", job.ErrForgedProof, err)}
 	}
@@ -145,7 +145,7 @@ func (p *Pool) checkCollected(key []byte, e jobInfo, st job.State, pr job.Proof)
 			return fmt.Errorf("job %x: certificate of project %q not held", key, e.project)
 		}
 	}
-	id, err := p.ep.Admission().Verifier().VerifyCert(der, p.cfg.Now(), certs.RoleProject)
+	id, err := p.ep.Admission().Verifier().VerifyCert(der, p.env.Now(), certs.RoleProject)
 	if err != nil {
 		return &refusal{fmt.Errorf("%w: project certificate: %v", job.ErrForgedProof, err)}
 	}

@@ -18,7 +18,7 @@ type Account struct {
 // by the indexes at[idx[n]]; ok false when the node has no account or
 // nothing to sign.
 func (p *Pool) receipt(keys [][]byte, idx []int, at []int) (wire.StoreReceipt, bool) {
-	a := p.cfg.Account
+	a := p.account
 	if a == nil || len(idx) == 0 {
 		return wire.StoreReceipt{}, false
 	}

@@ -50,7 +50,7 @@ func (p *Pool) handleResult(_ context.Context, from *overlay.Admitted, body []by
 // against it). It refuses a result in another client's name, a forged
 // envelope, and a job the client has not claimed.
 func (p *Pool) SubmitResult(clientCert []byte, envBytes []byte, at int64) error {
-	id, err := p.ep.Admission().Verifier().VerifyCert(clientCert, p.cfg.Now(), certs.RoleClient)
+	id, err := p.ep.Admission().Verifier().VerifyCert(clientCert, p.env.Now(), certs.RoleClient)
 	if err != nil {
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("result: client certificate: %w", err))
 	}

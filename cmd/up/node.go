@@ -109,7 +109,7 @@ type nodeRunFlags struct {
 	rewrite       time.Duration
 	republish     time.Duration
 	capacity      float64
-	balance       time.Duration // 0: the default period; negative: off (deprecated, --no-balance)
+	balance       time.Duration // 0: the default period (--no-balance turns balancing off)
 	noBalance     bool
 	maxGrindBits  int
 	storeSync     time.Duration // 0: fsync every write
@@ -161,9 +161,7 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	cfg.Reachability = &reach
 	cfg.DHT.Replication = f.r
 	cfg.DHT.LookupCacheTTL = f.cacheTTL
-	if f.cacheTTL == 0 {
-		cfg.DHT.LookupCacheTTL = -1 // off; the config's zero means the default
-	}
+	cfg.DHT.DisableLookupCache = f.cacheTTL == 0 // the config's zero TTL means the default
 	if f.rewrite < 0 || f.republish < 0 {
 		return node.Config{}, usageError{fmt.Errorf("--rewrite and --republish must not be negative")}
 	}
@@ -186,20 +184,18 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	case f.storeSync < 0:
 		return node.Config{}, usageError{fmt.Errorf("--store-sync %s is negative", f.storeSync)}
 	case f.storeSync == 0:
-		cfg.StoreSyncInterval = -1 // each write; the config's zero means the default
+		cfg.StoreSyncEachWrite = true // the config's zero interval means the default
 	default:
 		cfg.StoreSyncInterval = f.storeSync
 	}
-	if f.balance > 0 && f.balance < time.Millisecond {
+	switch {
+	case f.balance < 0:
+		return node.Config{}, usageError{fmt.Errorf("--balance-interval %s is negative (--no-balance turns balancing off)", f.balance)}
+	case f.balance > 0 && f.balance < time.Millisecond:
 		return node.Config{}, usageError{fmt.Errorf("--balance-interval %s is below 1ms", f.balance)}
 	}
 	cfg.Balance.Interval = f.balance
 	cfg.Balance.Off = f.noBalance
-	if f.balance < 0 {
-		// The old spelling of off, still accepted (balancenet.Config too).
-		fmt.Fprintln(stderr, "up node run: a negative --balance-interval is deprecated; use --no-balance")
-		cfg.Balance.Off = true
-	}
 	cfg.Balance.MaxGrindBits = f.maxGrindBits
 	return cfg, nil
 }

@@ -123,20 +123,21 @@ func TestNodeRunStopsOnSIGTERM(t *testing.T) {
 }
 
 // TestNodeRunLookupCacheFlag: --lookup-cache sets the cache TTL, and 0
-// turns the cache off (a negative TTL in the DHT config, whose zero would
-// mean the 90 s default).
+// turns the cache off (DisableLookupCache: the DHT config's zero TTL
+// means the 90 s default).
 func TestNodeRunLookupCacheFlag(t *testing.T) {
 	for _, c := range []struct {
 		flag time.Duration
 		want time.Duration
-	}{{30 * time.Second, 30 * time.Second}, {0, -1}} {
+		off  bool
+	}{{30 * time.Second, 30 * time.Second, false}, {0, 0, true}} {
 		fl := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5, cacheTTL: c.flag}
 		cfg, err := fl.config(io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.DHT.LookupCacheTTL != c.want {
-			t.Errorf("--lookup-cache %s: TTL %s, want %s", c.flag, cfg.DHT.LookupCacheTTL, c.want)
+		if cfg.DHT.LookupCacheTTL != c.want || cfg.DHT.DisableLookupCache != c.off {
+			t.Errorf("--lookup-cache %s: TTL %s, off %v; want %s, %v", c.flag, cfg.DHT.LookupCacheTTL, cfg.DHT.DisableLookupCache, c.want, c.off)
 		}
 	}
 }
@@ -147,12 +148,12 @@ func TestNodeRunLookupCacheFlag(t *testing.T) {
 func TestNodeRunBalanceFlags(t *testing.T) {
 	base := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5}
 	fl := base
-	fl.capacity, fl.balance, fl.maxGrindBits = 2.5, -1, 20
+	fl.capacity, fl.balance, fl.maxGrindBits, fl.noBalance = 2.5, 2*time.Minute, 20, true
 	cfg, err := fl.config(io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Balance.Capacity != 2.5 || cfg.Balance.Interval != -1 || cfg.Balance.MaxGrindBits != 20 {
+	if cfg.Balance.Capacity != 2.5 || cfg.Balance.Interval != 2*time.Minute || cfg.Balance.MaxGrindBits != 20 || !cfg.Balance.Off {
 		t.Fatalf("balance config %+v", cfg.Balance)
 	}
 	if cfg, err = base.config(io.Discard); err != nil || cfg.Balance.Capacity != 0 || cfg.Balance.Interval != 0 || cfg.Balance.MaxGrindBits != 0 {
@@ -164,6 +165,8 @@ func TestNodeRunBalanceFlags(t *testing.T) {
 	}{
 		{func(f *nodeRunFlags) { f.capacity = -1 }, "--capacity"},
 		{func(f *nodeRunFlags) { f.maxGrindBits = 41 }, "--max-grind-bits"},
+		{func(f *nodeRunFlags) { f.balance = -time.Second }, "--balance-interval"}, // --no-balance is the only off
+		{func(f *nodeRunFlags) { f.balance = time.Microsecond }, "--balance-interval"},
 	} {
 		f := base
 		bad.edit(&f)
@@ -181,14 +184,15 @@ func TestNodeRunStoreSyncFlag(t *testing.T) {
 	for _, c := range []struct {
 		flag time.Duration
 		want time.Duration
-	}{{100 * time.Millisecond, 100 * time.Millisecond}, {0, -1}} {
+		each bool
+	}{{100 * time.Millisecond, 100 * time.Millisecond, false}, {0, 0, true}} {
 		fl := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5, storeSync: c.flag}
 		cfg, err := fl.config(io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.StoreSyncInterval != c.want {
-			t.Errorf("--store-sync %s: interval %s, want %s", c.flag, cfg.StoreSyncInterval, c.want)
+		if cfg.StoreSyncInterval != c.want || cfg.StoreSyncEachWrite != c.each {
+			t.Errorf("--store-sync %s: interval %s, each write %v; want %s, %v", c.flag, cfg.StoreSyncInterval, cfg.StoreSyncEachWrite, c.want, c.each)
 		}
 	}
 	fl := nodeRunFlags{data: "d", logLevel: "info", logFormat: "text", r: 5, storeSync: -time.Second}
