@@ -174,9 +174,19 @@ func TestPiggybackedLoadMoves(t *testing.T) {
 	}
 	defer net.Close()
 	submitN(t, net, 2000, []string{"lhc"})
-	maxN, _, holders := entryStats(net)
+	// Entries placed while a writer's routing table was still filling may
+	// sit on a node that is not the region's closest (a slow -race run
+	// found 4 holders); rewrites redirect them to the closest. The clock
+	// stands still, so no cool-down passes and nothing moves meanwhile.
+	var maxN, holders int
+	for range 5 {
+		if maxN, _, holders = entryStats(net); holders == 1 {
+			break
+		}
+		net.WriteAll(ctx)
+	}
 	if holders != 1 {
-		t.Fatalf("after submitting, %d nodes hold entries (max %d), want one", holders, maxN)
+		t.Fatalf("after submitting and rewriting, %d nodes hold entries (max %d), want one", holders, maxN)
 	}
 	moves, reactions := 0, 0
 	for period := 1; period <= 5 && moves == 0; period++ {
