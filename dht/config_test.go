@@ -22,7 +22,7 @@ func TestConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Mode: 7}, "dht config: Mode 7 is neither server nor client"},
+		{Config{Mode: 7}, "dht config: Mode 7 is not server, client or auto"},
 		{Config{Replication: -1}, "dht config: Replication -1 is below 1"},
 		{Config{Replication: 30}, "dht config: BucketSize 20 is below Replication 30"},
 		{Config{Concurrency: -2}, "dht config: Concurrency -2 is below 1"},
