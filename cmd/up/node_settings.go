@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -15,12 +14,7 @@ import (
 // (or UP_CONFIG); else node.yaml in the data directory (--data, or
 // UP_DATA) when that file exists; else none ("").
 func nodeSettingsPath(flags *pflag.FlagSet, environ []string) string {
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	env := upEnv(environ)
 	if f := flags.Lookup("config"); f != nil && f.Value.String() != "" {
 		return f.Value.String()
 	}

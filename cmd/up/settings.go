@@ -30,18 +30,25 @@ func envName(name string) string {
 	return "UP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-// applySettings sets every flag of fs not given on the command line from
-// environ (KEY=VALUE pairs, as os.Environ) or else from the YAML settings
-// in file (none when file is ""). skip names flags that neither may set
-// (the one naming the file itself). A key the file names that is no flag,
-// or a value a flag refuses, is an error naming the file, line and key.
-func applySettings(fs *pflag.FlagSet, file string, environ []string, skip ...string) error {
+// upEnv is the UP_… variables of environ (KEY=VALUE pairs, as
+// os.Environ), by name.
+func upEnv(environ []string) map[string]string {
 	env := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "UP_") {
 			env[k] = v
 		}
 	}
+	return env
+}
+
+// applySettings sets every flag of fs not given on the command line from
+// environ (KEY=VALUE pairs, as os.Environ) or else from the YAML settings
+// in file (none when file is ""). skip names flags that neither may set
+// (the one naming the file itself). A key the file names that is no flag,
+// or a value a flag refuses, is an error naming the file, line and key.
+func applySettings(fs *pflag.FlagSet, file string, environ []string, skip ...string) error {
+	env := upEnv(environ)
 	fromFile, err := readSettings(fs, file, skip)
 	if err != nil {
 		return err
