@@ -17,14 +17,17 @@ import (
 
 // Status is the node's /status document.
 type Status struct {
-	Role         string          `json:"role"` // always "node": tells a node's API from a client's
-	Name         string          `json:"name"`
-	PeerID       string          `json:"peer_id"`
-	Position     string          `json:"position"`
-	PositionSeq  uint64          `json:"position_seq"`
-	Addrs        []string        `json:"addrs"`
-	Uptime       float64         `json:"uptime_s"` // seconds since the node started
-	RoutingTable int             `json:"routing_table"`
+	Role         string   `json:"role"` // always "node": tells a node's API from a client's
+	Name         string   `json:"name"`
+	PeerID       string   `json:"peer_id"`
+	Position     string   `json:"position"`
+	PositionSeq  uint64   `json:"position_seq"`
+	Addrs        []string `json:"addrs"`
+	Uptime       float64  `json:"uptime_s"` // seconds since the node started
+	RoutingTable int      `json:"routing_table"`
+	// RoutingPeers are the peer IDs in the routing table (only nodes
+	// that serve the DHT, so only publicly reachable ones).
+	RoutingPeers []string        `json:"routing_peers"`
 	Connections  int             `json:"connections"`
 	Admitted     map[string]int  `json:"admitted"`
 	CRLNumber    uint64          `json:"crl_number"`
@@ -71,6 +74,9 @@ func (n *Node) Status() Status {
 	}
 	if in.reach != nil {
 		st.Reachability = in.reach.Info()
+	}
+	for _, p := range in.dht.RoutingTablePeers() {
+		st.RoutingPeers = append(st.RoutingPeers, p.String())
 	}
 	for _, a := range n.Addrs() {
 		st.Addrs = append(st.Addrs, a.String())

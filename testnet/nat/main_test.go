@@ -14,7 +14,8 @@ import (
 )
 
 // helperEnv makes the test binary one of the small programs the tests run
-// inside namespaces: "echo PORT" or "dial ADDR LOCALPORT ROUNDS".
+// inside namespaces: "echo - PORT", "dial ADDR LOCALPORT ROUNDS" or
+// "probe DATADIR BOOTFILE TARGETSFILE".
 const helperEnv = "UP_NAT_HELPER"
 
 func TestMain(m *testing.M) {
@@ -37,6 +38,8 @@ func helperMain(args []string) error {
 		return echoServer(args[2])
 	case "dial":
 		return dialRounds(args[0], args[1], args[2])
+	case "probe":
+		return probeMain(args[0], args[1], args[2])
 	}
 	return fmt.Errorf("unknown helper %q", os.Getenv(helperEnv))
 }
