@@ -196,6 +196,10 @@ func printProjectStatus(w io.Writer, st project.Stats) error {
 		fmt.Fprintf(w, "  %-13s %d\n", k, st.Units[k])
 	}
 	fmt.Fprintf(w, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
+	if n := st.HarvestTimed; n > 0 {
+		fmt.Fprintf(w, "submit→harvest: p50 %s s, p99 %s s (%d %s)\n",
+			latencySeconds(st.HarvestP50), latencySeconds(st.HarvestP99), n, plural(n, "result", "results"))
+	}
 	if st.Lost > 0 {
 		fmt.Fprintf(w, "lost: %d (no node could serve the result; each unit got another copy)\n", st.Lost)
 	}
@@ -226,4 +230,17 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// latencySeconds renders d in seconds, without unit: to the millisecond
+// under 1 s, the tenth of a second under 10 s, the second above.
+func latencySeconds(d time.Duration) string {
+	switch s := d.Seconds(); {
+	case s < 1:
+		return fmt.Sprintf("%.3f", s)
+	case s < 10:
+		return fmt.Sprintf("%.1f", s)
+	default:
+		return fmt.Sprintf("%.0f", s)
+	}
 }
