@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client/sched"
 	"github.com/up-pool/up/indexclient"
@@ -40,6 +42,10 @@ type Client struct {
 	// by result (found, empty, error).
 	released   int
 	queryCount map[string]int
+	// claimTimes are the durations of the latest won claims (claimWindow
+	// at most), by the client's clock; claimHist all of them, for /metrics.
+	claimTimes durationRing
+	claimHist  prometheus.Histogram
 }
 
 type backoff struct {
@@ -85,6 +91,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.claimer.SetPace(c.pace.Wait)
 	c.claimer.SetSigner(a.Identity().Key)
+	c.claimHist = newClaimHistogram()
 	return c, nil
 }
 
@@ -267,6 +274,14 @@ type Status struct {
 	Claims claimclient.Stats `json:"claims"`
 	// Queries counts the index queries by result: found, empty, error.
 	Queries map[string]int `json:"queries"`
+	// ClaimP50 and ClaimP99 are the median and 99th percentile
+	// (nearest-rank), in seconds, of how long the latest won claims took,
+	// from the start of the claim to its win; 0 before any.
+	ClaimP50 float64 `json:"claim_p50_s"`
+	ClaimP99 float64 `json:"claim_p99_s"`
+	// ClaimsTimed is how many won claims the quantiles are over: the
+	// latest, up to 1024.
+	ClaimsTimed int `json:"claims_timed"`
 }
 
 // Status reports what the client is doing.
@@ -286,6 +301,7 @@ func (c *Client) Status() Status {
 		st.Running = append(st.Running, js)
 	}
 	sort.Slice(st.Running, func(i, k int) bool { return st.Running[i].Since.Before(st.Running[k].Since) })
+	c.claimLatency(&st)
 	wall := time.Now()
 	for p, b := range c.backoff {
 		if wall.Before(b.until) {

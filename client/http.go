@@ -31,8 +31,9 @@ func (c *Client) countQuery(n int, err error) {
 }
 
 // Handler serves the client's local HTTP API: GET /status (the Status as
-// JSON) and GET /metrics (Prometheus: the client's counters, its overlay
-// endpoint's and up_build_info labelled with version); 404 elsewhere.
+// JSON) and GET /metrics (Prometheus: the client's counters and claim
+// latency histogram, its overlay endpoint's and up_build_info labelled
+// with version); 404 elsewhere.
 func (c *Client) Handler(version string) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(overlay.BuildInfo(version))
@@ -89,6 +90,9 @@ func (c *Client) registerMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "up_client_claim_lookups_total", Help: "DHT lookups of a job's nodes made to claim it.",
 	}, func() float64 { return float64(c.claimer.Stats().Lookups) }))
+	if c.claimHist != nil {
+		reg.MustRegister(c.claimHist) // up_client_claim_seconds: won claims' durations
+	}
 	for _, res := range []string{"found", "empty", "error"} {
 		counter("up_client_queries_total", "Index queries by result: found (entries served), empty, error.",
 			"result", res, locked(func() float64 { return float64(c.queryCount[res]) }))

@@ -132,9 +132,10 @@ func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*
 	for _, r := range h.Replicas {
 		hint = append(hint, peer.ID(r))
 	}
-	start := time.Now()
+	start, t0 := time.Now(), c.cfg.Now()
 	cl, err := c.claimer.ClaimAt(ctx, h.Job, hint)
 	if err == nil {
+		c.timeClaim(c.cfg.Now().Sub(t0))
 		if c.cfg.OnClaim != nil {
 			c.cfg.OnClaim(time.Since(start))
 		}

@@ -290,10 +290,20 @@ type Stats struct {
 	Credit    []Credit      `json:"credit"`
 	OldestAge time.Duration `json:"-"`     // age of the oldest job not yet harvested; JSON oldest_age_s
 	Stuck     []Stuck       `json:"stuck"` // submitted jobs without a result far longer than expected
+	// HarvestP50 and HarvestP99 are the nearest-rank median and 99th
+	// percentile of the submit→harvest latency of the latest 100,000
+	// results: how long after its job was submitted each result was
+	// harvested (JSON harvest_p50_s and harvest_p99_s, in seconds); 0
+	// without any. HarvestTimed counts the results they are over: the
+	// latest results of jobs with a submitted time, 100,000 at most.
+	HarvestP50   time.Duration `json:"-"`
+	HarvestP99   time.Duration `json:"-"`
+	HarvestTimed int           `json:"harvest_timed"`
 }
 
-// Stats reports jobs by state, units by status, throughput, the jobs
-// stuck without a result, and credit per client (one credit per valid
+// Stats reports jobs by state, units by status, throughput, the
+// submit→harvest latency, the jobs stuck without a result, and credit per
+// client (one credit per valid
 // result; none for invalid ones, nor for a client's duplicate copies of a
 // unit, counted apart).
 func (l *Ledger) Stats(now time.Time) (Stats, error) {
@@ -333,6 +343,9 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	}
 	var err error
 	if s.Stuck, err = l.stuck(now); err != nil {
+		return s, err
+	}
+	if err := l.harvestLatency(&s, harvestWindow); err != nil {
 		return s, err
 	}
 	rows, err := l.db.Query(`SELECT client, COALESCE(SUM(valid = 1), 0), COALESCE(SUM(valid = 0), 0), COALESCE(SUM(valid = 2), 0),

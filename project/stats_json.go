@@ -13,13 +13,15 @@ func (c Credit) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes the stats with snake_case keys and durations in
-// seconds (oldest_age_s).
+// seconds (oldest_age_s, harvest_p50_s, harvest_p99_s).
 func (s Stats) MarshalJSON() ([]byte, error) {
 	type plain Stats
 	return json.Marshal(struct {
 		plain
-		OldestAge float64 `json:"oldest_age_s"`
-	}{plain(s), s.OldestAge.Seconds()})
+		OldestAge  float64 `json:"oldest_age_s"`
+		HarvestP50 float64 `json:"harvest_p50_s"`
+		HarvestP99 float64 `json:"harvest_p99_s"`
+	}{plain(s), s.OldestAge.Seconds(), s.HarvestP50.Seconds(), s.HarvestP99.Seconds()})
 }
 
 // MarshalJSON writes a stuck group with snake_case keys and durations in

@@ -13,6 +13,7 @@ import (
 func TestStatsJSON(t *testing.T) {
 	st := Stats{
 		Jobs: map[string]int{"submitted": 3}, Units: map[string]int{"valid": 2}, Results: 4, LastHour: 1,
+		HarvestP50: 1200 * time.Millisecond, HarvestP99: 3400 * time.Millisecond, HarvestTimed: 7,
 		Credit:    []Credit{{Client: "alice", Valid: 2, Invalid: 1, CPU: 1500 * time.Millisecond}},
 		OldestAge: 90 * time.Second,
 		Stuck:     []Stuck{{App: "foo", Keywords: []string{"lhc"}, Jobs: 1, Oldest: time.Hour, TFinish: 10 * time.Minute}},
@@ -47,6 +48,10 @@ func TestStatsJSON(t *testing.T) {
 	walk(doc, "")
 	if doc["oldest_age_s"] != 90.0 {
 		t.Errorf("oldest_age_s = %v, want 90 (%s)", doc["oldest_age_s"], b)
+	}
+	if doc["harvest_p50_s"] != 1.2 || doc["harvest_p99_s"] != 3.4 || doc["harvest_timed"] != 7.0 {
+		t.Errorf("harvest_p50_s = %v, harvest_p99_s = %v, harvest_timed = %v; want 1.2, 3.4, 7 (%s)",
+			doc["harvest_p50_s"], doc["harvest_p99_s"], doc["harvest_timed"], b)
 	}
 	credit, _ := doc["credit"].([]any)
 	if len(credit) != 1 || credit[0].(map[string]any)["cpu_s"] != 1.5 {

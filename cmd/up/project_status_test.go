@@ -131,3 +131,82 @@ func TestProjectStatusLost(t *testing.T) {
 		t.Fatalf("status --json: lost %d, jobs %v; want 2 lost", st.Lost, st.Jobs)
 	}
 }
+
+// TestProjectStatusHarvestLatency: `up project status` prints the
+// submit→harvest latency's median and 99th percentile over the results,
+// and --json has them as harvest_p50_s, harvest_p99_s and harvest_timed;
+// a ledger without results prints no such line.
+func TestProjectStatusHarvestLatency(t *testing.T) {
+	dir := t.TempDir()
+	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	lat := []time.Duration{1200 * time.Millisecond, 3400 * time.Millisecond, 800 * time.Millisecond}
+	batch, _, err := l.Batch([]byte("d"), "jobs.yaml", len(lat), 1, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range lat {
+		unit, err := l.EnsureUnit(batch, i, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := fmt.Sprintf("job%d", i)
+		if err := l.Prepare([]project.PreparedJob{{CID: c, Unit: unit, Signed: []byte{1}, Listing: []byte{1}}}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	if out := mustRun(t, "project", "status", "--data", dir); strings.Contains(out, "submit→harvest") {
+		t.Fatalf("status of a ledger without results:\n%s\nwant no submit→harvest line", out)
+	}
+	l, err = project.OpenLedger(filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range lat {
+		c, submitted := fmt.Sprintf("job%d", i), now.Add(time.Duration(i)*time.Minute)
+		if err := l.MarkSubmitted(map[string]int{c: 5}, submitted); err != nil {
+			t.Fatal(err)
+		}
+		r := project.Result{CID: c, Client: "w", ClientKey: []byte("w"), At: submitted.Add(d)}
+		if err := l.RecordResults([]project.Result{r}, submitted.Add(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	out := mustRun(t, "project", "status", "--data", dir)
+	t.Logf("status:\n%s", out)
+	if !strings.Contains(out, "\nsubmit→harvest: p50 1.2 s, p99 3.4 s (3 results)\n") {
+		t.Fatalf("status:\n%s\nwant the line 'submit→harvest: p50 1.2 s, p99 3.4 s (3 results)'", out)
+	}
+	var st struct {
+		P50   *float64 `json:"harvest_p50_s"`
+		P99   *float64 `json:"harvest_p99_s"`
+		Timed int      `json:"harvest_timed"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "project", "status", "--data", dir, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.P50 == nil || *st.P50 != 1.2 || st.P99 == nil || *st.P99 != 3.4 || st.Timed != 3 {
+		t.Fatalf("status --json: harvest_p50_s %v, harvest_p99_s %v, harvest_timed %d; want 1.2, 3.4, 3", st.P50, st.P99, st.Timed)
+	}
+}
+
+// TestLatencySeconds: latencies print to the millisecond under 1 s, the
+// tenth of a second under 10 s, the second above.
+func TestLatencySeconds(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0.000"}, {12 * time.Millisecond, "0.012"}, {999 * time.Millisecond, "0.999"},
+		{1200 * time.Millisecond, "1.2"}, {9940 * time.Millisecond, "9.9"}, {75 * time.Second, "75"}, {2 * time.Hour, "7200"},
+	} {
+		if got := latencySeconds(c.d); got != c.want {
+			t.Errorf("latencySeconds(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}

@@ -156,6 +156,10 @@ func printClientStatus(w io.Writer, st client.Status) error {
 	fmt.Fprintf(w, "jobs: %d done, %d failed, %d released, %d running\n", st.Done, st.Failed, st.Released, len(st.Running))
 	c := st.Claims
 	fmt.Fprintf(w, "claims: %d won, %d lost, %d unknown, %d failed (%d lookups)\n", c.Won, c.Lost, c.Unknown, c.Failed, c.Lookups)
+	if st.ClaimsTimed > 0 {
+		fmt.Fprintf(w, "claim latency: p50 %.3f s, p99 %.3f s (last %d %s)\n",
+			st.ClaimP50, st.ClaimP99, st.ClaimsTimed, plural(st.ClaimsTimed, "claim", "claims"))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(st.Running) > 0 {
 		fmt.Fprintln(tw, "  JOB\tPROJECT\tAPP\tSTATE\tELAPSED")
@@ -192,6 +196,10 @@ func printProjectStatus(w io.Writer, st project.Stats) error {
 		fmt.Fprintf(w, "  %-13s %d\n", k, st.Units[k])
 	}
 	fmt.Fprintf(w, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
+	if n := st.HarvestTimed; n > 0 {
+		fmt.Fprintf(w, "submit→harvest: p50 %s s, p99 %s s (%d %s)\n",
+			latencySeconds(st.HarvestP50), latencySeconds(st.HarvestP99), n, plural(n, "result", "results"))
+	}
 	if st.Lost > 0 {
 		fmt.Fprintf(w, "lost: %d (no node could serve the result; each unit got another copy)\n", st.Lost)
 	}
@@ -214,4 +222,25 @@ func printProjectStatus(w io.Writer, st project.Stats) error {
 		fmt.Fprintf(w, "  %-24s %6d valid  %4d invalid%s  %s CPU\n", c.Client, c.Valid, c.Invalid, dup, c.CPU.Round(time.Millisecond))
 	}
 	return nil
+}
+
+// plural returns one when n is 1, many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// latencySeconds renders d in seconds, without unit: to the millisecond
+// under 1 s, the tenth of a second under 10 s, the second above.
+func latencySeconds(d time.Duration) string {
+	switch s := d.Seconds(); {
+	case s < 1:
+		return fmt.Sprintf("%.3f", s)
+	case s < 10:
+		return fmt.Sprintf("%.1f", s)
+	default:
+		return fmt.Sprintf("%.0f", s)
+	}
 }

@@ -31,7 +31,8 @@ var (
 		Addrs: []string{"/ip4/127.0.0.1/tcp/4101/p2p/12D3KooWfake"}, RoutingTable: 4, JobsHeld: 7,
 		Neighbours: []node.Neighbour{{PeerID: "12D3KooWother", Position: "0xabd", CommonPrefix: 9}}}
 	fakeClient = client.Status{Role: "client", Done: 3, Failed: 1, Released: 2,
-		Debts: map[string]float64{"lhc": 1.5}, Backoff: map[string]float64{"lhc": 4}}
+		Debts: map[string]float64{"lhc": 1.5}, Backoff: map[string]float64{"lhc": 4},
+		ClaimP50: 0.012, ClaimP99: 0.051, ClaimsTimed: 37}
 )
 
 // TestStatusWrongRole: a status command pointed at the other kind of
@@ -83,7 +84,8 @@ func TestStatusText(t *testing.T) {
 		}
 	}
 	out = mustRun(t, "client", "status", "--http", clientAddr)
-	for _, want := range []string{"jobs: 3 done, 1 failed, 2 released, 0 running", "lhc", "+1.5 s", "4.0 s"} {
+	for _, want := range []string{"jobs: 3 done, 1 failed, 2 released, 0 running", "lhc", "+1.5 s", "4.0 s",
+		"claim latency: p50 0.012 s, p99 0.051 s (last 37 claims)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("client status lacks %q:\n%s", want, out)
 		}
@@ -99,5 +101,24 @@ func TestStatusText(t *testing.T) {
 				t.Errorf("up %s: key %q is not snake_case", strings.Join(args, " "), k)
 			}
 		}
+	}
+}
+
+// TestClientStatusNoClaimLatency: a client that has timed no claim yet
+// prints no claim latency line; one with a single claim says "claim".
+func TestClientStatusNoClaimLatency(t *testing.T) {
+	var b strings.Builder
+	if err := printClientStatus(&b, client.Status{Role: "client"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "claim latency") {
+		t.Errorf("no claim timed, yet:\n%s", b.String())
+	}
+	b.Reset()
+	if err := printClientStatus(&b, client.Status{Role: "client", ClaimP50: 0.5, ClaimP99: 0.5, ClaimsTimed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "claim latency: p50 0.500 s, p99 0.500 s (last 1 claim)\n") {
+		t.Errorf("one claim timed:\n%s", b.String())
 	}
 }
