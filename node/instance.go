@@ -38,6 +38,9 @@ type instance struct {
 	// relayDHT is dht once started, for auto-relay's peer source, which
 	// the host is built with before the DHT exists.
 	relayDHT atomic.Pointer[dht.DHT]
+	// relayACL admits to the relay service only what ep admits; bound
+	// once ep exists (the host is built first).
+	relayACL overlay.AdmittedRelayACL
 }
 
 // openInstance starts the network stack under the identity's current
@@ -70,6 +73,7 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	if in.ep, err = n.newEndpoint(in.host, metrics, blocklist); err != nil {
 		return nil, err
 	}
+	in.relayACL.Bind(in.ep.Admission())
 	if in.dht, err = dht.New(dht.Deps{Endpoint: in.ep, Env: n.env}, cfg.DHT); err != nil {
 		return nil, err
 	}
@@ -127,6 +131,10 @@ func (n *Node) newHost(in *instance, metrics *overlay.Metrics, blocklist *overla
 	r.Status = in.reach
 	if r.RelayPeers == nil {
 		r.RelayPeers = overlay.RelayPeerSource(func() []peer.AddrInfo { return relayCandidates(in) })
+	}
+	if r.RelayService && r.RelayACL == nil {
+		in.relayACL.Wait = cfg.HelloTimeout
+		r.RelayACL = &in.relayACL
 	}
 	hc := overlay.HostConfig{Key: n.id.PeerKey, Listen: cfg.Listen, Blocklist: blocklist, Bandwidth: cfg.Bandwidth, Reachability: &r}
 	if cfg.LibP2PMetrics {

@@ -41,6 +41,10 @@ type Reachability struct {
 	RelayService bool
 	// RelayResources bounds the relay service; nil: TightRelayResources.
 	RelayResources *relayv2.Resources
+	// RelayACL, when set, decides who may reserve a slot on the relay
+	// service and be relayed (a node uses AdmittedRelayACL); nil: anyone
+	// within RelayResources.
+	RelayACL relayv2.ACLFilter
 	// RelayPeers, when set, turns auto-relay on: while AutoNAT finds this
 	// host private, it reserves a slot on up to MaxRelays relays among the
 	// peers this function offers (a node offers its routing table's peers)
@@ -128,7 +132,11 @@ func (r *Reachability) options() ([]libp2p.Option, error) {
 		if r.RelayResources != nil {
 			res = *r.RelayResources
 		}
-		opts = append(opts, libp2p.EnableRelayService(relayv2.WithResources(res)))
+		ro := []relayv2.Option{relayv2.WithResources(res)}
+		if r.RelayACL != nil {
+			ro = append(ro, relayv2.WithACL(r.RelayACL))
+		}
+		opts = append(opts, libp2p.EnableRelayService(ro...))
 	}
 	if r.RelayPeers != nil {
 		n := r.MaxRelays
