@@ -184,3 +184,21 @@ func (w *world) await(timeout time.Duration, what string, cond func() (bool, str
 		time.Sleep(time.Second) // other processes' state: polled through their APIs
 	}
 }
+
+// keepLogs copies every log of the run to $UP_NAT_LOGS when it is set.
+func (w *world) keepLogs() {
+	dst := os.Getenv("UP_NAT_LOGS")
+	if dst == "" {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(w.dir, "*.log"))
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		w.t.Error(err)
+		return
+	}
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, filepath.Base(l)), b, 0o644)
+		}
+	}
+}

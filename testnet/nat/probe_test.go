@@ -101,8 +101,8 @@ func awaitPublicAddr(ctx context.Context, a *agent.Agent) error {
 	}
 }
 
-// probeOne dials tg on its relayed addresses and waits up to 60 s for a
-// direct connection.
+// probeOne dials tg on its relayed addresses and waits up to 30 s for a
+// direct connection (DCUtR takes a few round trips, 3 attempts at most).
 func probeOne(ctx context.Context, a *agent.Agent, tg probeTarget) probeResult {
 	res := probeResult{Name: tg.Name}
 	p, err := peer.Decode(tg.ID)
@@ -117,7 +117,7 @@ func probeOne(ctx context.Context, a *agent.Agent, tg probeTarget) probeResult {
 		}
 	}
 	start := time.Now()
-	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := a.Host().Connect(network.WithAllowLimitedConn(dctx, "probe"), peer.AddrInfo{ID: p, Addrs: relayed}); err != nil {
 		res.Via = "relayed dial: " + err.Error()

@@ -23,7 +23,11 @@ func (r natReport) markdown() string {
 		if p.Name == "n3h" {
 			kind = "symmetric"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %v | %.1f s | %s | %d |\n", p.Name, kind, p.Direct, p.AfterS, p.Via, r.Punched[p.Name])
+		after := "—"
+		if p.Direct {
+			after = fmt.Sprintf("%.1f s", p.AfterS)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %v | %s | %s | %d |\n", p.Name, kind, p.Direct, after, p.Via, r.Punched[p.Name])
 	}
 	fmt.Fprintf(&b, "\nRole watch: %d samples of every node's status; %d times an unreachable node was in a routing table, served the DHT or held a job or index entry.\n\n", r.Samples, len(r.Violations))
 	b.WriteString("## Lifecycle: project and half the clients behind NAT\n\n| | ")
@@ -57,6 +61,8 @@ func phaseTitle(name string) string {
 		return "no delay (namespaces, ~0.1 ms)"
 	case "wan":
 		return "80 ± 20 ms RTT, 1 % loss"
+	case "far":
+		return "300 ± 50 ms RTT, 2 % loss"
 	}
 	return name
 }
