@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +17,9 @@ import (
 
 // natSpec: five public nodes and two public clients; behind cone router
 // r1 a node, the project, a client and a probe; behind cone router r2 a
-// node, a client and a probe; behind symmetric router r3 a node.
+// node, a client and a probe; behind symmetric router r3 a node; and,
+// where miniupnpd is installed (withUPnP), behind r4, a cone router that
+// maps ports by UPnP and NAT-PMP, node n4h.
 var natSpec = nat.Spec{
 	Public: []string{"pub1", "pub2", "pub3", "pub4", "pub5", "pc1", "pc2"},
 	Routers: []nat.Router{
@@ -25,6 +28,20 @@ var natSpec = nat.Spec{
 		{Name: "r3", Kind: nat.Symmetric, Homes: []string{"n3h"}},
 	},
 }
+
+// withUPnP adds r4 and n4h to spec when miniupnpd is installed, and says
+// whether it did.
+func withUPnP(spec nat.Spec) (nat.Spec, bool) {
+	if _, err := exec.LookPath("miniupnpd"); err != nil {
+		return spec, false
+	}
+	spec.Routers = append(slices.Clone(spec.Routers), nat.Router{Name: "r4", Kind: nat.Cone, UPnP: true, Homes: []string{mappedNode}})
+	return spec, true
+}
+
+// mappedNode is the node behind the UPnP router: it maps its port, AutoNAT
+// then finds it public, and it serves as a full node.
+const mappedNode = "n4h"
 
 var (
 	publicNodes = []string{"pub1", "pub2", "pub3", "pub4", "pub5"}
@@ -35,9 +52,10 @@ var (
 // newWorld builds natSpec, the up binary, a CA and every party's
 // certified data directory.
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, net: build(t, "l", natSpec), bin: upBinary(t), dir: t.TempDir()}
+	spec, upnp := withUPnP(natSpec)
+	w := &world{t: t, net: build(t, "l", spec), bin: upBinary(t), dir: t.TempDir(), upnp: upnp}
 	w.up("", "ca", "init", "--data", "ca")
-	for _, n := range append(slices.Clone(publicNodes), natNodes...) {
+	for _, n := range append(append(slices.Clone(publicNodes), natNodes...), mappedNode) {
 		w.certify("node", n)
 	}
 	for _, c := range append(slices.Clone(clients), "x1h", "x2h") {
@@ -67,7 +85,11 @@ func (w *world) startNodes() map[string]*daemon {
 	if err := os.WriteFile(filepath.Join(w.dir, "boot.txt"), []byte(boot), 0o644); err != nil {
 		w.t.Fatal(err)
 	}
-	for _, n := range append(slices.Clone(publicNodes[1:]), natNodes...) {
+	others := append(slices.Clone(publicNodes[1:]), natNodes...)
+	if w.upnp {
+		others = append(others, mappedNode)
+	}
+	for _, n := range others {
 		ds[n] = w.start(n, n, "node", "run", "--data", n, "--bootstrap-file", "boot.txt", "--http", "127.0.0.1:8040")
 	}
 	return ds
@@ -90,6 +112,14 @@ func (w *world) awaitRoles(ds map[string]*daemon) map[string]nodeStatus {
 			sts[n] = st
 			return err == nil && st.Reach.Reachability == "private" && st.Reach.Relayed && !st.DHTServer,
 				fmt.Sprintf("%v %+v server=%v\n%s", err, st.Reach, st.DHTServer, ds[n].tail())
+		})
+	}
+	if w.upnp {
+		w.await(4*time.Minute, mappedNode+" maps its port and serves the DHT", func() (bool, string) {
+			st, err := w.nodeStatus(mappedNode)
+			sts[mappedNode] = st
+			return err == nil && st.Reach.Reachability == "public" && len(st.Reach.Mapped) > 0 && st.DHTServer,
+				fmt.Sprintf("%v %+v server=%v\n%s\nminiupnpd: %s", err, st.Reach, st.DHTServer, ds[mappedNode].tail(), w.net.UPnPLog("r4"))
 		})
 	}
 	return sts
@@ -214,6 +244,10 @@ func TestNATLifecycle(t *testing.T) {
 	samples, violations := watch.end()
 	w.keepLogs()
 	rep := natReport{Probes: probes, Punched: punched, Phases: []phaseReport{lan, wan, far}, Samples: samples, Violations: violations}
+	if w.upnp {
+		st := sts[mappedNode]
+		rep.Mapped = &st
+	}
 	md := rep.markdown()
 	t.Log("\n" + md)
 	if p := os.Getenv("UP_NAT_REPORT"); p != "" {
@@ -342,6 +376,7 @@ type natReport struct {
 	Phases     []phaseReport
 	Samples    int
 	Violations []string
+	Mapped     *nodeStatus // the node behind the UPnP router; nil: miniupnpd not installed
 }
 
 // check fails t on what the issue requires: every job's unit valid, none

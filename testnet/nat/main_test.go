@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,7 +28,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if upPath != "" {
+		_ = os.RemoveAll(filepath.Dir(upPath))
+	}
+	os.Exit(code)
 }
 
 // helperMain runs the helper named by the environment with its last

@@ -23,6 +23,8 @@ type world struct {
 	net *nat.Net
 	bin string // the up binary
 	dir string // scratch: data directories, logs, job files
+	// upnp: the topology has the UPnP router r4 and its node.
+	upnp bool
 }
 
 var (
@@ -154,6 +156,7 @@ type nodeStatus struct {
 		Why          string   `json:"why"`
 		Addrs        []string `json:"addrs"`
 		Relayed      bool     `json:"relayed"`
+		Mapped       []string `json:"mapped_addrs"`
 		HolePunched  int      `json:"hole_punched"`
 	} `json:"reachability"`
 }

@@ -29,6 +29,12 @@ func (r natReport) markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %v | %s | %s | %d |\n", p.Name, kind, p.Direct, after, p.Via, r.Punched[p.Name])
 	}
+	if m := r.Mapped; m != nil {
+		fmt.Fprintf(&b, "\nPort mapping: %s, behind a cone router running miniupnpd (UPnP IGD, NAT-PMP), is %s, DHT server %v, mapped %s.\n",
+			mappedNode, m.Reach.Reachability, m.DHTServer, strings.Join(m.Reach.Mapped, ", "))
+	} else {
+		b.WriteString("\nPort mapping: not tested here (miniupnpd not installed).\n")
+	}
 	fmt.Fprintf(&b, "\nRole watch: %d samples of every node's status; %d times an unreachable node was in a routing table, served the DHT or held a job or index entry.\n\n", r.Samples, len(r.Violations))
 	b.WriteString("## Lifecycle: project and half the clients behind NAT\n\n| | ")
 	for _, p := range r.Phases {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -30,11 +31,14 @@ func (k NATKind) String() string {
 	return "cone"
 }
 
-// Router is a home router: its NAT kind and the hosts on its LAN.
+// Router is a home router: its NAT kind, the hosts on its LAN, and
+// whether it lets them map ports (UPnP IGD and NAT-PMP, served by
+// miniupnpd).
 type Router struct {
 	Name  string
 	Kind  NATKind
 	Homes []string
+	UPnP  bool
 }
 
 // Spec describes a topology: hosts on the public segment and home routers
@@ -53,6 +57,8 @@ type Net struct {
 	behind  map[string]Router // home host → its router
 	wanLink []string          // the wan router's interfaces to public hosts and routers
 	delayer *exec.Cmd
+	upnp    []*exec.Cmd // the miniupnpd daemons of UPnP routers
+	dir     string      // scratch: miniupnpd's configuration and leases
 }
 
 // wanNS is the name of the public segment's router.
@@ -88,6 +94,10 @@ func Available() error {
 // what it made.
 func Build(prefix string, spec Spec) (*Net, error) {
 	n := &Net{prefix: prefix, spec: spec, ns: map[string]string{}, addr: map[string]string{}, behind: map[string]Router{}}
+	var err error
+	if n.dir, err = os.MkdirTemp("", "up-nat-"+prefix); err != nil {
+		return nil, err
+	}
 	if err := n.build(); err != nil {
 		n.Close()
 		return nil, err
@@ -165,21 +175,35 @@ func (n *Net) addRouter(r Router, j int) error {
 		return err
 	}
 	ns := n.ns[r.Name]
-	masq := []string{"ip", "netns", "exec", ns, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "wan0", "-j", "MASQUERADE"}
+	// A UPnP router's rules are all iptables-legacy's, where miniupnpd
+	// (its libiptc backend) adds its own: one ruleset, not two.
+	tool := "iptables"
+	if r.UPnP {
+		tool = "iptables-legacy"
+	}
+	ipt := func(args ...string) []string { return append([]string{"ip", "netns", "exec", ns, tool}, args...) }
+	masq := ipt("-t", "nat", "-A", "POSTROUTING", "-o", "wan0", "-j", "MASQUERADE")
 	if r.Kind == Symmetric {
 		masq = append(masq, "--random-fully")
 	}
-	ipt := func(args ...string) []string { return append([]string{"ip", "netns", "exec", ns, "iptables"}, args...) }
 	steps := [][]string{
 		{"ip", "-n", ns, "link", "add", "br0", "type", "bridge"},
 		{"ip", "-n", ns, "addr", "add", fmt.Sprintf("192.168.%d.1/24", j), "dev", "br0"},
 		{"ip", "-n", ns, "link", "set", "br0", "up"},
-		masq,
+	}
+	if r.UPnP { // miniupnpd's chains, ahead of the NAT and the filter
+		steps = append(steps,
+			ipt("-t", "nat", "-N", "MINIUPNPD"), ipt("-t", "nat", "-A", "PREROUTING", "-i", "wan0", "-j", "MINIUPNPD"),
+			ipt("-t", "nat", "-N", "MINIUPNPD-POSTROUTING"), ipt("-t", "nat", "-A", "POSTROUTING", "-o", "wan0", "-j", "MINIUPNPD-POSTROUTING"),
+			ipt("-t", "mangle", "-N", "MINIUPNPD"), ipt("-t", "mangle", "-A", "PREROUTING", "-i", "wan0", "-j", "MINIUPNPD"),
+			ipt("-N", "MINIUPNPD"), ipt("-A", "FORWARD", "-i", "wan0", "!", "-o", "wan0", "-j", "MINIUPNPD"))
+	}
+	steps = append(steps, masq,
 		ipt("-A", "FORWARD", "-i", "wan0", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"),
 		ipt("-A", "FORWARD", "-i", "wan0", "-j", "DROP"),
 		ipt("-A", "INPUT", "-i", "wan0", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"),
 		ipt("-A", "INPUT", "-i", "wan0", "-j", "DROP"),
-	}
+	)
 	if err := n.sysctls(ns, "net.ipv4.ip_forward=1"); err != nil {
 		return err
 	}
@@ -191,7 +215,50 @@ func (n *Net) addRouter(r Router, j int) error {
 			return err
 		}
 	}
+	if r.UPnP {
+		return n.startUPnP(r, j)
+	}
 	return nil
+}
+
+// startUPnP runs miniupnpd on router r (the j-th) in the foreground,
+// serving UPnP IGD and NAT-PMP to its LAN for ports 1024–65535.
+func (n *Net) startUPnP(r Router, j int) error {
+	conf := filepath.Join(n.dir, r.Name+"-miniupnpd.conf")
+	body := fmt.Sprintf(`ext_ifname=wan0
+listening_ip=br0
+http_port=0
+enable_natpmp=yes
+enable_upnp=yes
+secure_mode=yes
+system_uptime=yes
+uuid=00000000-0000-4000-8000-0000000000%02d
+allow 1024-65535 192.168.%d.0/24 1024-65535
+deny 0-65535 0.0.0.0/0 0-65535
+`, j, j)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		return err
+	}
+	c := exec.Command("ip", "netns", "exec", n.ns[r.Name], "miniupnpd", "-d", "-f", conf,
+		"-P", filepath.Join(n.dir, r.Name+"-miniupnpd.pid"))
+	log, err := os.Create(filepath.Join(n.dir, r.Name+"-miniupnpd.log"))
+	if err != nil {
+		return err
+	}
+	c.Stdout, c.Stderr = log, log
+	if err := c.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("miniupnpd on %s: %w", r.Name, err)
+	}
+	log.Close()
+	n.upnp = append(n.upnp, c)
+	return nil
+}
+
+// UPnPLog is the log of router's miniupnpd, for a failure's message.
+func (n *Net) UPnPLog(router string) string {
+	b, _ := os.ReadFile(filepath.Join(n.dir, router+"-miniupnpd.log"))
+	return string(b)
 }
 
 // addHome puts host on router r's LAN (the j-th router) as 192.168.j.k.
@@ -252,6 +319,14 @@ func (n *Net) Command(host, name string, args ...string) *exec.Cmd {
 // first.
 func (n *Net) Close() {
 	n.StopDelay()
+	for _, c := range n.upnp {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	n.upnp = nil
+	if n.dir != "" {
+		_ = os.RemoveAll(n.dir)
+	}
 	for _, ns := range n.ns {
 		_ = run("ip", "netns", "del", ns)
 	}
