@@ -13,6 +13,7 @@ import (
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 )
 
 // TestNodeTurningClientKeepsJobsServed: a node in auto mode that was
@@ -40,10 +41,10 @@ func TestNodeTurningClientKeepsJobsServed(t *testing.T) {
 		if err := em.Emit(event.EvtLocalReachabilityChanged{Reachability: r}); err != nil {
 			t.Fatal(err)
 		}
-		awaitCond(t, 10*time.Second, "the node's DHT mode follows its reachability", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the node's DHT mode to follow its reachability", func() bool {
 			return nd.DHT().IsServer() == server
 		})
-		if !eventually(10*time.Second, func() bool { return inTables(f.Net, turner) == server }) {
+		if !testkit.Poll(10*time.Second, func() bool { return inTables(f.Net, turner) == server }) {
 			t.Fatalf("the others' routing tables do not follow the node's DHT mode (server %v); each other node connected / has it: %v", server, connectedTo(f.Net, turner))
 		}
 	}
@@ -93,25 +94,4 @@ func connectedTo(n *testnet.Network, i int) []string {
 		}
 	}
 	return out
-}
-
-// awaitCond polls cond every 10 ms until it holds or timeout passes.
-func awaitCond(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if !eventually(timeout, cond) {
-		t.Fatalf("%s: not within %s", what, timeout)
-	}
-}
-
-// eventually polls cond every 10 ms until it holds (true) or timeout
-// passes (false).
-func eventually(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond) // routing tables change on identify events of other hosts
-	}
-	return true
 }
