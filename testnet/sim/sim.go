@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/up-pool/up/claim"
@@ -140,6 +141,12 @@ type Sim struct {
 	c  Config
 	e  *Engine
 	lm lookupModel
+	// wl draws the trace workload (batch sizes and gaps, job kinds and
+	// run lengths; not how each execution ends, which is drawn per
+	// attempt and so depends on the run) from a stream of its own, so
+	// the same seed gives the same workload whatever else the simulator
+	// draws: runs stay comparable across simulator changes.
+	wl *rand.Rand
 
 	nodes []node
 	fault []Behaviour // by node slot (fault.go)
@@ -199,7 +206,7 @@ func New(c Config) (*Sim, error) {
 		return nil, err
 	}
 	s := &Sim{c: c, e: NewEngine(c.Seed), lm: lookupModel{alpha: c.Alpha, k: c.K}, projCache: map[uint64]int64{},
-		dead: map[uint64]deadMark{}}
+		dead: map[uint64]deadMark{}, wl: rand.New(rand.NewPCG(c.Seed, 0x776f726b6c6f6164))}
 	s.kwFin = job.FinishedKeyword(c.Keyword)
 	s.projPos = projectPos(c.Seed)
 	var err error

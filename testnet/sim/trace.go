@@ -63,9 +63,9 @@ func (t *traceGen) batch() {
 		scale = traceQuietScale
 	}
 	median := mean * scale / math.Exp(traceBatchSigma*traceBatchSigma/2)
-	n := int(median * math.Exp(traceBatchSigma*s.e.rng.NormFloat64()))
+	n := int(median * math.Exp(traceBatchSigma*s.wl.NormFloat64()))
 	t.backlog += max(n, 1)
-	if next := s.e.now + s.e.exp(ms(traceBatchGap)); next < ms(s.c.Duration) {
+	if next := s.e.now + t.exp(ms(traceBatchGap)); next < ms(s.c.Duration) {
 		t.nextBatch(next)
 	}
 	if !t.busy {
@@ -82,12 +82,18 @@ func (t *traceGen) submit() {
 		return
 	}
 	t.backlog--
-	run, tf := s.e.exp(ms(traceShortMean)), ms(traceShortTF)
-	if s.e.rng.Float64() >= traceShort {
-		run, tf = s.e.exp(ms(traceLongMean)), ms(traceLongTF)
+	run, tf := t.exp(ms(traceShortMean)), ms(traceShortTF)
+	if s.wl.Float64() >= traceShort {
+		run, tf = t.exp(ms(traceLongMean)), ms(traceLongTF)
 	}
 	s.sendJob(s.newJob(max(run, 1000), tf))
 	s.e.after(int64(math.Ceil(1000/s.c.Rate)), event{kind: evSubmit})
+}
+
+// exp is an exponential draw of the given mean (ms) from the workload's
+// own stream.
+func (t *traceGen) exp(mean int64) int64 {
+	return int64(t.s.wl.ExpFloat64() * float64(mean))
 }
 
 // fate draws how one execution of a job ends (thesis 1.2.2: 11.3 % of
