@@ -73,20 +73,7 @@ func TestStatsHarvestLatency(t *testing.T) {
 func TestHarvestLatencyWindow(t *testing.T) {
 	l, _ := openTestLedger(t)
 	cids := fillLedger(t, l, "b", 6, 1)
-	rows, err := l.db.Query("EXPLAIN QUERY PLAN "+qHarvestLatencies, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	rows.Close()
+	plan := queryPlan(t, l, "harvest latencies", qHarvestLatencies, 3)
 	if len(plan) != 2 || plan[0] != "SCAN r" || !strings.HasPrefix(plan[1], "SEARCH j ") {
 		t.Fatalf("plan:\n  %s\nwant a walk of the results and a look-up of each one's job, no sort", strings.Join(plan, "\n  "))
 	}
@@ -127,4 +114,24 @@ func TestNearestRank(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queryPlan is SQLite's plan of q with args: one detail line per step.
+func queryPlan(t *testing.T, l *Ledger, name, q string, args ...any) []string {
+	t.Helper()
+	rows, err := l.db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return plan
 }

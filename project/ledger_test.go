@@ -404,20 +404,7 @@ func TestLedgerQueriesUseIndexes(t *testing.T) {
 func checkPlan(t *testing.T, l *Ledger, name, q string, args []any) {
 	t.Helper()
 	grows := []string{"jobs", "results", "units", " j ", " r ", " u ", " k "}
-	rows, err := l.db.Query("EXPLAIN QUERY PLAN "+q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	rows.Close()
+	plan := queryPlan(t, l, name, q, args...)
 	for _, step := range plan {
 		scan := strings.HasPrefix(step, "SCAN ")
 		rng := strings.HasPrefix(step, "SEARCH ") && (strings.Contains(step, ">?") || strings.Contains(step, "<?")) &&

@@ -81,32 +81,11 @@ func TestProjectStatusStuck(t *testing.T) {
 // any prints no such line.
 func TestProjectStatusLost(t *testing.T) {
 	dir := t.TempDir()
-	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	batch, _, err := l.Batch([]byte("d"), "jobs.yaml", 3, 1, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cids []string
-	for i := range 3 {
-		unit, err := l.EnsureUnit(batch, i, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := fmt.Sprintf("job%d", i)
-		if err := l.Prepare([]project.PreparedJob{{CID: c, Unit: unit, Signed: []byte{1}, Listing: []byte{1}}}, now); err != nil {
-			t.Fatal(err)
-		}
-		cids = append(cids, c)
-	}
-	l.Close()
+	cids := preparedLedger(t, dir, 3, time.Now())
 	if out := mustRun(t, "project", "status", "--data", dir); strings.Contains(out, "lost") {
 		t.Fatalf("status of a ledger without lost jobs:\n%s\nwant no lost line", out)
 	}
-	l, err = project.OpenLedger(filepath.Join(dir, "ledger.db"))
+	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,31 +117,13 @@ func TestProjectStatusLost(t *testing.T) {
 // a ledger without results prints no such line.
 func TestProjectStatusHarvestLatency(t *testing.T) {
 	dir := t.TempDir()
-	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	lat := []time.Duration{1200 * time.Millisecond, 3400 * time.Millisecond, 800 * time.Millisecond}
-	batch, _, err := l.Batch([]byte("d"), "jobs.yaml", len(lat), 1, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range lat {
-		unit, err := l.EnsureUnit(batch, i, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := fmt.Sprintf("job%d", i)
-		if err := l.Prepare([]project.PreparedJob{{CID: c, Unit: unit, Signed: []byte{1}, Listing: []byte{1}}}, now); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.Close()
+	preparedLedger(t, dir, len(lat), now)
 	if out := mustRun(t, "project", "status", "--data", dir); strings.Contains(out, "submit→harvest") {
 		t.Fatalf("status of a ledger without results:\n%s\nwant no submit→harvest line", out)
 	}
-	l, err = project.OpenLedger(filepath.Join(dir, "ledger.db"))
+	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,4 +170,32 @@ func TestLatencySeconds(t *testing.T) {
 			t.Errorf("latencySeconds(%v) = %q, want %q", c.d, got, c.want)
 		}
 	}
+}
+
+// preparedLedger writes dir/ledger.db with one batch of n single-copy
+// units, each with one prepared job "job<i>", and returns the jobs' CIDs.
+func preparedLedger(t *testing.T, dir string, n int, now time.Time) []string {
+	t.Helper()
+	l, err := project.OpenLedger(filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	batch, _, err := l.Batch([]byte("d"), "jobs.yaml", n, 1, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cids []string
+	for i := range n {
+		unit, err := l.EnsureUnit(batch, i, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := fmt.Sprintf("job%d", i)
+		if err := l.Prepare([]project.PreparedJob{{CID: c, Unit: unit, Signed: []byte{1}, Listing: []byte{1}}}, now); err != nil {
+			t.Fatal(err)
+		}
+		cids = append(cids, c)
+	}
+	return cids
 }
