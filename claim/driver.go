@@ -31,6 +31,14 @@ type Action struct {
 // do not stop it. It gives up (Lost) as soon as more than r − q nodes
 // denied, when no quorum is left to win. It is pure: the caller performs
 // each Action and feeds the results back.
+//
+// The asks are sequential only up to the quorum: once q nodes granted
+// (no other client can then gather q grants while these temporary claims
+// stand), the confirm goes to them at once and the rest of the r asks —
+// the spares — run beside it, one at a time; a spare that granted is
+// asked to confirm only when a first confirm was refused. An uncontended
+// claim at r = 5 thus costs q + 1 round trips (four asks, then the confirm
+// beside the fifth ask), not r + 1.
 type Driver struct {
 	nodes    []string // nearest first; more than r so that dead ones can be skipped
 	r, q     int
@@ -41,7 +49,9 @@ type Driver struct {
 	accepted []string
 	phase    int // 0 asking, 1 confirming, 2 done
 	out      Outcome
-	pending  map[string]bool
+	pending  map[string]bool // confirms sent, not answered
+	asking   string          // a spare asked while confirming, not answered
+	spares   []string        // spares that granted, not yet asked to confirm
 }
 
 // Gathered is a reply a node gave, kept for the confirm: the node and the
@@ -67,7 +77,15 @@ func (d *Driver) Next() Action {
 	case 2:
 		return Action{Done: d.out}
 	case 1:
-		return Action{} // waiting for confirm results
+		return Action{} // waiting for confirm results or a spare's answer
+	}
+	if len(d.granted) >= d.q {
+		d.phase = 1
+		d.pending = map[string]bool{}
+		for _, n := range d.granted {
+			d.pending[n] = true
+		}
+		return Action{Confirm: append([]string(nil), d.granted...), Ask: d.spare()}
 	}
 	if len(d.replies) < d.r && d.next < len(d.nodes) {
 		n := d.nodes[d.next]
@@ -75,13 +93,6 @@ func (d *Driver) Next() Action {
 		return Action{Ask: n}
 	}
 	switch {
-	case len(d.granted) >= d.q:
-		d.phase = 1
-		d.pending = map[string]bool{}
-		for _, n := range d.granted {
-			d.pending[n] = true
-		}
-		return Action{Confirm: append([]string(nil), d.granted...)}
 	case d.denied > 0:
 		return d.end(Lost)
 	case len(d.replies) == 0:
@@ -90,6 +101,43 @@ func (d *Driver) Next() Action {
 		return d.end(Unknown)
 	}
 	return d.end(Failed) // too few grants: nodes that do not hold it yet, or silent
+}
+
+// spare picks the next spare to ask while confirming ("" when r nodes
+// answered or none is left).
+func (d *Driver) spare() string {
+	if len(d.replies) >= d.r || d.next >= len(d.nodes) {
+		return ""
+	}
+	d.asking = d.nodes[d.next]
+	d.next++
+	return d.asking
+}
+
+// confirming decides, while confirming, what comes next: more spares
+// while fewer than r answered; once every confirm and spare answered, won
+// with a quorum of acceptances, else a confirm to the spares that
+// granted, else failed (every grant released).
+func (d *Driver) confirming() Action {
+	a := Action{}
+	if d.asking == "" && len(d.accepted) < d.q {
+		a.Ask = d.spare()
+	}
+	if len(d.pending) > 0 || d.asking != "" {
+		return a
+	}
+	if len(d.accepted) >= d.q {
+		d.phase, d.out = 2, Won
+		return Action{Done: Won}
+	}
+	if len(d.spares) > 0 {
+		for _, n := range d.spares {
+			d.pending[n] = true
+		}
+		a.Confirm, d.spares = d.spares, nil
+		return a
+	}
+	return d.end(Failed)
 }
 
 // end ends the attempt, releasing every grant.
@@ -108,25 +156,41 @@ func (d *Driver) Accepted() []string { return d.accepted }
 // Answer feeds a node's reply (ok false: the node did not answer and is
 // skipped for the next nearest).
 func (d *Driver) Answer(node string, ok bool, kind Kind, signed []byte) Action {
-	if d.phase != 0 || !ok {
+	switch {
+	case d.phase == 1 && node == d.asking:
+		d.asking = ""
+		if ok {
+			d.gather(node, kind, signed)
+			if kind == Granted {
+				d.spares = append(d.spares, node)
+			}
+		}
+		return d.confirming()
+	case d.phase != 0 || !ok:
 		return d.Next()
 	}
+	d.gather(node, kind, signed)
+	if kind == Denied && d.denied > d.r-d.q {
+		return d.end(Lost) // even if every other node grants, no quorum
+	}
+	return d.Next()
+}
+
+// gather keeps a node's reply.
+func (d *Driver) gather(node string, kind Kind, signed []byte) {
 	d.replies = append(d.replies, Gathered{Node: node, Kind: kind, Bytes: signed})
 	switch kind {
 	case Granted:
 		d.granted = append(d.granted, node)
 	case Denied:
 		d.denied++
-		if d.denied > d.r-d.q {
-			return d.end(Lost) // even if every other node grants, no quorum
-		}
 	}
-	return d.Next()
 }
 
 // Confirmed feeds one node's answer to the confirm. When all have
-// answered: won if a quorum accepted; otherwise the claim is released at
-// every granting node and the attempt failed.
+// answered (and the spares asked beside it): won if a quorum accepted;
+// otherwise the spares that granted are asked to confirm, and failing
+// that the claim is released at every granting node.
 func (d *Driver) Confirmed(node string, ok bool) Action {
 	if d.phase != 1 || !d.pending[node] {
 		return d.Next()
@@ -135,12 +199,5 @@ func (d *Driver) Confirmed(node string, ok bool) Action {
 	if ok {
 		d.accepted = append(d.accepted, node)
 	}
-	if len(d.pending) > 0 {
-		return Action{}
-	}
-	if len(d.accepted) < d.q {
-		return d.end(Failed)
-	}
-	d.phase, d.out = 2, Won
-	return Action{Done: Won}
+	return d.confirming()
 }

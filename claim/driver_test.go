@@ -29,34 +29,66 @@ var (
 
 // script drives d through its asking phase: each Ask must be for the next
 // node in want (the order the driver must ask in), answered as script says.
-// It returns the first action that is not an Ask.
+// It returns the first action that is not an Ask — the confirm, when a
+// spare was asked beside it (its Ask then answered here too).
 func script(t *testing.T, d *Driver, want []string, answers map[string]answer) Action {
 	t.Helper()
 	act := d.Next()
 	asked := []string{}
+	var confirm *Action
 	for act.Ask != "" {
 		asked = append(asked, act.Ask)
 		a, ok := answers[act.Ask]
 		if !ok {
 			t.Fatalf("asked %s, which has no scripted answer (asked %v)", act.Ask, asked)
 		}
-		if act.Done != Pending || len(act.Confirm) > 0 || len(act.Release) > 0 {
+		if act.Done != Pending || len(act.Release) > 0 || (len(act.Confirm) > 0 && confirm != nil) {
 			t.Fatalf("ask action carries more: %+v", act)
+		}
+		if len(act.Confirm) > 0 {
+			c := act
+			c.Ask = ""
+			confirm = &c
 		}
 		act = d.Answer(act.Ask, a.ok, a.kind, []byte("signed by "+act.Ask))
 	}
 	if !slices.Equal(asked, want) {
 		t.Fatalf("asked %v, want %v", asked, want)
 	}
+	if confirm != nil {
+		if act.Done != Pending || len(act.Confirm) > 0 || len(act.Release) > 0 {
+			t.Fatalf("a spare's answer before any confirm result gave %+v", act)
+		}
+		return *confirm
+	}
 	return act
 }
 
+// confirmAll answers the confirms act asks for (accepted when ok says so),
+// then those to spares that follow, and returns the first action that
+// asks for no confirm.
+func confirmAll(d *Driver, act Action, ok func(node string) bool) Action {
+	for len(act.Confirm) > 0 {
+		next := Action{}
+		for _, n := range act.Confirm {
+			if a := d.Confirmed(n, ok(n)); a.Done != Pending || len(a.Confirm) > 0 || len(a.Release) > 0 {
+				next = a
+			}
+		}
+		act = next
+	}
+	return act
+}
+
+// TestDriverAllGrant: four grants in turn, then the confirm to them and
+// the fifth ask (the spare) at once; the spare is not asked to confirm
+// when the four accept.
 func TestDriverAllGrant(t *testing.T) {
 	d := NewDriver(nodeList(7), 5)
 	want := nodeList(5)
 	act := script(t, d, want, map[string]answer{"n0": grant, "n1": grant, "n2": grant, "n3": grant, "n4": grant})
-	if !slices.Equal(act.Confirm, want) || act.Done != Pending || len(act.Release) > 0 {
-		t.Fatalf("action %+v, want Confirm to %v", act, want)
+	if !slices.Equal(act.Confirm, want[:4]) || act.Done != Pending || len(act.Release) > 0 {
+		t.Fatalf("action %+v, want Confirm to %v", act, want[:4])
 	}
 	rs := d.Replies()
 	if len(rs) != 5 {
@@ -70,9 +102,9 @@ func TestDriverAllGrant(t *testing.T) {
 	if a := d.Next(); a.Ask != "" || len(a.Confirm) > 0 || a.Done != Pending {
 		t.Fatalf("Next while confirming = %+v, want nothing", a)
 	}
-	for i, n := range want {
+	for i, n := range want[:4] {
 		a := d.Confirmed(n, true)
-		if i < len(want)-1 {
+		if i < 3 {
 			if a.Done != Pending || a.Ask != "" || len(a.Release) > 0 || len(a.Confirm) > 0 {
 				t.Fatalf("after %d confirms: %+v", i+1, a)
 			}
@@ -84,6 +116,44 @@ func TestDriverAllGrant(t *testing.T) {
 	}
 	if a := d.Next(); a.Done != Won || a.Ask != "" || len(a.Release) > 0 {
 		t.Fatalf("Next after winning = %+v", a)
+	}
+}
+
+// TestDriverWaitsForTheSpare: the confirms may all be answered before the
+// spare: the attempt ends only with the spare's answer in (so a spare that
+// granted learns the claim from the certificate), and a silent spare is
+// stood in for by the next node.
+func TestDriverWaitsForTheSpare(t *testing.T) {
+	d := NewDriver(nodeList(7), 5)
+	act := d.Next()
+	for _, n := range nodeList(4) {
+		if act.Ask != n {
+			t.Fatalf("asked %q, want %s", act.Ask, n)
+		}
+		act = d.Answer(n, true, Granted, nil)
+	}
+	if act.Ask != "n4" || !slices.Equal(act.Confirm, nodeList(4)) {
+		t.Fatalf("action %+v, want the confirm to n0..n3 beside the ask of n4", act)
+	}
+	for _, n := range nodeList(3) {
+		if a := d.Confirmed(n, true); a.Done != Pending || a.Ask != "" {
+			t.Fatalf("confirmed by %s with the spare out: %+v", n, a)
+		}
+	}
+	if a := d.Answer("n4", false, 0, nil); a.Ask != "n5" || a.Done != Pending {
+		t.Fatalf("silent spare, no quorum accepted yet: %+v, want the ask of n5", a)
+	}
+	if a := d.Confirmed("n3", true); a.Done != Pending || a.Ask != "" {
+		t.Fatalf("a quorum accepted with the spare out: %+v, want to wait", a)
+	}
+	if a := d.Answer("n5", true, Granted, nil); a.Done != Won || len(a.Confirm) > 0 || len(a.Release) > 0 {
+		t.Fatalf("spare answered after a quorum accepted: %+v, want Won", a)
+	}
+	// A silent spare and a don't-care stand-in: the four confirms win.
+	d = NewDriver(nodeList(7), 5)
+	act = script(t, d, nodeList(6), map[string]answer{"n0": grant, "n1": grant, "n2": grant, "n3": grant, "n4": silent, "n5": dontCare})
+	if act = confirmAll(d, act, func(string) bool { return true }); act.Done != Won {
+		t.Fatalf("outcome %+v, want Won", act)
 	}
 }
 
@@ -169,7 +239,7 @@ func TestDriverRunsOut(t *testing.T) {
 		wantDone    Outcome
 		wantRelease []string
 	}{
-		{"fewer nodes than r, all grant", 3, map[string]answer{"n0": grant, "n1": grant, "n2": grant}, nodeList(3), Pending, nil},
+		{"fewer nodes than r, all grant", 3, map[string]answer{"n0": grant, "n1": grant, "n2": grant}, nodeList(2), Pending, nil},
 		// One grant is short of a quorum (all-or-abort confirmed it).
 		{"one grant among silent nodes", 7, map[string]answer{
 			"n0": silent, "n1": silent, "n2": grant, "n3": silent, "n4": silent, "n5": silent, "n6": silent,
@@ -206,30 +276,32 @@ func TestDriverAllDontCareStopsAtR(t *testing.T) {
 	}
 }
 
-// TestDriverRefusedConfirm: at r = 4 (q = 3) one refused confirm is
-// tolerated; two fail the attempt (all-or-abort failed on one).
+// TestDriverRefusedConfirm: at r = 4 (q = 3) the confirm goes to the
+// first three and the fourth is asked beside it; one refused confirm is
+// made up by the spare's, two fail the attempt and release every grant.
 func TestDriverRefusedConfirm(t *testing.T) {
-	for refuser := range 4 {
-		t.Run(fmt.Sprint("refused by ", refuser, " and the next"), func(t *testing.T) {
+	for _, tt := range []struct {
+		refuse []string
+		want   Outcome
+	}{
+		{nil, Won}, {[]string{"n0"}, Won}, {[]string{"n2"}, Won}, {[]string{"n3"}, Won},
+		{[]string{"n1", "n3"}, Failed}, {[]string{"n0", "n1"}, Failed}, {[]string{"n0", "n2", "n3"}, Failed},
+	} {
+		t.Run(fmt.Sprint("refused by ", tt.refuse), func(t *testing.T) {
 			d := NewDriver(nodeList(6), 4)
 			act := script(t, d, nodeList(4), map[string]answer{"n0": grant, "n1": grant, "n2": grant, "n3": grant})
-			if len(act.Confirm) != 4 {
-				t.Fatalf("action %+v", act)
+			if !slices.Equal(act.Confirm, nodeList(3)) {
+				t.Fatalf("action %+v, want Confirm to n0..n2", act)
 			}
-			for i, n := range act.Confirm {
-				a := d.Confirmed(n, i != refuser && i != (refuser+1)%4)
-				if i < 3 {
-					if a.Done != Pending || len(a.Release) > 0 {
-						t.Fatalf("before all answered: %+v", a)
-					}
-					continue
-				}
-				if a.Done != Failed || !slices.Equal(a.Release, nodeList(4)) {
-					t.Fatalf("action %+v, want Failed and Release of every grant", a)
-				}
+			act = confirmAll(d, act, func(n string) bool { return !slices.Contains(tt.refuse, n) })
+			if act.Done != tt.want {
+				t.Fatalf("action %+v, want %v", act, tt.want)
 			}
-			if a := d.Next(); a.Done != Failed || len(a.Release) > 0 {
-				t.Fatalf("Next after failing = %+v", a)
+			if tt.want == Failed && !slices.Equal(act.Release, nodeList(4)) {
+				t.Fatalf("action %+v, want Release of every grant", act)
+			}
+			if a := d.Next(); a.Done != tt.want || len(a.Release) > 0 {
+				t.Fatalf("Next after the end = %+v", a)
 			}
 		})
 	}

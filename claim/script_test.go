@@ -54,10 +54,19 @@ type scriptNode struct {
 
 // scriptClient is one client's claim attempt.
 type scriptClient struct {
-	key   []byte
-	drv   *Driver
-	act   Action
-	start int64
+	key       []byte
+	drv       *Driver
+	act       Action
+	confirmTo []string // the confirm the driver asked for, not yet sent
+	start     int64
+}
+
+// take keeps the driver's next action (a confirm until it is sent).
+func (c *scriptClient) take(a Action) {
+	if len(a.Confirm) > 0 {
+		c.confirmTo = a.Confirm
+	}
+	c.act = a
 }
 
 func (w *scriptWorld) run(d *datadriven.TestData) (string, error) {
@@ -153,7 +162,7 @@ func (w *scriptWorld) claim(d *datadriven.TestData) (string, error) {
 		c.key = old.key
 	}
 	c.drv = NewDriver(order, len(w.names))
-	c.act = c.drv.Next()
+	c.take(c.drv.Next())
 	w.clients[name] = c
 	return name + ": " + describe(c.act), nil
 }
@@ -188,7 +197,10 @@ func (w *scriptWorld) ask(d *datadriven.TestData) (string, error) {
 			fmt.Fprintf(&b, " (%s)", dec.Reason)
 		}
 		b.WriteString("\n")
-		c.act = c.drv.Answer(c.act.Ask, nd != nil, dec.Kind, nil)
+		c.take(c.drv.Answer(c.act.Ask, nd != nil, dec.Kind, nil))
+		if len(c.act.Confirm) > 0 && c.act.Ask != "" && d.HasArg("all") {
+			b.WriteString(name + ": " + describe(c.act)) // the confirm goes beside the spare's ask
+		}
 		if !d.HasArg("all") {
 			break
 		}
@@ -206,23 +218,25 @@ func (w *scriptWorld) confirm(d *datadriven.TestData) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(c.act.Confirm) == 0 {
+	if len(c.confirmTo) == 0 {
 		return "", fmt.Errorf("%s has no confirm to send: %s", name, strings.TrimSpace(describe(c.act)))
 	}
-	c.start = w.now
+	if c.start == 0 { // a confirm to spares keeps the claim's start
+		c.start = w.now
+	}
 	var replies []Reply
 	for _, g := range c.drv.Replies() {
 		replies = append(replies, Reply{Node: g.Node, Kind: g.Kind, At: w.now})
 	}
 	var b strings.Builder
-	targets := c.act.Confirm
-	c.act = Action{}
+	targets := c.confirmTo
+	c.confirmTo, c.act = nil, Action{Ask: c.act.Ask}
 	for _, t := range targets {
 		nd := w.nodes[t]
 		ok, why := w.check(nd, c, replies)
 		fmt.Fprintf(&b, "%s: %s %s\n", name, t, why)
-		if a := c.drv.Confirmed(t, ok); a.Done != Pending || len(a.Release) > 0 {
-			c.act = a
+		if a := c.drv.Confirmed(t, ok); a.Done != Pending || len(a.Release) > 0 || len(a.Confirm) > 0 || a.Ask != "" {
+			c.take(a)
 		}
 	}
 	b.WriteString(name + ": " + describe(c.act))
@@ -271,8 +285,41 @@ func (w *scriptWorld) release(d *datadriven.TestData) (string, error) {
 }
 
 // endIfDone releases, at the nodes the driver names, the temporary claims
-// of an attempt that ended, as the claimer does.
+// of an attempt that ended, as the claimer does; a won claim's
+// certificate goes to every node that answered (a spare that granted but
+// was not asked to confirm learns the claim from it).
 func (w *scriptWorld) endIfDone(c *scriptClient, b *strings.Builder) {
+	if c.act.Done == Won {
+		claimed := job.State{Phase: job.Claimed, Client: c.key, Start: c.start, Deadline: c.start + w.tFinish}
+		var certified, refused []string
+		for _, g := range c.drv.Replies() {
+			nd := w.nodes[g.Node]
+			if nd == nil || nd.deny {
+				continue
+			}
+			if nd.near != nil { // the certificate's acceptances must come from nodes it places near
+				placed := 0
+				for _, a := range c.drv.Accepted() {
+					if nd.near[a] {
+						placed++
+					}
+				}
+				if placed < Quorum(len(nd.near)) {
+					refused = append(refused, g.Node)
+					continue
+				}
+			}
+			nd.st = job.Merge(nd.st, claimed)
+			if nd.temp != nil && bytes.Equal(nd.temp.Client, c.key) {
+				nd.temp = nil
+			}
+			certified = append(certified, g.Node)
+		}
+		fmt.Fprintf(b, "certificate to %s\n", strings.Join(certified, ", "))
+		if len(refused) > 0 {
+			fmt.Fprintf(b, "certificate refused by %s (acceptances from nodes it does not place near)\n", strings.Join(refused, ", "))
+		}
+	}
 	for _, n := range c.act.Release {
 		nd := w.nodes[n]
 		if nd.temp != nil && bytes.Equal(nd.temp.Client, c.key) {
@@ -328,17 +375,22 @@ func (w *scriptWorld) clientName(key []byte) string {
 
 // describe is a driver action in words.
 func describe(a Action) string {
-	switch {
-	case a.Ask != "":
-		return "asks " + a.Ask + "\n"
-	case len(a.Confirm) > 0:
-		return "confirms at " + strings.Join(a.Confirm, ", ") + "\n"
-	case a.Done != Pending:
+	var parts []string
+	if len(a.Confirm) > 0 {
+		parts = append(parts, "confirms at "+strings.Join(a.Confirm, ", "))
+	}
+	if a.Ask != "" {
+		parts = append(parts, "asks "+a.Ask)
+	}
+	if a.Done != Pending {
 		s := a.Done.String()
 		if len(a.Release) > 0 {
 			s += ", releasing " + strings.Join(a.Release, ", ")
 		}
-		return s + "\n"
+		parts = append(parts, s)
 	}
-	return "waits\n"
+	if len(parts) == 0 {
+		return "waits\n"
+	}
+	return strings.Join(parts, " and ") + "\n"
 }

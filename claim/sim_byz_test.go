@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -59,7 +60,7 @@ func (f fault) confirm() (ok, faulty bool) {
 // (one client when lone). It fails on two winners, and returns how many
 // scenarios had a winner and how many of those with identical views (every
 // client sees the same r holders, all answering) had none.
-func byzantineRun(t *testing.T, seed uint64, scenarios, bad int, kinds []fault, lone bool) (won, run, stuck int) {
+func byzantineRun(t *testing.T, seed uint64, scenarios, bad int, kinds []fault, lone bool) (won, run, stuck, unsafe int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, uint64(bad)))
 	for run < scenarios {
@@ -79,6 +80,16 @@ func byzantineRun(t *testing.T, seed uint64, scenarios, bad int, kinds []fault, 
 		if err == nil {
 			err = s.check(winners, now)
 		}
+		if err != nil && bad > Faults(simR) && !(errors.Is(err, errTwoWinners) && s.identical && s.fullView()) {
+			// Beyond f only one property is left: quorums over the same
+			// r nodes share an honest node, so clients that all see the
+			// same r holders never both win. Clients that see different
+			// holders may split the liars' help (two winners); a claim
+			// accepted by liars may sit on too few honest nodes, and a
+			// failed claim's permanent copy may meet the winner's before
+			// its release lands.
+			err, unsafe = nil, unsafe+1
+		}
 		if err != nil {
 			t.Fatalf("scenario %d (n=%d, k=%d, %d faulty): %v\n%s", run, n, k, bad, err, s.describe())
 		}
@@ -87,7 +98,7 @@ func byzantineRun(t *testing.T, seed uint64, scenarios, bad int, kinds []fault, 
 			stuck++
 		}
 	}
-	return won, run, stuck
+	return won, run, stuck, unsafe
 }
 
 // fullView reports whether every client's view holds the job's r holders,
@@ -116,11 +127,11 @@ func TestSimByzantineReplicas(t *testing.T) {
 	all := []fault{denier, granter, crashed, flaky}
 	for _, kinds := range [][]fault{{denier}, {granter}, {crashed}, {flaky}, all} {
 		t.Run(fmt.Sprint(kinds), func(t *testing.T) {
-			_, lone, stuck := byzantineRun(t, 16, simScenarios/20, Faults(simR), kinds, true)
+			_, lone, stuck, _ := byzantineRun(t, 16, simScenarios/20, Faults(simR), kinds, true)
 			if stuck > 0 {
 				t.Fatalf("a lone client with a full view lost %d of %d times", stuck, lone)
 			}
-			won, run, stuck := byzantineRun(t, 17, simScenarios/10, Faults(simR), kinds, false)
+			won, run, stuck, _ := byzantineRun(t, 17, simScenarios/10, Faults(simR), kinds, false)
 			if stuck*10 > run {
 				t.Fatalf("%d of %d racing scenarios with identical full views had no winner", stuck, run)
 			}
@@ -130,16 +141,19 @@ func TestSimByzantineReplicas(t *testing.T) {
 }
 
 // TestSimBeyondF documents the protocol past f at r = 5 (q = 4). With two
-// faulty replicas there are still never two winners (two quorums of four
-// share three nodes, at least one honest), but two deniers or crashed
-// nodes leave three grants: no client can win, the job is unclaimable
-// while they stay among its closest. With three replicas that grant and
-// confirm for everyone, two quorums may share only liars: two winners
-// happen, and the checks catch it.
+// faulty replicas, clients that all see the same five holders never both
+// win (two quorums of four among five share three nodes, at least one
+// honest); clients whose views differ may (quorums over six nodes share
+// two, possibly both liars) — the old sequential driver did too, which a
+// run of 12 seeds shows, so that case is counted, not failed. Two deniers
+// or crashed nodes leave three grants: no client can win, the job is
+// unclaimable while they stay among its closest. With three replicas that
+// grant and confirm for everyone, two quorums may share only liars: two
+// winners happen, and the checks catch it.
 func TestSimBeyondF(t *testing.T) {
-	won, run, stuck := byzantineRun(t, 18, simScenarios/10, 2, []fault{denier, granter, crashed, flaky}, false)
-	t.Logf("two faulty of five: %d scenarios, %d with a winner, %d with identical full views stuck, never two winners", run, won, stuck)
-	_, _, stuck = byzantineRun(t, 19, 200, 2, []fault{denier}, true)
+	won, run, stuck, unsafe := byzantineRun(t, 18, simScenarios/10, 2, []fault{denier, granter, crashed, flaky}, false)
+	t.Logf("two faulty of five: %d scenarios, %d with a winner, %d with identical full views stuck, never two winners among identical full views; %d other scenarios broke a check", run, won, stuck, unsafe)
+	_, _, stuck, _ = byzantineRun(t, 19, 200, 2, []fault{denier}, true)
 	if stuck == 0 {
 		t.Fatal("two deniers of five never made the job unclaimable: expected they do (q = 4 > 3 honest)")
 	}

@@ -181,6 +181,25 @@ type Claim struct {
 	// Accepts are the signed acceptances of the nodes that accepted the
 	// confirm: the claim's certificate, handed to Nodes (ProtoCertify).
 	Accepts [][]byte
+	// certified is closed when the certificate's delivery ended (nil:
+	// none under way). Claim returns without waiting for it; Release and
+	// SubmitResult wait, so that no node hears of the claim's end before
+	// it could learn the claim.
+	certified chan struct{}
+}
+
+// Certified waits until the claim's certificate was delivered to its
+// nodes (each answered or timed out), or ctx ends.
+func (cl *Claim) Certified(ctx context.Context) error {
+	if cl.certified == nil {
+		return nil
+	}
+	select {
+	case <-cl.certified:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("certificate of job %x: %w", cl.Job, ctx.Err())
+	}
 }
 
 // ErrLost reports a job another client holds.
@@ -249,13 +268,16 @@ func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*C
 	act := a.drv.Next()
 	for {
 		switch {
+		case len(act.Confirm) > 0:
+			var err error
+			if act, err = c.confirmStep(ctx, a, act); err != nil {
+				return nil, fmt.Errorf("claim %x: %w", jobKey, err)
+			}
 		case act.Ask != "":
 			var err error
 			if act, err = c.askStep(ctx, a, peer.ID(act.Ask)); err != nil {
 				return nil, fmt.Errorf("claim %x: %w", jobKey, err)
 			}
-		case len(act.Confirm) > 0:
-			act = c.confirmStep(ctx, a, act.Confirm)
 		default:
 			return c.finish(ctx, a, act)
 		}
@@ -280,19 +302,8 @@ func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Act
 	if err != nil {
 		return claim.Action{}, err
 	}
-	if st == nil {
-		return a.drv.Answer(string(n), false, 0, nil), nil
-	}
-	a.out.Nodes = append(a.out.Nodes, n)
-	switch st.Kind {
-	case claim.Granted:
-		a.out.Granted = append(a.out.Granted, n)
-		a.after = laterStart(a.after, st.Start, c.now().UnixMilli())
-	case claim.Denied:
-		a.deniers = append(a.deniers, shortID(string(n)))
-	}
-	act := a.drv.Answer(string(n), true, st.Kind, reply)
-	if st.Kind == claim.Denied && act.Ask != "" {
+	act := a.answer(n, st, reply, c.now().UnixMilli())
+	if st != nil && st.Kind == claim.Denied && act.Ask != "" {
 		select {
 		case <-time.After(denyWait(took, st.Busy, a.r-len(a.out.Nodes))):
 		case <-ctx.Done():
@@ -302,27 +313,69 @@ func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Act
 	return act, nil
 }
 
+// answer feeds node n's answer (st nil: none) to the driver and keeps it
+// for the claim and the error; now is the client's clock (ms).
+func (a *attempt) answer(n peer.ID, st *claim.Statement, reply []byte, now int64) claim.Action {
+	if st == nil {
+		return a.drv.Answer(string(n), false, 0, nil)
+	}
+	a.out.Nodes = append(a.out.Nodes, n)
+	switch st.Kind {
+	case claim.Granted:
+		a.out.Granted = append(a.out.Granted, n)
+		a.after = laterStart(a.after, st.Start, now)
+	case claim.Denied:
+		a.deniers = append(a.deniers, shortID(string(n)))
+	}
+	return a.drv.Answer(string(n), true, st.Kind, reply)
+}
+
+// spareAnswer is a spare's answer to an ask sent beside a confirm.
+type spareAnswer struct {
+	st    *claim.Statement
+	reply []byte
+	err   error
+}
+
 // confirmStep sends the confirm, with every reply gathered, to the
-// granting nodes and feeds their answers to the driver.
-func (c *Claimer) confirmStep(ctx context.Context, a *attempt, targets []string) claim.Action {
-	a.out.Start = c.nextStart(a.out.Job, a.after)
+// granting nodes — and, when the driver asks a spare beside it, that ask
+// at the same time — and feeds the answers to the driver: the confirms'
+// first, then the spare's, whose answer completes the step.
+func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action) (claim.Action, error) {
+	if a.out.Start == 0 { // a confirm to spares keeps the claim's start
+		a.out.Start = c.nextStart(a.out.Job, a.after)
+	}
 	req := &wire.ConfirmRequest{Job: a.out.Job, Start: a.out.Start}
 	for _, g := range a.drv.Replies() {
 		req.Replies = append(req.Replies, g.Bytes)
 	}
-	act := claim.Action{}
-	accepts, errs := c.confirm(ctx, targets, req)
-	for n, accept := range accepts {
+	var spare chan spareAnswer
+	if act.Ask != "" {
+		spare = make(chan spareAnswer, 1)
+		go func(n peer.ID) {
+			st, reply, _, err := c.ask1(ctx, a.out.Job, n)
+			spare <- spareAnswer{st, reply, err}
+		}(peer.ID(act.Ask))
+	}
+	next := claim.Action{}
+	accepts, errs := c.confirm(ctx, act.Confirm, req)
+	for _, n := range act.Confirm { // in the driver's order: the claim's acceptances are deterministic
+		accept := accepts[n]
 		if accept != nil {
 			a.out.Accepts = append(a.out.Accepts, accept)
 		} else {
 			a.unaccepted = append(a.unaccepted, fmt.Sprintf("%s: %v", shortID(n), errs[n]))
 		}
-		if next := a.drv.Confirmed(n, accept != nil); next.Done != claim.Pending || len(next.Release) > 0 {
-			act = next
-		}
+		next = a.drv.Confirmed(n, accept != nil)
 	}
-	return act
+	if spare == nil {
+		return next, nil
+	}
+	ans := <-spare
+	if ans.err != nil {
+		return claim.Action{}, ans.err
+	}
+	return a.answer(peer.ID(act.Ask), ans.st, ans.reply, c.now().UnixMilli()), nil
 }
 
 // finish ends an attempt as the driver decided: releases what it must,
@@ -334,8 +387,15 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 	}
 	switch act.Done {
 	case claim.Won:
-		c.fanOut(ctx, claimNodes(a.out), wire.ProtoCertify, &wire.CertifyRequest{Job: jobKey, Start: a.out.Start, Accepts: a.out.Accepts})
-		return a.out, nil
+		// The certificate goes out without holding the claim up (one
+		// round trip); Release and SubmitResult wait for its delivery.
+		cl, req := a.out, &wire.CertifyRequest{Job: jobKey, Start: a.out.Start, Accepts: a.out.Accepts}
+		cl.certified = make(chan struct{})
+		go func() {
+			defer close(cl.certified)
+			c.fanOut(context.WithoutCancel(ctx), claimNodes(cl), wire.ProtoCertify, req)
+		}()
+		return cl, nil
 	case claim.Lost:
 		return nil, fmt.Errorf("claim %x: %w (denied by %s)", jobKey, ErrLost, strings.Join(a.deniers, ", "))
 	case claim.Unknown:
@@ -530,6 +590,9 @@ func (c *Claimer) fanOutResp(ctx context.Context, nodes []string, proto string, 
 func (c *Claimer) Release(ctx context.Context, cl *Claim) {
 	c.releaseStarted(cl.Job)
 	defer c.drop(cl.Job)
+	if err := cl.Certified(ctx); err != nil {
+		return
+	}
 	req := c.releaseReq(cl.Job, cl.Start)
 	nodes := ids(cl.Nodes)
 	var errs []error

@@ -50,6 +50,9 @@ func majority(r int) int { return r/2 + 1 }
 // error says how many stored it; a caller should not release a claim
 // whose result some replica stored.
 func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) (int, error) {
+	if err := cl.Certified(ctx); err != nil {
+		return 0, fmt.Errorf("submit result: %w", err)
+	}
 	r := c.d.Replication()
 	need := majority(r)
 	retry := c.retry

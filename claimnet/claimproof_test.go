@@ -62,6 +62,9 @@ func (cn *claimNet) winClaim(t *testing.T, name string, key []byte) *claimParty 
 	a, c := cn.client(t, name)
 	c.SetSigner(a.Identity().Key)
 	cl, err := c.Claim(context.Background(), key)
+	if err == nil {
+		err = cl.Certified(context.Background())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

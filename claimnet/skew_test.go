@@ -106,6 +106,9 @@ func TestClaimAfterFastClientReleased(t *testing.T) {
 	if err != nil {
 		t.Fatalf("claim after the fast client released it: %v", err)
 	}
+	if err := cl2.Certified(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if cl2.Start <= cl.Start {
 		t.Fatalf("new claim starts at %d, not after the released one's %d", cl2.Start, cl.Start)
 	}

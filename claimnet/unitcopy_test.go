@@ -37,7 +37,7 @@ func TestSecondCopyOfUnitRefused(t *testing.T) {
 		t.Errorf("%d denials say %q, want at least r − q + 1 = 2", why, claim.ReasonOtherCopy)
 	}
 	_, other := cn.client(t, "other")
-	if _, err := other.Claim(ctx, copies[1]); err != nil {
+	if cl, err := other.Claim(ctx, copies[1]); err != nil || cl.Certified(ctx) != nil {
 		t.Fatalf("second copy by another client: %v", err)
 	}
 	for _, st := range cn.states(copies[1]) {

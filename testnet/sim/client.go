@@ -130,7 +130,9 @@ func (s *Sim) act(att *attempt, a claim.Action, delay int64) {
 		s.e.after(delay+s.latency(), event{kind: evAsk, node: id, gen: gen, att: att})
 	}
 	if len(a.Confirm) > 0 {
-		att.start = s.e.now + delay
+		if att.start == 0 { // a confirm to spares keeps the claim's start
+			att.start = s.e.now + delay
+		}
 		for _, nd := range a.Confirm {
 			id, gen := parseName(nd)
 			s.e.after(delay+s.latency(), event{kind: evConfirm, node: id, gen: gen, att: att})
