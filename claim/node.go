@@ -155,22 +155,27 @@ func CheckConfirm(st job.State, temp *Temp, client []byte, replies []Reply, need
 	if start < now-tSkew || start > now+tSkew {
 		return job.State{}, fmt.Errorf("%w: claim start %d ms off this node's clock (at most %d)", ErrBadConfirm, start-now, tSkew)
 	}
+	// Only grants from nodes this node places among the job's closest
+	// count, as in a certificate (CheckClaimProof); a reply from another
+	// node is left out, not a reason to refuse: under churn, views differ
+	// by a node that just left or came back, and refusing the whole
+	// confirm for it failed claims a quorum of counted grants carries.
 	seen := map[string]bool{}
-	grants := 0
+	grants, far := 0, 0
 	for _, r := range replies {
 		switch {
 		case seen[r.Node]:
 			return job.State{}, fmt.Errorf("%w: two replies from node %x", ErrBadConfirm, r.Node)
 		case !near(r.Node):
-			return job.State{}, fmt.Errorf("%w: a reply comes from a node not among the job's closest", ErrBadConfirm)
-		}
-		seen[r.Node] = true
-		if r.Kind == Granted {
+			far++
+		case r.Kind == Granted:
 			grants++
 		}
+		seen[r.Node] = true
 	}
 	if grants < need || grants == 0 {
-		return job.State{}, fmt.Errorf("%w: %d of %d replies granted, need %d", ErrBadConfirm, grants, len(seen), need)
+		return job.State{}, fmt.Errorf("%w: %d of %d replies granted by the job's closest nodes (%d from nodes not among them), need %d",
+			ErrBadConfirm, grants, len(seen), far, need)
 	}
 	return claimed, nil
 }

@@ -169,7 +169,11 @@ func TestCheckConfirm(t *testing.T) {
 		{"reply 3 min behind (a slow replica)", func(c *confirmIn) { c.replies[1].At = tNow - 180_000 }, nil},
 		{"reply an hour off", func(c *confirmIn) { c.replies[0].At = tNow + 3_600_000 }, nil},
 		// from nodes near the job
-		{"node not near", func(c *confirmIn) { c.replies[2].Node = "far" }, ErrBadConfirm},
+		{"a don't-care from a node not near", func(c *confirmIn) { c.replies[2].Node = "far" }, nil},
+		{"a grant from a node not near: not counted", func(c *confirmIn) { c.replies[0].Node = "far" }, ErrBadConfirm},
+		{"a grant from a node not near besides the quorum", func(c *confirmIn) {
+			c.replies = append(c.replies, Reply{Node: "far", Kind: Granted, At: tNow})
+		}, nil},
 		{"no node near", func(c *confirmIn) { c.near = func(string) bool { return false } }, ErrBadConfirm},
 		// at least need grants
 		{"need fewer", func(c *confirmIn) { c.need = 1 }, nil},

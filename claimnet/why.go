@@ -51,8 +51,8 @@ func refuseReason(err error) string {
 		return "refuse: start not after the ended claim"
 	case strings.Contains(msg, "off this node's clock"):
 		return "refuse: start off this clock"
-	case strings.Contains(msg, "not among the job's closest"):
-		return "refuse: reply from a node not near"
+	case strings.Contains(msg, "replies granted") && !strings.Contains(msg, "(0 from nodes not among them)"):
+		return "refuse: too few grants from near nodes"
 	case strings.Contains(msg, "replies granted"):
 		return "refuse: too few grants"
 	}
