@@ -246,13 +246,22 @@ func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (c
 		if err == nil || errors.Is(err, ErrLost) {
 			return cl, err
 		}
+		// The hint proved stale: so may a cached lookup made when the
+		// same nodes were down (a node that came back is not in it).
+		c.d.Invalidate(jobKey)
 	}
 	c.lookups.Add(1)
 	nodes, err := c.d.ClosestN(ctx, jobKey, r+c.extra)
 	if err != nil {
 		return nil, fmt.Errorf("claim %x: find its nodes: %w", jobKey, err)
 	}
-	return c.claim(ctx, jobKey, nodes)
+	cl, err = c.claim(ctx, jobKey, nodes)
+	if errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrUnknown) {
+		// Asked the wrong nodes, perhaps: the next attempt looks afresh
+		// rather than asking the same set until the cache expires.
+		c.d.Invalidate(jobKey)
+	}
+	return cl, err
 }
 
 // orderFor sorts a hinted replica set by distance to the job.
@@ -291,6 +300,7 @@ type attempt struct {
 	out        *Claim
 	r, quorum  int
 	deniers    []string // short IDs of the nodes that denied
+	answers    []string // each node asked and its answer, for a failed attempt's error
 	after      int64    // the latest ended claim's start a grant named: ours must start after it
 	unaccepted []string // granting nodes that did not accept the confirm, and why
 }
@@ -317,8 +327,10 @@ func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Act
 // for the claim and the error; now is the client's clock (ms).
 func (a *attempt) answer(n peer.ID, st *claim.Statement, reply []byte, now int64) claim.Action {
 	if st == nil {
+		a.answers = append(a.answers, shortID(string(n))+" silent")
 		return a.drv.Answer(string(n), false, 0, nil)
 	}
+	a.answers = append(a.answers, shortID(string(n))+" "+st.Kind.String())
 	a.out.Nodes = append(a.out.Nodes, n)
 	switch st.Kind {
 	case claim.Granted:
@@ -406,7 +418,7 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 			slices.Sort(a.unaccepted)
 			why = " (not accepted by " + strings.Join(a.unaccepted, "; ") + ")"
 		}
-		return nil, fmt.Errorf("claim %x: %w for a quorum of %d%s", jobKey, ErrNoQuorum, a.quorum, why)
+		return nil, fmt.Errorf("claim %x: %w for a quorum of %d (asked: %s)%s", jobKey, ErrNoQuorum, a.quorum, strings.Join(a.answers, ", "), why)
 	}
 	return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
 }

@@ -8,13 +8,19 @@ import (
 
 // nearRule is the confirm's rule, shared by confirms and claim
 // certificates: near reports whether a replying node is among the job's
-// closest in d's view (its r + claim.NearExtra nearest to pos; every
+// closest in d's view (its r + claim.NearExtra nearest to pos not marked
+// dead; every
 // node while the routing table is still filling, claim.CanJudge, upMS and
 // warmupMS in ms), and need is the quorum of grants or acceptances that
 // view asks for.
 func nearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(node string) bool, need int) {
 	r := d.Replication()
-	view := d.NearestLocal(pos, r+claim.NearExtra)
+	// The nodes this one knows to be down (marked dead by a failed probe
+	// or sync) are left out: under churn the routing table keeps the
+	// closest nodes that left, and counting them shrank the live near set
+	// below a quorum (the confirms of the real churn run were refused
+	// "too few grants from near nodes" by the thousand).
+	view := d.NearestUnmarked(pos, r+claim.NearExtra)
 	judge := claim.CanJudge(d.RoutingTableSize(), r, upMS, warmupMS)
 	near = func(node string) bool {
 		if !judge {

@@ -184,3 +184,31 @@ func TestSweepRemovesUnadmitted(t *testing.T) {
 		t.Fatalf("after the sweep: %v (before %d peers)", after, before)
 	}
 }
+
+// TestNearestUnmarked: the view a node judges a confirm by leaves out the
+// peers it marked dead and stands the next nearest in, self always
+// included; NearestLocal (the negative control) still names the dead.
+func TestNearestUnmarked(t *testing.T) {
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 10, Seed: 16})
+	d := net.Node(0).DHT()
+	pos := keyspace.KeyPos([]byte("unmarked"))
+	all := d.NearestLocal(pos, 10)
+	var dead []peer.ID
+	for _, p := range all[:4] {
+		if p != net.Node(0).ID() && len(dead) < 2 {
+			dead = append(dead, p)
+			d.MarkDead(p)
+		}
+	}
+	got := d.NearestUnmarked(pos, 5)
+	want := slices.DeleteFunc(slices.Clone(all), func(p peer.ID) bool { return slices.Contains(dead, p) })[:5]
+	if !slices.Equal(got, want) {
+		t.Fatalf("NearestUnmarked = %v, want %v (dead %v)", got, want, dead)
+	}
+	if local := d.NearestLocal(pos, 5); !slices.Contains(local, dead[0]) {
+		t.Fatalf("NearestLocal %v leaves out %v: the control cannot tell", local, dead[0])
+	}
+	if got := d.NearestUnmarked(pos, 20); len(got) != len(all)-len(dead) {
+		t.Fatalf("NearestUnmarked of more than known: %d peers, want %d", len(got), len(all)-len(dead))
+	}
+}

@@ -93,6 +93,29 @@ func (d *DHT) IsMarkedDead(p peer.ID) bool {
 	return ok && d.env.Now().Before(mark.retryAt)
 }
 
+// NearestUnmarked returns the n peers nearest to the raw position pos
+// from the local view (this party included when it is a node), leaving
+// out those marked dead (IsMarkedDead), without probing anyone: the view
+// a node judges by when it must answer at once (a confirm's "among the
+// job's closest"). Nearest first.
+func (d *DHT) NearestUnmarked(pos keyspace.Pos, n int) []peer.ID {
+	for extra := 4; ; extra *= 2 {
+		cands := d.NearestLocal(pos, n+extra)
+		out := make([]peer.ID, 0, n)
+		for _, p := range cands {
+			if p == d.ep.ID() || !d.IsMarkedDead(p) {
+				out = append(out, p)
+				if len(out) == n {
+					return out
+				}
+			}
+		}
+		if len(cands) < n+extra {
+			return out
+		}
+	}
+}
+
 // NearestLive returns the n live peers nearest to the raw position pos from
 // the local view (this party included when it is a node), probing those
 // not known to be alive. Nearest first.

@@ -3,11 +3,14 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/wire"
@@ -82,5 +85,58 @@ func (rr *realRun) indexDiag(ctx context.Context) string {
 		}
 		fmt.Fprintf(&b, "  client %d: queries go to %s (err %v); entry holders it marked dead: %v\n", i+1, nameOf(at), err, dead)
 	}
+	rr.claimViewDiag(ctx, &b, nameOf)
 	return b.String()
+}
+
+// claimViewDiag describes, for the first job the ledger holds as
+// submitted, whom each client would ask to claim it (its lookup, cached
+// or not) and which of the job's true closest it has marked dead, and
+// whom each of the true closest counts as near the job (the confirm's
+// rule).
+func (rr *realRun) claimViewDiag(ctx context.Context, b *strings.Builder, nameOf func(peer.ID) string) {
+	var s string
+	if err := rr.ledger.DB().QueryRow(`SELECT cid FROM jobs WHERE state = 'submitted' LIMIT 1`).Scan(&s); err != nil {
+		return
+	}
+	c, err := cid.Decode(s)
+	if err != nil {
+		return
+	}
+	key := c.Bytes()
+	names := func(ps []peer.ID) string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = nameOf(p)
+		}
+		return strings.Join(out, " ")
+	}
+	closest := rr.net.TrueClosest(key, 5)
+	fmt.Fprintf(b, "  job %s: true closest %s\n", s, names(closest))
+	for i, w := range rr.workers {
+		ps, err := w.a.DHT().ClosestN(ctx, key, 8)
+		var dead []peer.ID
+		for _, p := range closest {
+			if w.a.DHT().IsMarkedDead(p) {
+				dead = append(dead, p)
+			}
+		}
+		fmt.Fprintf(b, "  client %d would ask %s (err %v); marks dead %s\n", i+1, names(ps), err, names(dead))
+	}
+	if len(rr.workers) > 0 {
+		w := rr.workers[0]
+		probe := claimclient.NewClaimer(w.a.Endpoint(), w.a.DHT(), w.a.Now, 0)
+		cl, err := probe.ClaimAt(ctx, key, nil)
+		if err == nil {
+			fmt.Fprintf(b, "  a claim by client 1 now: won, asked %s\n", names(cl.Nodes))
+			probe.Release(ctx, cl)
+		} else {
+			fmt.Fprintf(b, "  a claim by client 1 now: %v\n", err)
+		}
+	}
+	for _, nd := range rr.net.Live() {
+		if slices.Contains(closest, nd.ID()) {
+			fmt.Fprintf(b, "  %s counts near: %s\n", nd.Name(), names(nd.DHT().NearestLocal(keyspace.KeyPos(key), 7)))
+		}
+	}
 }
