@@ -1,0 +1,65 @@
+package claimclient
+
+import (
+	"context"
+	"slices"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/wire"
+)
+
+// Release gives a won claim back at its nodes; when none of them answers
+// (they moved or died), at the job's current closest nodes. The nearest
+// node is released last, after the others answered: it writes the job's
+// index entries and, seeing the job ready again, ends their quarantine at
+// once; released first, it would offer the job to clients that then lose
+// it at a replica still holding this claim, and the entry would stay
+// quarantined for T_quarantine.
+func (c *Claimer) Release(ctx context.Context, cl *Claim) {
+	c.releaseStarted(cl.Job)
+	defer c.drop(cl.Job)
+	if err := cl.Certified(ctx); err != nil {
+		return
+	}
+	req := c.releaseReq(cl.Job, cl.Start)
+	nodes := ids(cl.Nodes)
+	var errs []error
+	for _, part := range [][]string{nodes[min(1, len(nodes)):], nodes[:min(1, len(nodes))]} {
+		for _, err := range c.fanOut(ctx, part, wire.ProtoRelease, req) {
+			errs = append(errs, err)
+		}
+	}
+	if slices.Contains(errs, nil) {
+		return
+	}
+	if nodes := c.current(ctx, cl); len(nodes) > 0 {
+		c.fanOut(ctx, ids(nodes), wire.ProtoRelease, req)
+	}
+}
+
+// claimNodes are the nodes a won claim's certificate goes to: all that
+// answered its claim requests.
+func claimNodes(cl *Claim) []string { return ids(cl.Nodes) }
+
+// current looks the job's closest nodes up afresh (the claim's nodes are
+// gone: the replicas moved on).
+func (c *Claimer) current(ctx context.Context, cl *Claim) []peer.ID {
+	c.d.Invalidate(cl.Job)
+	nodes, err := c.d.ClosestN(ctx, cl.Job, c.d.Replication())
+	if err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(nodes, func(p peer.ID) bool { return slices.Contains(cl.Nodes, p) })
+}
+
+// releaseReq is the release of a job whose claim started at start (0:
+// only a temporary claim): signed when the claimer has the client's key.
+func (c *Claimer) releaseReq(jobKey []byte, start int64) *wire.ReleaseRequest {
+	req := &wire.ReleaseRequest{Job: jobKey}
+	if c.key != nil && start > 0 {
+		req.Start, req.Sig = start, claim.SignRelease(jobKey, start, c.key)
+	}
+	return req
+}
