@@ -77,6 +77,15 @@ type Config struct {
 	// before it is probed again; it doubles on each failure, up to 16×.
 	// Default 30 s.
 	ProbeBackoff time.Duration
+	// ProbeFresh is how recently a connected peer must have answered a
+	// request of this party, or sent it one, to count as alive in a probe
+	// round (Prober) without a ping: liveness learned from the traffic
+	// already flowing. A peer that died since is caught by the failed
+	// sync that follows, which marks it dead. Default 30 s.
+	ProbeFresh time.Duration
+	// AlwaysProbe pings every peer once per probe round, however recently
+	// it was heard from (ProbeFresh unused).
+	AlwaysProbe bool
 	// DisableAutoRefresh turns off kad-dht's periodic routing-table refresh
 	// (tests fill routing tables directly).
 	DisableAutoRefresh bool
@@ -119,6 +128,9 @@ func (c *Config) ApplyDefaults() {
 	if c.ProbeBackoff == 0 {
 		c.ProbeBackoff = 30 * time.Second
 	}
+	if c.ProbeFresh == 0 {
+		c.ProbeFresh = 30 * time.Second
+	}
 }
 
 // Validate reports the first bad field of c (after ApplyDefaults), naming
@@ -143,6 +155,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("dht config: ProbeTimeout %s is negative", c.ProbeTimeout)
 	case c.ProbeBackoff < 0:
 		return fmt.Errorf("dht config: ProbeBackoff %s is negative", c.ProbeBackoff)
+	case c.ProbeFresh < 0:
+		return fmt.Errorf("dht config: ProbeFresh %s is negative", c.ProbeFresh)
 	}
 	return nil
 }

@@ -212,3 +212,36 @@ func TestNearestUnmarked(t *testing.T) {
 		t.Fatalf("NearestUnmarked of more than known: %d peers, want %d", len(got), len(all)-len(dead))
 	}
 }
+
+// TestProberTakesHeardPeersAlive: a peer that answered a request a moment
+// ago counts as alive in a probe round without a ping; one not heard from
+// is pinged; with AlwaysProbe (the control) every peer is pinged.
+func TestProberTakesHeardPeersAlive(t *testing.T) {
+	for _, always := range []bool{false, true} {
+		net := testnet.StartNetwork(t, testnet.Options{Nodes: 4, Seed: 17, DHT: dht.Config{AlwaysProbe: always}})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		a, b, c := net.Node(0), net.Node(1), net.Node(2)
+		if err := a.Endpoint().Ping(ctx, b.ID()); err != nil {
+			t.Fatal(err)
+		}
+		pr := a.DHT().NewProber()
+		if !pr.Alive(ctx, b.ID()) {
+			t.Fatalf("always %v: a peer that just answered is not alive", always)
+		}
+		heardB := pr.Heard()
+		cid := c.ID()
+		if err := net.Kill(2); err != nil {
+			t.Fatal(err)
+		}
+		if pr.Alive(ctx, cid) {
+			t.Fatalf("always %v: a killed peer counts as alive", always)
+		}
+		cancel()
+		switch {
+		case !always && heardB != 1:
+			t.Fatalf("the peer heard from was pinged (heard %d)", heardB)
+		case always && pr.Heard() != 0:
+			t.Fatalf("AlwaysProbe took %d peers as heard", pr.Heard())
+		}
+	}
+}

@@ -141,15 +141,21 @@ func (d *DHT) NearestLive(ctx context.Context, pos keyspace.Pos, n int) []peer.I
 // republish round uses one, so a peer that died since the last round is
 // noticed even while its connection looks open.
 type Prober struct {
-	d    *DHT
-	seen map[peer.ID]bool
+	d     *DHT
+	seen  map[peer.ID]bool
+	heard int // peers taken as alive from recent traffic, not pinged
 }
+
+// Heard is how many peers this prober took as alive because they were
+// heard from lately, without a ping.
+func (pr *Prober) Heard() int { return pr.heard }
 
 // NewProber starts a set of probes.
 func (d *DHT) NewProber() *Prober { return &Prober{d: d, seen: map[peer.ID]bool{}} }
 
-// Alive pings p (once per Prober) unless it is marked dead; a failed ping
-// marks it dead.
+// Alive pings p (once per Prober) unless it is marked dead or was heard
+// from within ProbeFresh (a reply or a request on a live connection); a
+// failed ping marks it dead.
 func (pr *Prober) Alive(ctx context.Context, p peer.ID) bool {
 	if p == pr.d.ep.ID() {
 		return true
@@ -158,7 +164,12 @@ func (pr *Prober) Alive(ctx context.Context, p peer.ID) bool {
 		return ok
 	}
 	ok := false
-	if !pr.d.IsMarkedDead(p) {
+	switch {
+	case pr.d.IsMarkedDead(p):
+	case !pr.d.cfg.AlwaysProbe && pr.d.ep.HeardWithin(p, pr.d.cfg.ProbeFresh):
+		pr.heard++
+		ok = true
+	default:
 		cctx, cancel := context.WithTimeout(ctx, pr.d.cfg.ProbeTimeout)
 		err := pr.d.ep.Ping(cctx, p)
 		cancel()

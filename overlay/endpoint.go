@@ -121,6 +121,8 @@ type Endpoint struct {
 	workers *workers // run the multiplexed requests served
 
 	answers answers // how peers answered our hellos, for Join
+
+	heard heard // when each connected peer was last heard from (HeardWithin)
 }
 
 // SetLoad piggy-backs load figures on RPCs: report gives this node's load
@@ -268,6 +270,7 @@ func (e *Endpoint) disconnected(n network.Network, c network.Conn) {
 	e.m.Connections.Dec()
 	if n.Connectedness(c.RemotePeer()) != network.Connected {
 		e.adm.Forget(c.RemotePeer())
+		e.heard.forget(c.RemotePeer())
 	}
 }
 

@@ -105,6 +105,7 @@ func (e *Endpoint) serve(ctx context.Context, reg *registered, adm *Admitted, bo
 		return errorReply(wire.StatusUnauthorized, fmt.Sprintf("role %s may not use %s", adm.Role(), pid))
 	}
 	e.m.countReceived(string(pid), string(adm.Role()))
+	e.heard.mark(adm.Peer, e.cfg.Now())
 	resp, err := reg.h(ctx, adm, body)
 	if err != nil {
 		e.m.RPCFailed.WithLabelValues(string(pid), "in").Inc()
@@ -214,6 +215,7 @@ func (e *Endpoint) call(ctx context.Context, p peer.ID, pid protocol.ID, req any
 	if err := rep.Validate(); err != nil {
 		return err
 	}
+	e.heard.mark(p, e.cfg.Now())
 	if rep.Load != nil {
 		if a, ok := e.adm.Get(p); ok && a.Role() == certs.RoleNode {
 			if _, observe := e.loadHooks(); observe != nil {
