@@ -384,9 +384,12 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 		return next, nil
 	}
 	ans := <-spare
-	if ans.err != nil {
+	if ans.err != nil && ctx.Err() != nil {
 		return claim.Action{}, ans.err
 	}
+	// A spare that refused this client for its rate counts as silent: the
+	// confirms may already have made the claim permanent, and ending the
+	// attempt here would leave it on the nodes unreleased.
 	return a.answer(peer.ID(act.Ask), ans.st, ans.reply, c.now().UnixMilli()), nil
 }
 
