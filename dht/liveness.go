@@ -99,32 +99,18 @@ func (d *DHT) IsMarkedDead(p peer.ID) bool {
 // a node judges by when it must answer at once (a confirm's "among the
 // job's closest"). Nearest first.
 func (d *DHT) NearestUnmarked(pos keyspace.Pos, n int) []peer.ID {
+	return d.nearestWhere(context.Background(), pos, n, func(p peer.ID) bool { return p == d.ep.ID() || !d.IsMarkedDead(p) })
+}
+
+// nearestWhere returns the n peers nearest to pos from the local view that
+// keep accepts, widening the candidates until n are found, the view runs
+// out, or ctx ends.
+func (d *DHT) nearestWhere(ctx context.Context, pos keyspace.Pos, n int, keep func(peer.ID) bool) []peer.ID {
 	for extra := 4; ; extra *= 2 {
 		cands := d.NearestLocal(pos, n+extra)
 		out := make([]peer.ID, 0, n)
 		for _, p := range cands {
-			if p == d.ep.ID() || !d.IsMarkedDead(p) {
-				out = append(out, p)
-				if len(out) == n {
-					return out
-				}
-			}
-		}
-		if len(cands) < n+extra {
-			return out
-		}
-	}
-}
-
-// NearestLive returns the n live peers nearest to the raw position pos from
-// the local view (this party included when it is a node), probing those
-// not known to be alive. Nearest first.
-func (d *DHT) NearestLive(ctx context.Context, pos keyspace.Pos, n int) []peer.ID {
-	for extra := 4; ; extra *= 2 {
-		cands := d.NearestLocal(pos, n+extra)
-		var out []peer.ID
-		for _, p := range cands {
-			if d.IsAlive(ctx, p) {
+			if keep(p) {
 				out = append(out, p)
 				if len(out) == n {
 					return out
@@ -135,6 +121,13 @@ func (d *DHT) NearestLive(ctx context.Context, pos keyspace.Pos, n int) []peer.I
 			return out
 		}
 	}
+}
+
+// NearestLive returns the n live peers nearest to the raw position pos from
+// the local view (this party included when it is a node), probing those
+// not known to be alive. Nearest first.
+func (d *DHT) NearestLive(ctx context.Context, pos keyspace.Pos, n int) []peer.ID {
+	return d.nearestWhere(ctx, pos, n, func(p peer.ID) bool { return d.IsAlive(ctx, p) })
 }
 
 // Prober checks liveness with a real RPC, each peer at most once: one
@@ -186,19 +179,5 @@ func (pr *Prober) Alive(ctx context.Context, p peer.ID) bool {
 
 // NearestLive is DHT.NearestLive with this prober's probes.
 func (pr *Prober) NearestLive(ctx context.Context, pos keyspace.Pos, n int) []peer.ID {
-	for extra := 4; ; extra *= 2 {
-		cands := pr.d.NearestLocal(pos, n+extra)
-		var out []peer.ID
-		for _, p := range cands {
-			if pr.Alive(ctx, p) {
-				out = append(out, p)
-				if len(out) == n {
-					return out
-				}
-			}
-		}
-		if len(cands) < n+extra || ctx.Err() != nil {
-			return out
-		}
-	}
+	return pr.d.nearestWhere(ctx, pos, n, func(p peer.ID) bool { return pr.Alive(ctx, p) })
 }
