@@ -300,6 +300,7 @@ type attempt struct {
 	out        *Claim
 	r, quorum  int
 	deniers    []string // short IDs of the nodes that denied
+	lacking    int      // nodes that answered they do not hold the job
 	answers    []string // each node asked and its answer, for a failed attempt's error
 	after      int64    // the latest ended claim's start a grant named: ours must start after it
 	unaccepted []string // granting nodes that did not accept the confirm, and why
@@ -338,6 +339,8 @@ func (a *attempt) answer(n peer.ID, st *claim.Statement, reply []byte, now int64
 		a.after = laterStart(a.after, st.Start, now)
 	case claim.Denied:
 		a.deniers = append(a.deniers, shortID(string(n)))
+	case claim.DontCare:
+		a.lacking++
 	}
 	return a.drv.Answer(string(n), true, st.Kind, reply)
 }
@@ -398,7 +401,7 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Claim, error) {
 	jobKey := a.out.Job
 	if len(act.Release) > 0 {
-		c.fanOut(ctx, act.Release, wire.ProtoRelease, c.releaseReq(jobKey, a.out.Start))
+		c.releaseFailed(ctx, a, act)
 	}
 	switch act.Done {
 	case claim.Won:

@@ -63,3 +63,29 @@ func (c *Claimer) releaseReq(jobKey []byte, start int64) *wire.ReleaseRequest {
 	}
 	return req
 }
+
+// releaseFailed releases the grants of an attempt that ended without a
+// claim. When it failed for want of grants while nodes among the job's
+// closest answered that they do not hold it — a holder left and the job
+// was not yet handed to the next closest — the nearest granting node is
+// asked to repair the job's replica set at once (ReleaseRequest.Repair),
+// so the next attempt finds a quorum of holders instead of waiting for a
+// republish round.
+func (c *Claimer) releaseFailed(ctx context.Context, a *attempt, act claim.Action) {
+	req := c.releaseReq(a.out.Job, a.out.Start)
+	nodes := act.Release
+	if act.Done == claim.Failed && a.lacking > 0 {
+		repair := *req
+		repair.Repair = true
+		done, nearest := make(chan struct{}), nodes[:1]
+		go func() {
+			defer close(done)
+			c.fanOut(ctx, nearest, wire.ProtoRelease, &repair)
+		}()
+		defer func() { <-done }()
+		nodes = nodes[1:]
+	}
+	if len(nodes) > 0 {
+		c.fanOut(ctx, nodes, wire.ProtoRelease, req)
+	}
+}

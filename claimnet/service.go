@@ -465,7 +465,15 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 	if len(req.Sig) > 0 && !ed25519.Verify(ed25519.PublicKey(client), claim.ReleaseStatement(req.Job, client, req.Start), req.Sig) {
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("release of job %x: not signed by client %q", req.Job, from.Identity.Name))
 	}
-	if h, ok := s.pool.Lookup(req.Job); ok {
+	h, ok := s.pool.Lookup(req.Job)
+	if ok && req.Repair {
+		// The client found nodes among the job's closest without it (a
+		// holder left and the next closest was not handed the job yet):
+		// resync now. A lying client costs r − 1 syncs per job per
+		// ResyncInterval at most, what one republish round costs anyway.
+		s.pool.Resync(req.Job)
+	}
+	if ok {
 		if rel, mine := claim.Release(h.State, client, s.now().UnixMilli()); mine {
 			if _, err := s.pool.ApplyProven(req.Job, rel, s.releaseProof(req, rel, from)); err != nil {
 				return nil, err

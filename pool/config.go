@@ -8,6 +8,7 @@ import (
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/replica"
 	"github.com/up-pool/up/store"
 )
 
@@ -96,7 +97,7 @@ func (c *Config) ApplyDefaults() {
 		c.ExpiryInterval = 10 * time.Second
 	}
 	if c.ResyncInterval == 0 {
-		c.ResyncInterval = 10 * time.Second
+		c.ResyncInterval = replica.ResyncIntervalMS * time.Millisecond
 	}
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 30 * time.Second

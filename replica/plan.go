@@ -16,6 +16,11 @@ const (
 	// HandOnGraceMS is how long a node that handed a job on keeps listing
 	// it, so the newcomer's listing is up first.
 	HandOnGraceMS = 60_000
+	// ResyncIntervalMS is the least time between two resyncs of one job
+	// by one node (pool.Config.ResyncInterval's default): a resync on a
+	// client's repair request or a denial's doubt syncs the job with its
+	// r closest at once instead of at the next republish round.
+	ResyncIntervalMS = 10_000
 	// SyncAttempts is how many times a node sends a sync (a round's,
 	// a placement's, a result's pass-on) whose target fails, the first
 	// included; each retry is re-planned on the new view (Replan).

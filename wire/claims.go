@@ -136,6 +136,11 @@ type ReleaseRequest struct {
 	Job   []byte
 	Start int64
 	Sig   []byte
+	// Repair says the attempt this release ends found nodes among the
+	// job's closest that do not hold it: the receiving replica resyncs
+	// the job with its r closest now (at most once per ResyncInterval)
+	// rather than at its next republish round.
+	Repair bool
 }
 
 // Validate bounds a decoded ReleaseRequest.

@@ -17,6 +17,7 @@ func claimMsgs() []wire.Validator {
 		&wire.CertifyRequest{Job: key, Start: 5, Accepts: [][]byte{{1}, {2}, {3}, {4}}},
 		&wire.ReleaseRequest{Job: key},
 		&wire.ReleaseRequest{Job: key, Start: 5, Sig: make([]byte, 64)},
+		&wire.ReleaseRequest{Job: key, Repair: true},
 	}
 }
 

@@ -62,9 +62,6 @@ var scenarioMetrics = []metric{
 	}},
 	{"failed claim attempts", func(f Figures) string { return fint(f.FailedAttempts) }},
 	{"… by reason", func(f Figures) string {
-		if f.Side == "sim" {
-			return "n/a"
-		}
 		if len(f.FailedBy) == 0 {
 			return "none"
 		}

@@ -284,7 +284,7 @@ type Figures struct {
 	// (largest). Real, balancing runs only.
 	RateTermMedian, RateTermMax, ItemTermMax float64
 	FailedAttempts                           int // claim attempts that did not win (each retried up to 5 times)
-	// FailedBy are the real run's failed attempts by reason.
+	// FailedBy are the failed attempts by reason.
 	FailedBy map[string]int
 
 	MeanRPC, MeanRPCNoLookup float64 // mean over seconds of the mean over live nodes
@@ -422,7 +422,7 @@ func runSim(ctx context.Context, c sim.Config) (Figures, []SecondRow, error) {
 	}
 	f := Figures{Side: "sim", Span: sm.Simulated, Window: sm.Simulated, Wall: wall, NodesStart: c.Nodes,
 		Submitted: sm.Submitted, Claimed: sm.Claimed, Finished: sm.Finished, Harvested: sm.Collected, Lost: sm.Lost, LostNoReplica: sm.Lost, DoubleClaims: sm.Doubles,
-		LogDoubles: -1, Reactions: -1, Moves: sm.Moves, FailedAttempts: sm.Failed, RPCsPerJob: map[string]float64{}}
+		LogDoubles: -1, Reactions: -1, Moves: sm.Moves, FailedAttempts: sm.Failed, FailedBy: sm.FailedBy, RPCsPerJob: map[string]float64{}}
 	if len(rows) > 0 {
 		f.NodesEnd = rows[len(rows)-1].Nodes
 	}

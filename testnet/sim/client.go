@@ -114,6 +114,16 @@ func (s *Sim) queryArrive(ev event) {
 
 type indexEntryRef struct{ job int32 }
 
+// lacking reports whether a node answered that it does not hold the job.
+func lacking(replies []claim.Reply) bool {
+	for _, r := range replies {
+		if r.Kind == claim.DontCare {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Sim) retryQuery(att *attempt, delay int64) {
 	att.tries++
 	if int(att.tries) < s.c.FindTries {
@@ -138,9 +148,14 @@ func (s *Sim) act(att *attempt, a claim.Action, delay int64) {
 			s.e.after(delay+s.latency(), event{kind: evConfirm, node: id, gen: gen, att: att})
 		}
 	}
+	repair := a.Done == claim.Failed && lacking(att.replies)
 	for _, nd := range a.Release {
 		id, gen := parseName(nd)
-		s.e.after(delay+s.latency(), event{kind: evRelease, node: id, gen: gen, att: att})
+		ev := event{kind: evRelease, node: id, gen: gen, att: att}
+		if repair { // the nearest granting node (claimclient.releaseFailed)
+			ev.arg, repair = 1, false
+		}
+		s.e.after(delay+s.latency(), ev)
 	}
 	if a.Done != claim.Pending {
 		s.attemptEnd(att, a.Done, delay)
@@ -259,6 +274,9 @@ func (s *Sim) release(ev event) {
 		return
 	}
 	s.claimsOf(ev.node).EndTemp(att.job, att.client)
+	if ev.arg == 1 {
+		s.resync(ev.node, att.job)
+	}
 	if rel, ok := claim.Release(st, att.client, s.nowAt(ev.node)); ok {
 		s.setState(ev.node, att.job, rep, job.Merge(rep.st, rel))
 	}
@@ -273,7 +291,11 @@ func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
 	}
 	if out != claim.Won {
 		s.m.failedAttempts++
-		s.m.outcomes[out]++
+		if att.job < 0 {
+			s.m.notFound++
+		} else {
+			s.m.outcomes[out]++
+		}
 		att.drv = nil
 		// A fresh attempt of the same client: events of this one may
 		// still be in flight (releases).

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"time"
+
+	"github.com/up-pool/up/claim"
 )
 
 // metrics are a run's counters.
@@ -13,6 +15,7 @@ type metrics struct {
 	reactions                               int // balances started by a piggy-backed load
 	failedAttempts, emptyQueries            int
 	outcomes                                [5]int // failed attempts by claim.Outcome
+	notFound                                int    // failed attempts whose index queries found no job
 	lookups, cacheHits                      int
 	placeLookups                            int                // stores whose first node was not among the job's closest in its table
 	failedStores                            int                // the project's stores that failed (first node gone, moved or cut off)
@@ -21,6 +24,7 @@ type metrics struct {
 	givenUp                                 int                // submissions given up after Config.FirstNodes first nodes, or with no node left to try
 	failedSyncs                             int                // node-to-node syncs that did not arrive (syncFailed)
 	handOnJobs                              int                // job states handed on to newcomers (handOn)
+	resyncs                                 int                // resyncs on clients' repair requests (resync)
 	regionTargets, staleTargets             int                // region targets drawn; of them, whose node is younger than the party's region view
 	nearRPC                                 [nLookupWhy]uint64 // near questions (region views), part of lookupRPC
 	lookupRPC                               [nLookupWhy]uint64 // lookup RPCs by purpose
@@ -335,4 +339,20 @@ func (s *Sim) finish() {
 			n.upAt = now
 		}
 	}
+}
+
+// failedBy names the failed attempts' reasons as the real run does.
+func (m *metrics) failedBy() map[string]int {
+	out := map[string]int{}
+	for reason, n := range map[string]int{
+		"claim failed":                 m.outcomes[claim.Failed],
+		"claim lost to another client": m.outcomes[claim.Lost],
+		"job unknown to its nodes":     m.outcomes[claim.Unknown],
+		"no job found":                 m.notFound,
+	} {
+		if n > 0 {
+			out[reason] = n
+		}
+	}
+	return out
 }

@@ -52,6 +52,11 @@ type Summary struct {
 	Moves     int           `json:"moves"`
 	Reactions int           `json:"reactions"`     // balances started by a load piggy-backed on a reply
 	Failed    int           `json:"failed"`        // claim attempts that did not win
+	// FailedBy are the failed attempts by reason, named as the real
+	// run's (testnet/scenario): "claim failed" (too few grants or
+	// accepted confirms), "claim lost to another client", "job unknown
+	// to its nodes", "no job found" (the index query found none).
+	FailedBy map[string]int `json:"failed_by,omitempty"`
 	EmptyQ    int           `json:"empty_queries"` // index queries that found nothing
 	Lookups   int           `json:"lookups"`
 	CacheHits int           `json:"cache_hits"`
@@ -77,6 +82,9 @@ type Summary struct {
 	// HandOnJobs counts the job states nodes handed on to newcomers
 	// (replica.HandOnTo), one per job and newcomer.
 	HandOnJobs int `json:"hand_on_jobs"`
+	// Resyncs counts the resyncs nodes made on clients' repair requests
+	// (a failed claim attempt that found the job's closest short of it).
+	Resyncs int `json:"resyncs"`
 	// Crawls counts the project's crawls of the overlay; their near
 	// questions are LookupRPC["crawl"].
 	Crawls int `json:"crawls"`
@@ -186,9 +194,9 @@ func (s *Sim) summaryCounts(wall time.Duration) Summary {
 		ChurnLife: c.ChurnLife, RegionBits: c.RegionBits, Jobs: c.Jobs, Rate: c.Rate, Simulated: time.Duration(s.e.now) * time.Millisecond,
 		Wall: wall, Events: s.e.seq, Submitted: s.m.submitted, Claimed: s.m.claimed, Finished: s.m.finished,
 		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves, Reactions: s.m.reactions,
-		Failed: s.m.failedAttempts, EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
+		Failed: s.m.failedAttempts, FailedBy: s.m.failedBy(), EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
 		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores,
-		Resubmitted: s.m.resubmitted, GivenUp: s.m.givenUp, FailedSyncs: s.m.failedSyncs, HandOnJobs: s.m.handOnJobs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
+		Resubmitted: s.m.resubmitted, GivenUp: s.m.givenUp, FailedSyncs: s.m.failedSyncs, HandOnJobs: s.m.handOnJobs, Resyncs: s.m.resyncs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
 		RegionTargets: s.m.regionTargets,
 		RPC:           map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
 }

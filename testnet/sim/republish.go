@@ -20,6 +20,7 @@ const (
 	syncPlace               // the placing node's push of a new job (store)
 	syncPassOn              // a result's pass-on (passOn)
 	syncHandOn              // a hand-on to a newcomer (handOn)
+	syncRepair              // a resync on a client's repair request (resync)
 )
 
 // republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),
@@ -292,4 +293,33 @@ func (s *Sim) handOn(ev event) {
 	s.m.handOnJobs += len(items)
 	b := &batch{from: id, fromGen: n.gen, items: items}
 	s.e.after(s.latency(), event{kind: evSync, node: x, gen: xgen, bat: b, arg: syncHandOn})
+}
+
+// resync is pool.Resync at node id for job j, on a client's repair
+// request (a release that says nodes among the job's closest lack it):
+// one sync of the job's state to each other node of its r closest in the
+// node's view, which stores the job where it is missing; at most once per
+// replica.ResyncIntervalMS per job. A failed sync is not re-planned.
+func (s *Sim) resync(id, j int32) {
+	n := &s.nodes[id]
+	rep := n.jobs[j]
+	if rep == nil {
+		return
+	}
+	now := s.e.now
+	if at, ok := n.resynced[j]; ok && now-at < replicarule.ResyncIntervalMS {
+		return
+	}
+	if n.resynced == nil {
+		n.resynced = map[int32]int64{}
+	}
+	n.resynced[j] = now
+	s.m.resyncs++
+	for _, t := range s.view(n.side).closest(s.jobs[j].pos, s.c.R, nil) {
+		if t == id {
+			continue
+		}
+		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j, st: rep.st}}}
+		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b, arg: syncRepair})
+	}
 }

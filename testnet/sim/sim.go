@@ -48,6 +48,7 @@ type node struct {
 	phase    int64 // the writer tick's phase, ms
 	expiring bool
 	handed   map[int32]int64 // jobs handed on to a newer closest: when (ms), for the listing's grace (pool.ListingHeld)
+	resynced map[int32]int64 // jobs resynced on a client's repair request: when (ms), one per ResyncIntervalMS
 
 	born    int64 // ms this incarnation started (join or move)
 	crashAt int64
