@@ -50,16 +50,16 @@ type Summary struct {
 	Doubles   int           `json:"doubles"`
 	Faults    *FaultFigures `json:"faults,omitempty"` // the fault model's figures, when a run has faults
 	Moves     int           `json:"moves"`
-	Reactions int           `json:"reactions"`     // balances started by a load piggy-backed on a reply
-	Failed    int           `json:"failed"`        // claim attempts that did not win
+	Reactions int           `json:"reactions"` // balances started by a load piggy-backed on a reply
+	Failed    int           `json:"failed"`    // claim attempts that did not win
 	// FailedBy are the failed attempts by reason, named as the real
 	// run's (testnet/scenario): "claim failed" (too few grants or
 	// accepted confirms), "claim lost to another client", "job unknown
 	// to its nodes", "no job found" (the index query found none).
-	FailedBy map[string]int `json:"failed_by,omitempty"`
-	EmptyQ    int           `json:"empty_queries"` // index queries that found nothing
-	Lookups   int           `json:"lookups"`
-	CacheHits int           `json:"cache_hits"`
+	FailedBy  map[string]int `json:"failed_by,omitempty"`
+	EmptyQ    int            `json:"empty_queries"` // index queries that found nothing
+	Lookups   int            `json:"lookups"`
+	CacheHits int            `json:"cache_hits"`
 	// PlaceLookups counts submitted jobs whose first node (the closest in
 	// the project's routing table and crawled view) was not among the
 	// job's r closest in its own table and looked the job up.
