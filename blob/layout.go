@@ -307,8 +307,11 @@ func SplitReader(project string, kind Kind, r io.Reader) (*Manifest, [][]byte, e
 }
 
 // Assemble joins a blob's chunks, given in the manifest's order, checking
-// each against its CID and length first.
+// the manifest and then each chunk against its CID and length.
 func Assemble(m *Manifest, chunks [][]byte) ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
 	cids, err := m.ChunkCIDs()
 	if err != nil {
 		return nil, err
@@ -338,8 +341,12 @@ func checkChunkAt(m *Manifest, i int, c cid.Cid, chunk []byte) error {
 }
 
 // VerifyBlob checks that data are the bytes of the blob m lists: its size
-// and every chunk's CID. An error names the first chunk that differs.
+// and every chunk's CID (ErrBadChunk, naming the first chunk that
+// differs), after checking m itself (ErrMalformed).
 func VerifyBlob(m *Manifest, data []byte) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
 	cids, err := m.ChunkCIDs()
 	if err != nil {
 		return err

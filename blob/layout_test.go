@@ -362,3 +362,16 @@ func TestManifestCIDDistinctFromChunks(t *testing.T) {
 		t.Fatal("project does not change the CID")
 	}
 }
+
+// TestInvalidManifestRefusedNotPanicking: a manifest whose chunk count
+// does not fit its size is refused by Assemble and VerifyBlob, not sliced.
+func TestInvalidManifestRefusedNotPanicking(t *testing.T) {
+	m, chunks := mustSplit(t, testData(10, 2*ChunkSize+1))
+	m.Size = 10
+	if _, err := Assemble(m, chunks); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Assemble = %v, want ErrMalformed", err)
+	}
+	if err := VerifyBlob(m, make([]byte, 10)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("VerifyBlob = %v, want ErrMalformed", err)
+	}
+}

@@ -210,6 +210,9 @@ func (c *Cache) PutBlob(m *blob.Manifest, data []byte) (string, error) {
 // returning its path in the cache and its bytes: ErrNotFound if the cache
 // does not hold it, ErrCorrupt (and the entry deleted) if it fails.
 func (c *Cache) Blob(m *blob.Manifest) (path string, data []byte, err error) {
+	if err := m.Validate(); err != nil {
+		return "", nil, fmt.Errorf("blob cache get blob: %w", err) // not the entry's fault
+	}
 	name := blobName(m)
 	data, err = c.read(name)
 	if err != nil {

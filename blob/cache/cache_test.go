@@ -259,3 +259,24 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("%d files on disk, %d entries", len(des), c.Stats().Entries)
 	}
 }
+
+// TestInvalidManifestKeepsEntry: asking with an invalid manifest is the
+// caller's error; it does not count as, or delete, a corrupt entry.
+func TestInvalidManifestKeepsEntry(t *testing.T) {
+	c := open(t, t.TempDir(), 1<<20)
+	m, _, err := blob.Split("p", blob.KindInput, []byte("data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBlob(m, []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	bad := *m
+	bad.ChunkSize = 1
+	if _, _, err := c.Blob(&bad); !errors.Is(err, blob.ErrMalformed) {
+		t.Fatalf("Blob with an invalid manifest = %v, want blob.ErrMalformed", err)
+	}
+	if _, err := c.BlobPath(m); err != nil || c.Stats().Corrupt != 0 {
+		t.Fatalf("entry lost: %v, %+v", err, c.Stats())
+	}
+}
