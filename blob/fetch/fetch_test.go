@@ -340,3 +340,19 @@ func TestResumeFromCachedChunks(t *testing.T) {
 		t.Fatalf("resumed fetch made %d requests, %d chunks from the cache", got, res.CachedChunks)
 	}
 }
+
+// TestCancelledBeforeStart: a context ended before the first chunk ends
+// the fetch with its error, not with a blob of zeros.
+func TestCancelledBeforeStart(t *testing.T) {
+	_, m, chunks := testBlob(t, 10, 4*blob.ChunkSize)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ms := replicas(2, chunks)
+	res, err := (&Fetcher{Sources: sources(ms)}).Fetch(ctx, m)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Fetch with an ended context = %v (result %d bytes)", err, len(res.Data))
+	}
+	if totalCalls(ms) != 0 {
+		t.Fatalf("%d requests after the context ended", totalCalls(ms))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ipfs/go-cid"
 
@@ -49,6 +50,7 @@ func (r *run) fetchAll(ctx context.Context, tasks []*task) error {
 	}
 	close(queue)
 	var wg sync.WaitGroup
+	var done atomic.Int64
 	for range min(workers, len(tasks)) {
 		wg.Add(1)
 		go func() {
@@ -62,12 +64,17 @@ func (r *run) fetchAll(ctx context.Context, tasks []*task) error {
 					cancel()
 					return
 				}
+				done.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.err == nil && done.Load() < int64(len(tasks)) {
+		// The caller's context ended between two chunks.
+		r.err = fmt.Errorf("fetch blob %s: %d of %d chunks fetched: %w", r.key, done.Load(), len(tasks), ctx.Err())
+	}
 	return r.err
 }
 
