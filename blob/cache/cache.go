@@ -12,6 +12,7 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -233,19 +234,23 @@ func (c *Cache) BlobPath(m *blob.Manifest) (string, error) {
 	return path, err
 }
 
-// read marks the entry name used and reads it.
+// read marks the entry name used and reads it: at most one byte more than
+// it held when written, so a file grown behind the cache's back fails
+// verification without being read whole.
 func (c *Cache) read(name string) ([]byte, error) {
 	c.mu.Lock()
 	el, ok := c.entries[name]
+	var size int64
 	if ok {
 		c.lru.MoveToFront(el)
+		size = el.Value.(*entry).size
 	}
 	c.mu.Unlock()
 	if !ok {
 		return nil, ErrNotFound
 	}
 	path := filepath.Join(c.dir, name)
-	data, err := os.ReadFile(path)
+	data, err := readAtMost(path, size+1)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.mu.Lock()
 		c.removeLocked(name) // deleted behind the cache's back
@@ -258,6 +263,16 @@ func (c *Cache) read(name string) ([]byte, error) {
 	now := time.Now()
 	_ = os.Chtimes(path, now, now) // the last use, for the next Open's order; best effort
 	return data, nil
+}
+
+// readAtMost reads up to limit bytes of the file at path.
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // write stores data under name: to a temporary file, synced, then renamed

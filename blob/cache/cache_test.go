@@ -88,7 +88,14 @@ func TestCorruptChunkDeleted(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the altered file is still there: %v", err)
 	}
-	if s := c.Stats(); s.Corrupt != 1 || s.Entries != 0 || s.Bytes != 0 {
+	grown := mustPut(t, c, 3)
+	if err := os.WriteFile(filepath.Join(c.Dir(), grown.String()), make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(grown); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Get of a grown file = %v, want ErrCorrupt", err)
+	}
+	if s := c.Stats(); s.Corrupt != 2 || s.Entries != 0 || s.Bytes != 0 {
 		t.Fatalf("Stats = %+v", s)
 	}
 	if _, err := c.Get(id); !errors.Is(err, ErrNotFound) {
