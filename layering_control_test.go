@@ -113,6 +113,7 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		ruleTestkit + " | testnet/testkit | outside the standard library: testnet/testkit -> overlay",
 		rulePureImports + " | dht/keyspace | github.com/google/btree: dht/keyspace -> github.com/google/btree",
 		rulePureImports + " | job | net: job -> net",
+		rulePureNetwork + " | blob | net: blob -> job -> net",
 		rulePureNetwork + " | claim | net: claim -> job -> net",
 		rulePureNetwork + " | index | net: index -> job -> net",
 		rulePureNetwork + " | job | net: job -> net",

@@ -38,6 +38,28 @@ var purePackages = []purePackage{
 		neverImports: noClockFilesRandomness,
 	},
 	{
+		// Content-addressed blobs: chunking, manifests, CIDs and the
+		// project's statement. Pure: no network, no files, no clock, no
+		// randomness (io only for SplitReader over the caller's reader);
+		// its tests' randomness is seeded math/rand/v2.
+		path: module + "/blob",
+		allowed: []string{
+			"bytes",
+			"crypto/ed25519",
+			"crypto/sha256",
+			"errors",
+			"fmt",
+			"io",
+			"unicode/utf8",
+			"github.com/ipfs/go-cid",
+			"github.com/multiformats/go-multihash",
+			"github.com/up-pool/up/codec",
+			"github.com/up-pool/up/job",
+		},
+		neverImports:   noClockFilesRandomness,
+		allowedInTests: []string{"math/rand/v2", "strings", "testing", "testing/iotest"},
+	},
+	{
 		// The replica placement rules: pure, node IDs a type parameter.
 		path:         module + "/replica",
 		allowed:      []string{"slices", "github.com/up-pool/up/job"},
