@@ -251,7 +251,7 @@ func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (c
 		c.d.Invalidate(jobKey)
 	}
 	c.lookups.Add(1)
-	nodes, err := c.d.ClosestN(ctx, jobKey, r+c.extra)
+	nodes, err := c.d.ClosestN(dht.WithPurpose(ctx, dht.PurposeClaim), jobKey, r+c.extra)
 	if err != nil {
 		return nil, fmt.Errorf("claim %x: find its nodes: %w", jobKey, err)
 	}

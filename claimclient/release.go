@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/wire"
 )
 
@@ -34,7 +35,7 @@ func (c *Claimer) Release(ctx context.Context, cl *Claim) {
 	if slices.Contains(errs, nil) {
 		return
 	}
-	if nodes := c.current(ctx, cl); len(nodes) > 0 {
+	if nodes := c.current(dht.WithPurpose(ctx, dht.PurposeRelease), cl); len(nodes) > 0 {
 		c.fanOut(ctx, ids(nodes), wire.ProtoRelease, req)
 	}
 }

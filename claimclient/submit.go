@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/wire"
 )
 
@@ -98,7 +99,7 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 // and the job's current closest that have not stored it.
 func (c *Claimer) unstored(ctx context.Context, cl *Claim, stored map[string]bool) []string {
 	out := slices.DeleteFunc(ids(cl.Nodes), func(n string) bool { return stored[n] })
-	for _, n := range ids(c.current(ctx, cl)) {
+	for _, n := range ids(c.current(dht.WithPurpose(ctx, dht.PurposeResult), cl)) {
 		if !stored[n] && !slices.Contains(out, n) {
 			out = append(out, n)
 		}

@@ -91,6 +91,12 @@ type Config struct {
 	DisableAutoRefresh bool
 	// Bootstrap peers are dialled on Bootstrap.
 	Bootstrap []peer.AddrInfo
+	// OnLookup, when set, is told of every lookup that went to the
+	// network (its FIND_NODE requests) and every near question (one
+	// request), with the purpose its caller gave (WithPurpose; "other"
+	// when none): where a party's lookup traffic comes from. It must be
+	// fast and safe for concurrent use. Default none.
+	OnLookup func(purpose string, rpcs int64)
 }
 
 // Deps is what a DHT needs of the party that runs it.

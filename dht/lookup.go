@@ -72,6 +72,7 @@ func (d *DHT) lookup(ctx context.Context, key []byte) ([]peer.ID, error) {
 	<-counted
 	d.lookups.Add(1)
 	d.lookupRPCs.Add(rpcs)
+	d.observeLookup(ctx, rpcs)
 	d.mLookups.WithLabelValues("network").Inc()
 	d.mLookupRPCs.Add(float64(rpcs))
 	if err != nil && len(ps) == 0 {

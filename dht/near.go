@@ -58,6 +58,7 @@ func (d *DHT) near(ctx context.Context, p peer.ID, pos keyspace.Pos, n int, ttl 
 	}
 	var resp wire.NearResponse
 	req := &wire.NearRequest{Target: pos[:], Count: uint16(n)}
+	d.observeLookup(ctx, 1)
 	if err := d.ep.Call(ctx, p, wire.ProtoNear, req, wire.MaxNearFrame, &resp); err != nil {
 		return nil, err
 	}

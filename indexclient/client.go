@@ -92,6 +92,7 @@ type Skipping struct {
 // reports the index node that answered (to decline its entries at). Nodes
 // that do not know ProtoIndexQuerySkip are asked ProtoIndexQuery.
 func (c *Client) FindSkipping(ctx context.Context, query string, n int, sk Skipping) ([]wire.IndexHit, peer.ID, error) {
+	ctx = dht.DefaultPurpose(ctx, dht.PurposeIndexQuery)
 	q, err := index.Parse(query)
 	if err != nil {
 		return nil, "", err
@@ -197,6 +198,7 @@ type HarvestStats struct {
 // part of its primary keyword's region (a walk of the region's nodes, not
 // random sampling), each once, in pages of up to pageSize, to visit.
 func (c *Client) Harvest(ctx context.Context, query string, pageSize int, visit func([]wire.IndexHit) error) (HarvestStats, error) {
+	ctx = dht.DefaultPurpose(ctx, dht.PurposeHarvest)
 	var st HarvestStats
 	q, err := index.Parse(query)
 	if err != nil {

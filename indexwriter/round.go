@@ -5,6 +5,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
@@ -170,7 +171,7 @@ func (w *Writer) planGone(held, gone map[string]bool, pl *plan) {
 func (w *Writer) send(ctx context.Context, pl *plan) WriteStats {
 	var stats WriteStats
 	for _, o := range pl.unplaced {
-		x, at, err := w.regions.Target(ctx, o.keyword)
+		x, at, err := w.regions.Target(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword)
 		if err != nil {
 			stats.Failed++
 			continue
@@ -205,7 +206,7 @@ func (w *Writer) sendWrites(ctx context.Context, writes map[peer.ID][]op, stats 
 				case res[i].moved != "" && res[i].moved != at && attempt < 2:
 					retry[res[i].moved] = append(retry[res[i].moved], o)
 				case attempt == 0 && res[i].moved == "":
-					if x, next, err := w.regions.Target(ctx, o.keyword); err == nil && next != at {
+					if x, next, err := w.regions.Target(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword); err == nil && next != at {
 						o.point = x
 						retry[next] = append(retry[next], o)
 						continue

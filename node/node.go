@@ -188,7 +188,7 @@ func (n *Node) Join(ctx context.Context, peers []peer.AddrInfo) error {
 		n.log.Warn("bootstrap peer unreachable", "err", err)
 	}
 	// A lookup of our own position fills the routing table around us.
-	if _, err := in.dht.ClosestN(ctx, []byte(n.ID()), in.dht.Replication()); err != nil {
+	if _, err := in.dht.ClosestN(dht.WithPurpose(ctx, dht.PurposeJoin), []byte(n.ID()), in.dht.Replication()); err != nil {
 		n.log.Warn("self lookup", "err", err)
 	}
 	in.dht.Invalidate([]byte(n.ID()))

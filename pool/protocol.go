@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
@@ -163,7 +164,7 @@ func (p *Pool) placement(ctx context.Context, key []byte) []peer.ID {
 	if slices.Contains(view, p.self()) {
 		return view
 	}
-	found, err := p.dht.ClosestPeers(ctx, key)
+	found, err := p.dht.ClosestPeers(dht.WithPurpose(ctx, dht.PurposePlace), key)
 	if err != nil || len(found) == 0 {
 		return view
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
@@ -303,7 +304,7 @@ func (p *Project) collect(ctx context.Context, jobs []found, rep *HarvestReport)
 		nodes := f.replicas
 		if len(nodes) == 0 {
 			var err error
-			if nodes, err = p.a.DHT().ClosestPeers(ctx, f.key); err != nil {
+			if nodes, err = p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeHarvest), f.key); err != nil {
 				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: find its nodes: %w", f.cid, err))
 				continue
 			}

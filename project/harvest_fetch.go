@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
@@ -151,7 +152,7 @@ func (p *Project) fetchOne(ctx context.Context, o *opener, f found, tr *fetchTra
 	} else if len(tr.refused) > 0 {
 		hintErr = fmt.Errorf("no good result from any listed node: %w", errors.Join(tr.refused...))
 	}
-	closest, err := p.a.DHT().ClosestPeers(ctx, f.key)
+	closest, err := p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeHarvest), f.key)
 	if err != nil {
 		err = fmt.Errorf("find its nodes: %w", err)
 		if hintErr != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/replica"
@@ -276,7 +277,7 @@ func (p *Project) crawlIfDue(ctx context.Context, jobs int) {
 	if p.noCrawl || jobs < CrawlMinJobs || p.a.Now().Sub(d.CrawledAt()) < CrawlInterval {
 		return
 	}
-	if _, err := d.Crawl(ctx); err != nil {
+	if _, err := d.Crawl(dht.WithPurpose(ctx, dht.PurposeCrawl)); err != nil {
 		p.a.Logger().Debug("crawl before submitting", "err", err)
 	}
 }
@@ -295,7 +296,7 @@ func (p *Project) firstNode(ctx context.Context, key []byte) (peer.ID, error) {
 			return n, nil
 		}
 	}
-	closest, err := d.ClosestPeers(ctx, key)
+	closest, err := d.ClosestPeers(dht.WithPurpose(ctx, dht.PurposeSubmit), key)
 	if err != nil || len(closest) == 0 {
 		return "", orNoPeers(err)
 	}
@@ -383,7 +384,7 @@ func (p *Project) resubmit(ctx context.Context, jobs []*Prepared, i int, out []S
 		return
 	}
 	p.a.DHT().Invalidate(jobs[i].Key())
-	closest, lerr := p.a.DHT().ClosestPeers(ctx, jobs[i].Key())
+	closest, lerr := p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeSubmit), jobs[i].Key())
 	if lerr != nil {
 		return
 	}

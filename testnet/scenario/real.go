@@ -55,6 +55,7 @@ type realRun struct {
 	mu      sync.Mutex
 	gt      map[string]*gtClaim // job key: the latest won claim (the clients' view)
 	failBy  map[string]int      // failed claim attempts by reason
+	lookBy  map[string]int64    // lookup RPCs sent by every party, by purpose (dht.Config.OnLookup)
 	doubles int
 	running []*wonClaim // static: won claims waiting for the results phase
 	errs    []string
@@ -116,6 +117,11 @@ func (rr *realRun) options() testnet.Options {
 		}}
 	opts.DHT.Replication = o.R
 	opts.DHT.LookupCacheTTL = p.LookupCache
+	opts.DHT.OnLookup = func(purpose string, rpcs int64) {
+		rr.mu.Lock()
+		rr.lookBy[purpose] += rpcs
+		rr.mu.Unlock()
+	}
 	opts.Adversary = o.Adversary
 	opts.Pool = pool.Config{RepublishInterval: (p.RepublishMin + p.RepublishMax) / 2,
 		RepublishJitter: (p.RepublishMax - p.RepublishMin) / 2, ReplicaExpiry: p.ReplicaExpiry,
@@ -141,7 +147,7 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 	wallStart := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	rr.gt, rr.failBy = map[string]*gtClaim{}, map[string]int{}
+	rr.gt, rr.failBy, rr.lookBy = map[string]*gtClaim{}, map[string]int{}, map[string]int64{}
 	defer rr.tearDown()
 	if err := rr.setUp(ctx); err != nil {
 		return fig, nil, err
@@ -314,6 +320,10 @@ func (rr *realRun) countFigures(fig *Figures, smp *sampler) {
 	rr.mu.Lock()
 	fig.DoubleClaims = rr.doubles
 	fig.FailedBy = maps.Clone(rr.failBy)
+	fig.LookupBy = map[string]float64{}
+	for k, v := range rr.lookBy {
+		fig.LookupBy[k] = float64(v) / float64(max(fig.Submitted, 1))
+	}
 	rr.mu.Unlock()
 	fig.LogDoubles = smp.logDoubles()
 }

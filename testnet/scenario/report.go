@@ -71,6 +71,16 @@ var scenarioMetrics = []metric{
 		}
 		return strings.Join(parts, "; ")
 	}},
+	{"lookup RPCs sent per job, by purpose", func(f Figures) string {
+		if len(f.LookupBy) == 0 {
+			return "none"
+		}
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(f.LookupBy)) {
+			parts = append(parts, fmt.Sprintf("%s %s", k, fnum(f.LookupBy[k], 1)))
+		}
+		return strings.Join(parts, "; ")
+	}},
 	{"mean RPC/s per node", func(f Figures) string { return fnum(f.MeanRPC, 2) }},
 	{"mean RPC/s per node, without lookups", func(f Figures) string { return fnum(f.MeanRPCNoLookup, 2) }},
 	{"busiest node RPC/s, peak second", func(f Figures) string { return fnum(f.PeakMax, 0) }},

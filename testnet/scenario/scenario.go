@@ -302,6 +302,10 @@ type Figures struct {
 	RPCsPerJob map[string]float64
 	// ByProtocol are the real run's RPCs per job by protocol.
 	ByProtocol map[string]float64
+	// LookupBy are the lookup RPCs (FIND_NODE requests and near
+	// questions) sent per job submitted, by what they were for
+	// (dht.WithPurpose on the real side, the simulator's lookup reasons).
+	LookupBy map[string]float64
 	PeakRSSMiB float64 // real: the process's peak RSS so far
 	// SampleMS and SampleMaxMS are the mean and longest time one
 	// once-a-second reading of every node's counters took (real only).
@@ -437,6 +441,12 @@ func runSim(ctx context.Context, c sim.Config) (Figures, []SecondRow, error) {
 	}
 	if all > 0 {
 		f.LookupShare = float64(sm.RPC["lookup"]) / float64(all)
+	}
+	f.LookupBy = map[string]float64{}
+	for k, v := range sm.LookupRPC {
+		if v > 0 {
+			f.LookupBy[k] = float64(v) / float64(max(sm.Submitted, 1))
+		}
 	}
 	return f, rows, nil
 }
