@@ -305,7 +305,7 @@ type Figures struct {
 	// LookupBy are the lookup RPCs (FIND_NODE requests and near
 	// questions) sent per job submitted, by what they were for
 	// (dht.WithPurpose on the real side, the simulator's lookup reasons).
-	LookupBy map[string]float64
+	LookupBy   map[string]float64
 	PeakRSSMiB float64 // real: the process's peak RSS so far
 	// SampleMS and SampleMaxMS are the mean and longest time one
 	// once-a-second reading of every node's counters took (real only).
