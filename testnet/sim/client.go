@@ -27,6 +27,7 @@ type attempt struct {
 	start   int64
 	doneAt  int64
 	born    int64 // ms the client's first attempt started (claim latency)
+	won     job.State // the claim a confirm made (Claimed, the client, start and deadline), for the certificate
 }
 
 func (s *Sim) newAttempt(loop bool) *attempt {
@@ -253,6 +254,9 @@ func (s *Sim) confirm(ev event) {
 				s.setState(ev.node, att.job, rep, m)
 			}
 			_, _, err = srv.Applied(p, rep.st, now) // one event: nothing released meanwhile
+			if err == nil {
+				att.won = p.State
+			}
 		}
 		ok = err == nil
 	}
@@ -260,6 +264,25 @@ func (s *Sim) confirm(ev event) {
 		s.onConfirmed(att, name, ok)
 	}
 	s.act(att, att.drv.Confirmed(name, ok), s.latency())
+}
+
+// certify: a won claim's certificate arrives (claimnet's handleCertify): a
+// node holding the job merges the claim, proven by the q acceptances it
+// carries — the spare and a node whose confirm was lost learn the claim
+// here. ev.arg is the number of replies (the request's size).
+func (s *Sim) certify(ev event) {
+	att := ev.att
+	if !s.reach(att.side, ev.node, ev.gen) || s.fault[ev.node] == Silent {
+		return
+	}
+	s.count(ev.node, kClaim, s.c.SizeState*(1+int(ev.arg)))
+	rep, _ := s.heldState(ev.node, att.job)
+	if rep == nil || att.won.Phase != job.Claimed || (s.fault[ev.node] != Honest && s.fault[ev.node] != Withhold) {
+		return
+	}
+	if m := job.Merge(rep.st, att.won); !job.Equal(m, rep.st) {
+		s.setState(ev.node, att.job, rep, m)
+	}
 }
 
 // release: the client gives back a temporary or permanent claim.
@@ -310,6 +333,12 @@ func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
 	}
 	s.m.claimed++
 	s.m.claimLatency = append(s.m.claimLatency, s.e.now+delay-att.born)
+	// The certificate goes to every node that answered the claim
+	// (claimclient: Claim.Certified), beside what follows.
+	for _, r := range att.replies {
+		id, gen := parseName(r.Node)
+		s.e.after(delay+s.latency(), event{kind: evCertify, node: id, gen: gen, att: att, arg: int32(len(att.replies))})
+	}
 	r := &s.jobs[att.job]
 	if !r.claimed {
 		r.claimed = true

@@ -35,6 +35,7 @@ const (
 	evSyncFailed                  // a sync's time-out at its sender: node, gen the sender, job the target that failed, arg the sync's kind
 	evHandOn                      // a node hands jobs on to a newcomer: job the newcomer's slot, arg its incarnation
 	evStored                      // a first node's answer to the project's store, with its receipts, arrives (bat.call)
+	evCertify                     // a won claim's certificate arrives at a node that answered the claim
 	nEvKinds
 )
 

@@ -493,6 +493,8 @@ func (s *Sim) dispatch(ev event) {
 		s.confirm(ev)
 	case evRelease:
 		s.release(ev)
+	case evCertify:
+		s.certify(ev)
 	case evClientDone:
 		s.clientDone(ev.att)
 	case evResult:
