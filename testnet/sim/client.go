@@ -26,7 +26,7 @@ type attempt struct {
 	replies []claim.Reply
 	start   int64
 	doneAt  int64
-	born    int64 // ms the client's first attempt started (claim latency)
+	born    int64     // ms the client's first attempt started (claim latency)
 	won     job.State // the claim a confirm made (Claimed, the client, start and deadline), for the certificate
 }
 
