@@ -33,6 +33,7 @@ type Claimer struct {
 	key   ed25519.PrivateKey                   // signs releases (SetSigner); nil: unsigned
 
 	won, lost, unknown, failed, lookups atomic.Int64
+	refreshes, attempts                 atomic.Int64
 
 	mu   sync.Mutex
 	mine map[string]bool // jobs being claimed or held by this claimer
@@ -108,6 +109,12 @@ type Stats struct {
 	Unknown int `json:"unknown"` // no node held the job
 	Failed  int `json:"failed"`  // too few answers, a refused confirm, or an error
 	Lookups int `json:"lookups"` // DHT lookups of a job's nodes
+	// Refreshes are the near questions that replaced a stale hint.
+	Refreshes int `json:"refreshes"`
+	// Attempts are the claim attempts over a set of nodes: one Claim
+	// call makes up to three (the hint, its near refresh, a lookup's),
+	// and counts once above by its last.
+	Attempts int `json:"attempts"`
 }
 
 // Stats reports the attempts made so far.
@@ -115,6 +122,7 @@ func (c *Claimer) Stats() Stats {
 	return Stats{
 		Won: int(c.won.Load()), Lost: int(c.lost.Load()), Unknown: int(c.unknown.Load()),
 		Failed: int(c.failed.Load()), Lookups: int(c.lookups.Load()),
+		Refreshes: int(c.refreshes.Load()), Attempts: int(c.attempts.Load()),
 	}
 }
 
@@ -240,16 +248,10 @@ func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (c
 		}
 		c.count(err)
 	}()
-	r := c.d.Replication()
-	if len(hint) >= r {
-		cl, err := c.claim(ctx, jobKey, orderFor(jobKey, hint))
-		if err == nil || errors.Is(err, ErrLost) {
-			return cl, err
-		}
-		// The hint proved stale: so may a cached lookup made when the
-		// same nodes were down (a node that came back is not in it).
-		c.d.Invalidate(jobKey)
+	if cl, done, err := c.claimHinted(ctx, jobKey, hint); done {
+		return cl, err
 	}
+	r := c.d.Replication()
 	c.lookups.Add(1)
 	nodes, err := c.d.ClosestN(dht.WithPurpose(ctx, dht.PurposeClaim), jobKey, r+c.extra)
 	if err != nil {
@@ -264,6 +266,36 @@ func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (c
 	return cl, err
 }
 
+// claimHinted tries the hinted replica set when it is whole, and then —
+// or at once when it is not — the set its nodes name as the job's nearest
+// now: a node near the job knows its neighbourhood, so one near question
+// refreshes a stale set where a lookup costs tens of requests (and a
+// failed attempt has asked the nearest holder to repair the replica set
+// meanwhile). done reports that the claim is decided (won, or lost to
+// another client); otherwise the caller looks the job up.
+func (c *Claimer) claimHinted(ctx context.Context, jobKey []byte, hint []peer.ID) (cl *Claim, done bool, err error) {
+	r := c.d.Replication()
+	if len(hint) == 0 {
+		return nil, false, nil
+	}
+	if len(hint) >= r {
+		cl, err := c.claim(ctx, jobKey, orderFor(jobKey, hint))
+		if err == nil || errors.Is(err, ErrLost) {
+			return cl, true, err
+		}
+		// The hint proved stale: so may a cached lookup made when the
+		// same nodes were down (a node that came back is not in it).
+		c.d.Invalidate(jobKey)
+	}
+	nodes, nerr := c.d.NearVia(dht.WithPurpose(ctx, dht.PurposeClaim), jobKey, hint, r+c.extra+2)
+	if nerr != nil || len(nodes) < r {
+		return nil, false, nil
+	}
+	c.refreshes.Add(1)
+	cl, err = c.claim(ctx, jobKey, nodes)
+	return cl, err == nil || errors.Is(err, ErrLost), err
+}
+
 // orderFor sorts a hinted replica set by distance to the job.
 func orderFor(jobKey []byte, nodes []peer.ID) []peer.ID {
 	out := append([]peer.ID(nil), nodes...)
@@ -272,6 +304,7 @@ func orderFor(jobKey []byte, nodes []peer.ID) []peer.ID {
 }
 
 func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*Claim, error) {
+	c.attempts.Add(1)
 	r := c.d.Replication()
 	a := &attempt{drv: claim.NewDriver(ids(nodes), r), out: &Claim{Job: jobKey}, r: r, quorum: claim.Quorum(min(r, len(nodes)))}
 	act := a.drv.Next()

@@ -2,6 +2,7 @@ package dht
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,7 +24,9 @@ func (d *DHT) handleNear(_ context.Context, _ *overlay.Admitted, body []byte) (a
 	}
 	var target keyspace.Pos
 	copy(target[:], req.Target)
-	ps := d.NearestLocal(target, int(req.Count))
+	// Peers this node saw fail are left out: the asker wants who is
+	// there, and would only time out on them.
+	ps := d.NearestUnmarked(target, int(req.Count))
 	resp := &wire.NearResponse{Peers: make([]wire.PeerRecord, 0, len(ps))}
 	pstore := d.ep.Raw().Peerstore()
 	for _, p := range ps {
@@ -93,4 +96,40 @@ func ParsePeerRecord(rec wire.PeerRecord) (peer.AddrInfo, error) {
 		}
 	}
 	return ai, nil
+}
+
+// NearVia asks the peers of via, nearest to key first and skipping those
+// marked dead, for their n nearest known peers to key's position until
+// one answers (usually one RPC), and returns that answer without the
+// peers marked dead here, nearest first. A node near a key knows its
+// neighbourhood, so when via are some of the key's nodes (a stale
+// replica set) this refreshes them for one request instead of an
+// iterative lookup. The answer is one node's word: callers that act on
+// it must check what they get, and fall back to a lookup when it fails.
+func (d *DHT) NearVia(ctx context.Context, key []byte, via []peer.ID, n int) ([]peer.ID, error) {
+	pos := keyspace.KeyPos(key)
+	asked := append([]peer.ID(nil), via...)
+	SortPeers(pos, asked)
+	var errs []error
+	for _, p := range asked {
+		if p == d.ep.ID() || d.IsMarkedDead(p) {
+			continue
+		}
+		got, err := d.Near(ctx, p, pos, n)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("near %s: %w", p, err))
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		out := got[:0]
+		for _, q := range got {
+			if q == d.ep.ID() || !d.IsMarkedDead(q) {
+				out = append(out, q)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("none of %d peers answered a near question for %x: %w", len(via), key, errors.Join(errs...))
 }

@@ -2,6 +2,7 @@ package dht_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -48,5 +49,39 @@ func TestLookupPurpose(t *testing.T) {
 	}
 	if got[dht.PurposeOther] != 1 || got[dht.PurposeHarvest] != 0 {
 		t.Errorf("lookups by purpose %v, want the near question as other 1 and no harvest", got)
+	}
+}
+
+// TestNearVia: NearVia asks the nearest of via that is not marked dead and
+// answers; a killed peer costs a failed request and the next is asked; the
+// answer leaves out the peers this party marked dead; with no peer able to
+// answer it fails.
+func TestNearVia(t *testing.T) {
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 8, Seed: 19})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key := []byte("near-via")
+	via := net.TrueClosest(key, 5)
+	var asker *dht.DHT
+	for _, nd := range net.Live() {
+		if !slices.Contains(via, nd.ID()) {
+			asker = nd.DHT()
+		}
+	}
+	via4 := via[:4]
+	got, err := asker.NearVia(ctx, key, via4, 5)
+	if err != nil || len(got) != 5 || !slices.Equal(got, via) {
+		t.Fatalf("NearVia: %v %v, want the true closest %v", got, err, via)
+	}
+	if err := net.Kill(net.Index(via4[0])); err != nil {
+		t.Fatal(err)
+	}
+	asker.MarkDead(via4[1])
+	got, err = asker.NearVia(ctx, key, via4, 5)
+	if err != nil || slices.Contains(got, via4[1]) || len(got) == 0 {
+		t.Fatalf("NearVia past a killed peer: %v %v, want an answer without the peer marked dead", got, err)
+	}
+	if _, err := asker.NearVia(ctx, key, via4[:2], 5); err == nil {
+		t.Fatal("NearVia over a killed and a dead-marked peer answered")
 	}
 }

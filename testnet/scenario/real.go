@@ -320,6 +320,17 @@ func (rr *realRun) countFigures(fig *Figures, smp *sampler) {
 	rr.mu.Lock()
 	fig.DoubleClaims = rr.doubles
 	fig.FailedBy = maps.Clone(rr.failBy)
+	// A claim call that failed over a stale hint tries again at once
+	// (its near refresh, a lookup): those inner attempts count too.
+	inner := 0
+	for _, w := range rr.workers {
+		st := w.claimer.Stats()
+		inner += st.Attempts - (st.Won + st.Lost + st.Unknown + st.Failed)
+	}
+	if inner > 0 {
+		fig.FailedAttempts += inner
+		fig.FailedBy["stale replica set, tried again at once"] = inner
+	}
 	fig.LookupBy = map[string]float64{}
 	for k, v := range rr.lookBy {
 		fig.LookupBy[k] = float64(v) / float64(max(fig.Submitted, 1))
