@@ -35,3 +35,32 @@ func nearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(nod
 	}
 	return near, claim.Quorum(min(r, len(view)))
 }
+
+// certNearRule is nearRule for a claim certificate checked after the fact
+// (the proof of a claimed state a sync or a certify brings): an acceptor
+// counts as near when its position is no farther from the job than the
+// farthest of the job's r + claim.NearExtra nearest peers in d's routing
+// table, those marked dead included. A certificate's acceptors were live
+// and near when they accepted; under churn some of them leave afterwards,
+// and judging them by who is live now refused the certificate at nodes
+// that saw them leave, so the claim could not spread and the job was
+// split between claimed and ready replicas until the claim's deadline.
+// A radius rather than a list: a node that left may be gone from the
+// routing table too, and its position is its peer ID's, which it cannot
+// choose.
+func certNearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(node string) bool, need int) {
+	r := d.Replication()
+	view := d.NearestLocal(pos, r+claim.NearExtra)
+	judge := claim.CanJudge(d.RoutingTableSize(), r, upMS, warmupMS)
+	var radius keyspace.Pos
+	if len(view) > 0 {
+		radius = keyspace.Distance(keyspace.PeerPos([]byte(view[len(view)-1])), pos)
+	}
+	near = func(node string) bool {
+		if !judge {
+			return true // the routing table is still filling: no ground to refuse
+		}
+		return len(view) > 0 && keyspace.Compare(keyspace.Distance(keyspace.PeerPos([]byte(node)), pos), radius) <= 0
+	}
+	return near, claim.Quorum(min(r, len(view)))
+}

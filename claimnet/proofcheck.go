@@ -72,7 +72,7 @@ func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Pro
 		}
 		signed[i], stmts[i] = s, *st
 	}
-	near, need := nearRule(c.d, keyspace.KeyPos(key), now.UnixMilli()-c.started, c.warmup)
+	near, need := certNearRule(c.d, keyspace.KeyPos(key), now.UnixMilli()-c.started, c.warmup)
 	// The statements first (cheap), the signatures only of a certificate
 	// that would prove the state.
 	if err := claim.CheckClaimProof(key, st, stmts, rel, need, near, tFinish); err != nil {
