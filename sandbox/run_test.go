@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetratelabs/wazero/experimental/sock"
 	"github.com/up-pool/up/sandbox"
 )
 
@@ -77,6 +79,12 @@ func TestRunErrors(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(withLink, "passwd")); err != nil {
 		t.Fatal(err)
 	}
+	withSocket := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(withSocket, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
 	ok := sandbox.Task{Module: tinyNoop, WorkDir: dir, Wall: time.Second}
 	cases := []struct {
 		name string
@@ -89,6 +97,7 @@ func TestRunErrors(t *testing.T) {
 		{"missing work dir", func(t *sandbox.Task) { t.WorkDir = filepath.Join(dir, "absent") }, "no such file or directory"},
 		{"work dir is a file", func(t *sandbox.Task) { t.WorkDir = file }, "is not a directory"},
 		{"work dir holds a symlink", func(t *sandbox.Task) { t.WorkDir = withLink }, "passwd is a symbolic link"},
+		{"work dir holds a socket", func(t *sandbox.Task) { t.WorkDir = withSocket }, "sock is neither a regular file nor a directory"},
 		{"module does not match its ID", func(t *sandbox.Task) { t.ModuleID = sha256.Sum256([]byte("other")) }, "module bytes have SHA-256"},
 		{"neither module nor ID", func(t *sandbox.Task) { t.Module = nil }, "neither Module nor ModuleID"},
 		{"ID of a module not loaded", func(t *sandbox.Task) { t.Module, t.ModuleID = nil, sha256.Sum256([]byte("other")) }, "is not loaded"},
@@ -191,5 +200,22 @@ func TestCacheDir(t *testing.T) {
 	t.Logf("compile and run %v, from the cache dir %v", first.Wall, second.Wall)
 	if second.Wall > first.Wall/2 {
 		t.Errorf("loading from the cache dir took %v, compiling %v", second.Wall, first.Wall)
+	}
+}
+
+// TestCallerContextLendsNoSockets: wazero hands a guest the TCP listeners
+// found in the context (experimental/sock.WithConfig); Run keeps the
+// caller's context values away from the guest, so it gets none.
+func TestCallerContextLendsNoSockets(t *testing.T) {
+	s := newSandbox(t, sandbox.Config{})
+	ctx := sock.WithConfig(context.Background(), sock.NewConfig().WithTCPListener("127.0.0.1", 0))
+	for _, fd := range []string{"3", "4"} {
+		out, err := s.Run(ctx, sandbox.Task{Module: guest(t, "net"), Args: []string{"accept", fd}, WorkDir: t.TempDir(), Wall: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.ExitCode != 1 || !strings.Contains(out.Stderr, "errno 8 (EBADF)") {
+			t.Errorf("accept on descriptor %s: exit %d, stderr %q; want exit 1, EBADF", fd, out.ExitCode, out.Stderr)
+		}
 	}
 }

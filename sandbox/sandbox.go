@@ -13,6 +13,13 @@
 // prints, how it exits and why the sandbox stopped it come back as an
 // Outcome; only a malformed task or a broken host is a Run error.
 //
+// The wall-clock limit stops guest code at its next loop iteration or call
+// (wazero's WithCloseOnContextDone); it cannot interrupt a call blocked in
+// the host, so none of the calls the guest gets can block: stdin is a
+// byte slice, the work dir holds only regular files and directories, the
+// clocks are virtual, and no socket can reach the guest (not even through
+// the caller's context, whose values Run does not pass on).
+//
 // Determinism is the point: the same module with the same arguments, input
 // and files produces the same bytes on every volunteer's machine, whatever
 // its operating system or architecture, which is what validating results
@@ -222,7 +229,7 @@ func (s *Sandbox) Run(ctx context.Context, t Task) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, fmt.Errorf("sandbox: %w", err)
 	}
-	runCtx, cancel := context.WithCancelCause(ctx)
+	runCtx, cancel := runContext(ctx)
 	defer cancel(nil)
 	runCtx, stop := context.WithTimeoutCause(runCtx, t.Wall, errWall)
 	defer stop()
@@ -242,6 +249,20 @@ func (s *Sandbox) Run(ctx context.Context, t Task) (Outcome, error) {
 		return out, fmt.Errorf("sandbox: %w", ctx.Err())
 	}
 	return out, nil
+}
+
+// runContext returns a context that ends with ctx (with its cause) or
+// when cancelled, but carries none of ctx's values: wazero reads
+// experimental options from the context it instantiates with, one of
+// which (experimental/sock.WithConfig) lends the guest TCP listeners, and
+// a caller's context must not be able to open that door.
+func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return runCtx, func(cause error) {
+		stop()
+		cancel(cause)
+	}
 }
 
 // prepare checks t, fills its defaults and returns its module's key.
@@ -371,8 +392,10 @@ func refused(err error, stderr *stderrBuffer) Outcome {
 }
 
 // checkWorkDir returns dir made absolute after checking that it is an
-// existing directory holding no symbolic link (the guest cannot make one,
-// and one already there could lead it outside).
+// existing directory holding only regular files and directories: no
+// symbolic link (the guest cannot make one, and one already there could
+// lead it outside) and no FIFO, socket or device (opening one can block in
+// the host, where the wall-clock limit cannot stop the guest).
 func checkWorkDir(dir string) (string, error) {
 	if dir == "" {
 		return "", errors.New("sandbox: task has no WorkDir")
@@ -390,8 +413,11 @@ func checkWorkDir(dir string) (string, error) {
 		if err != nil {
 			return err
 		}
-		if d.Type()&os.ModeSymlink != 0 {
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
 			return fmt.Errorf("%s is a symbolic link, which could lead the guest outside", path)
+		case !d.Type().IsRegular() && !d.IsDir():
+			return fmt.Errorf("%s is neither a regular file nor a directory (a FIFO or device could block the guest past its wall-clock limit)", path)
 		}
 		return nil
 	})
