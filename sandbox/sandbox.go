@@ -105,8 +105,10 @@ type Task struct {
 	// Memory is the linear-memory limit, in bytes, rounded up to 64 KiB
 	// pages; 0 takes Config.Memory.
 	Memory int64
-	// Wall is the wall-clock limit, from the start of the run (loading the
-	// module included); required > 0.
+	// Wall is the wall-clock limit, from the guest's instantiation;
+	// required > 0. Compiling the module does not count against it, so a
+	// task's fate does not depend on whether this volunteer had the module
+	// compiled already.
 	Wall time.Duration
 }
 
@@ -146,7 +148,9 @@ type Outcome struct {
 	// Memory is the guest's linear memory at the end, in bytes (memory
 	// never shrinks, so it is also the peak); 0 if it never started.
 	Memory int64
-	// Wall is the run's wall-clock time, loading the module included.
+	// Load is the time spent compiling the module or finding it compiled.
+	Load time.Duration
+	// Wall is the guest's wall-clock time, from its instantiation.
 	Wall time.Duration
 }
 
@@ -229,22 +233,23 @@ func (s *Sandbox) Run(ctx context.Context, t Task) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, fmt.Errorf("sandbox: %w", err)
 	}
-	runCtx, cancel := runContext(ctx)
-	defer cancel(nil)
-	runCtx, stop := context.WithTimeoutCause(runCtx, t.Wall, errWall)
-	defer stop()
 	mod, err := s.mods.get(key, t.Module)
+	loaded := time.Now()
 	switch {
 	case errors.Is(err, errClosed) || errors.Is(err, errNotLoaded):
 		return Outcome{}, err
 	case err != nil:
 		out := refused(err, &stderrBuffer{max: stderrTail})
-		out.Wall = time.Since(start)
+		out.Load = loaded.Sub(start)
 		return out, nil
 	}
 	defer s.mods.release(mod)
+	runCtx, cancel := runContext(ctx)
+	defer cancel(nil)
+	runCtx, stop := context.WithTimeoutCause(runCtx, t.Wall, errWall)
+	defer stop()
 	out := s.execute(runCtx, cancel, mod, t)
-	out.Wall = time.Since(start)
+	out.Load, out.Wall = loaded.Sub(start), time.Since(loaded)
 	if out.Killed == "" && ctx.Err() != nil {
 		return out, fmt.Errorf("sandbox: %w", ctx.Err())
 	}
