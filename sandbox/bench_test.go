@@ -112,7 +112,9 @@ func benchUnchecked(b *testing.B, app string, args []string) {
 // and as WebAssembly: the crypto case, where native Go has assembly and
 // WebAssembly only the generic code.
 func BenchmarkHashchain(b *testing.B) {
-	benchNativeAndWasm(b, "10000", "hashchain", [][]string{{"10000", "seed"}})
+	args := []string{"10000", "seed"}
+	benchNativeAndWasm(b, "10000", "hashchain", [][]string{args})
+	b.Run("10000/wazero-unchecked", func(b *testing.B) { benchUnchecked(b, "hashchain", args) })
 }
 
 // benchNativeAndWasm runs app with each argument list in runs per
