@@ -16,6 +16,13 @@ var (
 	errNotLoaded = errors.New("sandbox: task has no Module and its ModuleID is not loaded")
 )
 
+// compileError is a module's failure to compile: the module's fault, an
+// Outcome, unlike modules.get's other errors.
+type compileError struct{ err error }
+
+func (e *compileError) Error() string { return "compile: " + e.err.Error() }
+func (e *compileError) Unwrap() error { return e.err }
+
 // moduleKey names a compiled module: wazero fixes a memory limit per
 // runtime, so the same module under two limits is loaded twice (its
 // machine code, in the shared compilation cache, is compiled once).
@@ -80,8 +87,9 @@ func (m *modules) loaded(key moduleKey) bool {
 
 // get returns the module loaded under key, compiling wasm (which may be
 // nil if key is loaded) if needed; the caller releases it. Runs that ask
-// for a module being compiled wait for that compilation. An error other
-// than errClosed or errNotLoaded is the module's: it does not compile.
+// for a module being compiled wait for that compilation. A *compileError
+// is the module's fault; errClosed, errNotLoaded and others the caller's
+// or the host's.
 func (m *modules) get(key moduleKey, wasm []byte) (*loadedModule, error) {
 	m.mu.Lock()
 	if m.closed {
@@ -116,15 +124,16 @@ func (m *modules) get(key moduleKey, wasm []byte) (*loadedModule, error) {
 	compiled, err := re.rt.CompileModule(context.Background(), wasm)
 
 	m.mu.Lock()
-	lm.compiled, lm.err = compiled, err
-	close(lm.ready)
+	lm.compiled = compiled
 	if err != nil {
+		lm.err = &compileError{err}
 		m.unload(lm)
 	}
+	close(lm.ready)
 	m.mu.Unlock()
-	if err != nil {
+	if lm.err != nil {
 		m.release(lm)
-		return nil, fmt.Errorf("compile: %w", err)
+		return nil, lm.err
 	}
 	return lm, nil
 }
@@ -175,8 +184,8 @@ func (m *modules) release(lm *loadedModule) {
 // unload forgets lm, closing its compiled code and, with its last module,
 // its runtime; m.mu is held.
 func (m *modules) unload(lm *loadedModule) {
-	if m.loadedBy[lm.key] != lm {
-		return
+	if m.closed || m.loadedBy[lm.key] != lm {
+		return // close closed it with its runtime
 	}
 	delete(m.loadedBy, lm.key)
 	ctx := context.Background()

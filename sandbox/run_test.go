@@ -208,7 +208,7 @@ func TestCacheDir(t *testing.T) {
 // this limit; running it, far less).
 func TestCompileNotCharged(t *testing.T) {
 	s := newSandbox(t, sandbox.Config{})
-	out := run(t, s, sandbox.Task{Module: guest(t, "noop"), Wall: 100 * time.Millisecond})
+	out := run(t, s, sandbox.Task{Module: guest(t, "noop"), Wall: 300 * time.Millisecond})
 	if out.ExitCode != 0 || out.Killed != "" {
 		t.Errorf("exit %d, killed %q after loading for %v: %s", out.ExitCode, out.Killed, out.Load, out.Stderr)
 	}

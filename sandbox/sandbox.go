@@ -235,13 +235,14 @@ func (s *Sandbox) Run(ctx context.Context, t Task) (Outcome, error) {
 	}
 	mod, err := s.mods.get(key, t.Module)
 	loaded := time.Now()
+	var compileErr *compileError
 	switch {
-	case errors.Is(err, errClosed) || errors.Is(err, errNotLoaded):
-		return Outcome{}, err
-	case err != nil:
+	case errors.As(err, &compileErr):
 		out := refused(err, &stderrBuffer{max: stderrTail})
 		out.Load = loaded.Sub(start)
 		return out, nil
+	case err != nil:
+		return Outcome{}, err
 	}
 	defer s.mods.release(mod)
 	runCtx, cancel := runContext(ctx)
