@@ -22,8 +22,9 @@
 //
 // Determinism is the point: the same module with the same arguments, input
 // and files produces the same bytes on every volunteer's machine, whatever
-// its operating system or architecture, which is what validating results
-// by quorum needs.
+// its operating system or architecture (WebAssembly leaves only the bits
+// of a NaN to the machine), which is what validating results by quorum
+// needs.
 //
 // The package does not fetch modules, choose limits or decide which
 // applications a volunteer allows: the runner does (see runner.Runner).
@@ -368,6 +369,8 @@ func (s *Sandbox) classify(out *Outcome, err, cause error, stdout *outputBuffer,
 		} else {
 			stderr.note("stopped: " + cause.Error())
 		}
+		out.Stderr = stderr.String()
+		return
 	case errors.As(err, &exit):
 		out.ExitCode = int(exit.ExitCode())
 	case err != nil:
