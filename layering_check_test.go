@@ -47,6 +47,15 @@ func packagesOf(relative ...string) packageSet {
 	return packageSet{name: strings.Join(relative, ", "), has: func(path string) bool { return slices.Contains(paths, path) }}
 }
 
+// moduleExcept is the set of every module package outside the given
+// trees (paths relative to the module).
+func moduleExcept(relative ...string) packageSet {
+	all, except := treeOf(""), treeOf(relative...)
+	return packageSet{name: "this module but " + except.name, has: func(path string) bool {
+		return all.contains(path) && !except.contains(path)
+	}}
+}
+
 // externalTree is the set of the package root (a full import path) and
 // every package under it.
 func externalTree(name, root string) packageSet {

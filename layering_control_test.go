@@ -35,6 +35,7 @@ func cleanGraph() importGraph {
 		m("testnet/bench"):    {m("testnet"), m("client")},
 		m("testnet/scenario"): {m("testnet"), m("testnet/sim")},
 		m("testnet/demo"):     {m("testnet"), m("client")},
+		m("sandbox"):          {"github.com/tetratelabs/wazero", m("apps")},
 	}
 	for _, p := range purePackages {
 		graph[p.path] = slices.Clone(p.allowed)
@@ -81,6 +82,8 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 	add(m("testnet/sim"), m("balancenet"))
 	// The harness imports the bench.
 	add(m("testnet"), m("testnet/bench"))
+	// The sandbox links the overlay, and so libp2p.
+	add(m("sandbox"), m("overlay"))
 	// A pure package's tests import outside their allow-list.
 	testImports := importGraph{m("loadbalance"): {"net/http", "testing"}}
 
@@ -94,6 +97,8 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		ruleSimulator + " | testnet/sim | balancenet: testnet/sim -> balancenet",
 		ruleBalance + " | testnet/sim | balancenet: testnet/sim -> balancenet",
 		ruleHarness + " | testnet | testnet/bench, testnet/scenario, testnet/demo: testnet -> testnet/bench",
+		ruleSandbox + " | sandbox | libp2p: sandbox -> overlay -> github.com/libp2p/go-libp2p/core/host",
+		ruleSandbox + " | sandbox | this module but sandbox, apps: sandbox -> overlay",
 		rulePureImports + " | loadbalance | time: loadbalance -> time",
 		rulePureNever + " | loadbalance | time: loadbalance -> time",
 		ruleClientSide + " | client | pool: client -> claimnet -> pool",

@@ -202,6 +202,7 @@ const (
 	ruleTestkit    = "f. the tests' kit links only the standard library"
 	ruleBalance    = "g. only node imports balancenet"
 	ruleHarness    = "h. the harness links none of the runs on it (bench, scenario, demo)"
+	ruleSandbox    = "i. the sandbox links no network stack: no libp2p, nothing of this module but apps"
 )
 
 // shellRules are the forbidden edges between the network shells.
@@ -282,6 +283,17 @@ var shellRules = []dependencyRule{
 		name:       ruleHarness,
 		from:       packagesOf("testnet"),
 		forbidden:  []packageSet{treeOf("testnet/bench", "testnet/scenario", "testnet/demo")},
+		transitive: true,
+	},
+	{
+		// The sandbox runs untrusted code inside the volunteer's process:
+		// it links no network stack, so a guest's only way out is WASI,
+		// which opens no socket. (wazero links the standard library's net,
+		// for listeners a host may hand a guest through the context; the
+		// sandbox hands it none.)
+		name:       ruleSandbox,
+		from:       treeOf("sandbox"),
+		forbidden:  []packageSet{containing("libp2p"), moduleExcept("sandbox", "apps")},
 		transitive: true,
 	},
 }
