@@ -35,7 +35,7 @@ func (c *Claimer) Release(ctx context.Context, cl *Claim) {
 	if slices.Contains(errs, nil) {
 		return
 	}
-	if nodes := c.current(dht.WithPurpose(ctx, dht.PurposeRelease), cl); len(nodes) > 0 {
+	if nodes := c.current(dht.WithPurpose(ctx, dht.PurposeRelease), cl, false); len(nodes) > 0 {
 		c.fanOut(ctx, ids(nodes), wire.ProtoRelease, req)
 	}
 }
@@ -44,13 +44,22 @@ func (c *Claimer) Release(ctx context.Context, cl *Claim) {
 // answered its claim requests.
 func claimNodes(cl *Claim) []string { return ids(cl.Nodes) }
 
-// current looks the job's closest nodes up afresh (the claim's nodes are
-// gone: the replicas moved on).
-func (c *Claimer) current(ctx context.Context, cl *Claim) []peer.ID {
-	c.d.Invalidate(cl.Job)
-	nodes, err := c.d.ClosestN(ctx, cl.Job, c.d.Replication())
-	if err != nil {
-		return nil
+// current finds the job's closest nodes afresh (the claim's nodes are
+// gone: the replicas moved on), without the claim's own: by a near
+// question to the claim's nodes (dht.NearVia, one request) unless lookup
+// is set or none of them answers, else by a lookup.
+func (c *Claimer) current(ctx context.Context, cl *Claim, lookup bool) []peer.ID {
+	r := c.d.Replication()
+	var nodes []peer.ID
+	if !lookup {
+		nodes, _ = c.d.NearVia(ctx, cl.Job, cl.Nodes, r)
+	}
+	if len(nodes) < r {
+		c.d.Invalidate(cl.Job)
+		var err error
+		if nodes, err = c.d.ClosestN(ctx, cl.Job, r); err != nil {
+			return nil
+		}
 	}
 	return slices.DeleteFunc(nodes, func(p peer.ID) bool { return slices.Contains(cl.Nodes, p) })
 }

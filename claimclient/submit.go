@@ -82,7 +82,9 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 			break
 		}
 		wait = min(2*wait, 16*retry.first)
-		targets = c.unstored(ctx, cl, stored)
+		// Near questions to the claim's nodes first; the last retry
+		// looks the job up (a near answer is one node's word).
+		targets = c.unstored(ctx, cl, stored, attempt+1 >= retry.tries)
 	}
 	errs := make([]error, 0, len(last))
 	for n, err := range last {
@@ -97,9 +99,9 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 
 // unstored lists the nodes a result is sent to again: the claim's nodes
 // and the job's current closest that have not stored it.
-func (c *Claimer) unstored(ctx context.Context, cl *Claim, stored map[string]bool) []string {
+func (c *Claimer) unstored(ctx context.Context, cl *Claim, stored map[string]bool, lookup bool) []string {
 	out := slices.DeleteFunc(ids(cl.Nodes), func(n string) bool { return stored[n] })
-	for _, n := range ids(c.current(dht.WithPurpose(ctx, dht.PurposeResult), cl)) {
+	for _, n := range ids(c.current(dht.WithPurpose(ctx, dht.PurposeResult), cl, lookup)) {
 		if !stored[n] && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
