@@ -48,6 +48,11 @@ type realRun struct {
 	t0      time.Time
 
 	acked, claimed, finished, harvested atomic.Int64
+	// held counts the distinct jobs won and not given back (heldJobs):
+	// the claim phase ends when it reaches the jobs submitted, not when
+	// the wins do (a job given back and won again counts twice there).
+	held                                atomic.Int64
+	heldJobs                            map[string]bool
 	failedAttempts, pending             atomic.Int64
 	lastProgress                        atomic.Int64 // unix ms of the last claim, result or harvest
 	submitDone, claimsDone, resultsDone atomic.Bool
@@ -147,7 +152,7 @@ func (rr *realRun) run(ctx context.Context) (Figures, []SecondRow, error) {
 	wallStart := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	rr.gt, rr.failBy, rr.lookBy = map[string]*gtClaim{}, map[string]int{}, map[string]int64{}
+	rr.gt, rr.failBy, rr.lookBy, rr.heldJobs = map[string]*gtClaim{}, map[string]int{}, map[string]int64{}, map[string]bool{}
 	defer rr.tearDown()
 	if err := rr.setUp(ctx); err != nil {
 		return fig, nil, err

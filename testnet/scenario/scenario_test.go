@@ -89,11 +89,16 @@ func TestScenarioOptionsValidate(t *testing.T) {
 
 // TestScenarioChurn: 32 real nodes whose mean lifetime and down time are
 // a minute (a node restarts with its identity and data) harvest every
-// job, with no double claim; it fails on any job left unharvested. This
-// size did not reproduce the stall of the 64-node, 2-minute run (with the
-// old near rule, which counted down nodes among a job's closest, it still
-// passes): that rule's own test is dht.TestNearestUnmarked, and the
-// 64-node run's figures are in docs/evaluation/churn-real.
+// job, with no double claim, and fail no more claim attempts than they
+// win (issue 24); it fails on any job left unharvested. Before a failed
+// attempt asked for its job's replica set to be repaired
+// (ReleaseRequest.Repair), this run failed 700–2,100 attempts for its 60
+// jobs: a job's live holders stayed below a quorum until a republish
+// round. This size did not reproduce the stall of the 64-node, 2-minute
+// run (with the old near rule, which counted down nodes among a job's
+// closest, it still passes): that rule's own test is
+// dht.TestNearestUnmarked, and the 64-node run's figures are in
+// docs/evaluation/churn-real.
 func TestScenarioChurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of churn on 32 real nodes; not in -short")
@@ -112,11 +117,10 @@ func TestScenarioChurn(t *testing.T) {
 		t.Fatalf("real: %d of %d harvested, %d lost, %d double claims (%d in the claim logs)\n%s",
 			f.Harvested, jobs, f.Lost, f.DoubleClaims, f.LogDoubles, log.String())
 	}
-	// Failed attempts are logged, not judged: half the nodes are down at
-	// any time here, so a job's live holders are often fewer than a quorum
-	// until a republish round hands it on (the simulator fails 600–700
-	// attempts too), and the real count swings 700–2,100 with how long
-	// those windows last on a loaded machine.
+	if f.FailedAttempts > f.Claimed {
+		t.Errorf("real: %d failed claim attempts for %d won (by reason %v), want at most as many as won",
+			f.FailedAttempts, f.Claimed, f.FailedBy)
+	}
 	t.Logf("real: %d harvested, %d failed claim attempts (simulator %d; by reason %v), RPCs per job %v",
 		f.Harvested, f.FailedAttempts, rep.Runs[0].Sim.FailedAttempts, f.FailedBy, f.RPCsPerJob)
 }

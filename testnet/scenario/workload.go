@@ -153,7 +153,7 @@ func (rr *realRun) driver(ctx context.Context, goRun func(func(context.Context))
 			return
 		}
 		rr.claims(ctx, goRun, func() bool {
-			return time.Since(rr.t0) < o.Duration || !(rr.submitDone.Load() && rr.claimed.Load() >= rr.acked.Load()) && busy()
+			return time.Since(rr.t0) < o.Duration || !(rr.submitDone.Load() && rr.held.Load() >= rr.acked.Load()) && busy()
 		})
 		rr.claimsDone.Store(true)
 		return
@@ -169,7 +169,7 @@ func (rr *realRun) driver(ctx context.Context, goRun func(func(context.Context))
 		return
 	}
 	rr.progressed()
-	rr.claims(ctx, goRun, func() bool { return rr.claimed.Load() < rr.acked.Load() && busy() })
+	rr.claims(ctx, goRun, func() bool { return rr.held.Load() < rr.acked.Load() && busy() })
 	rr.claimsDone.Store(true)
 	if !sleepUntil(ctx, time.Now().Add(o.RunIdle)) {
 		return
@@ -274,6 +274,10 @@ func (rr *realRun) won(ctx context.Context, c int, w *party, cl *claimclient.Cla
 		rr.doubles++
 	}
 	rr.gt[string(cl.Job)] = &gtClaim{client: c, until: now.Add(rr.p.TFinish)}
+	if !rr.heldJobs[string(cl.Job)] {
+		rr.heldJobs[string(cl.Job)] = true
+		rr.held.Add(1)
+	}
 	rr.mu.Unlock()
 	signed, spec, err := client.FetchSpec(ctx, w.a, w.a.Now(), cl.Job, cl.Nodes)
 	if err != nil {
@@ -282,6 +286,12 @@ func (rr *realRun) won(ctx context.Context, c int, w *party, cl *claimclient.Cla
 		}
 		w.claimer.Release(context.WithoutCancel(ctx), cl)
 		rr.ended(cl.Job, c)
+		rr.mu.Lock()
+		if rr.heldJobs[string(cl.Job)] {
+			delete(rr.heldJobs, string(cl.Job))
+			rr.held.Add(-1)
+		}
+		rr.mu.Unlock()
 		return
 	}
 	wc := &wonClaim{client: c, w: w, cl: cl, signed: signed, spec: spec}

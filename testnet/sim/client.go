@@ -339,6 +339,12 @@ func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
 		id, gen := parseName(r.Node)
 		s.e.after(delay+s.latency(), event{kind: evCertify, node: id, gen: gen, att: att, arg: int32(len(att.replies))})
 	}
+	// The client fetches the job's spec from the nearest of its nodes
+	// (client.FetchSpec, /up/job/get).
+	if len(att.replies) > 0 {
+		id, _ := parseName(att.replies[0].Node)
+		s.count(id, kJob, s.c.SizeJob)
+	}
 	r := &s.jobs[att.job]
 	if !r.claimed {
 		r.claimed = true
