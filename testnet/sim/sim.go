@@ -439,22 +439,29 @@ func (s *Sim) Run(ctx context.Context, progress func(Progress)) error {
 	return nil
 }
 
+// submitEvent is an evSubmit by its arg: the project's next submission
+// (0), a job sent on (1), a trace's batch (2), a resubmission after its
+// first node failed (3).
+func (s *Sim) submitEvent(ev event) {
+	switch ev.arg {
+	case 1:
+		s.sendJob(ev.job)
+	case 2:
+		s.trace.batch()
+	case 3:
+		s.markDead(ev.node, ev.gen)
+		s.resubmit(ev.job)
+	default:
+		s.submit()
+	}
+}
+
 func (s *Sim) dispatch(ev event) {
 	switch ev.kind {
 	case evTick:
 		s.tick()
 	case evSubmit:
-		switch ev.arg {
-		case 1:
-			s.sendJob(ev.job)
-		case 2:
-			s.trace.batch()
-		case 3:
-			s.markDead(ev.node, ev.gen)
-			s.resubmit(ev.job)
-		default:
-			s.submit()
-		}
+		s.submitEvent(ev)
 	case evStore:
 		s.store(ev)
 	case evStored:
