@@ -237,6 +237,7 @@ func (o Options) simConfig(balance bool) sim.Config {
 	}
 	if o.churn() {
 		c.ChurnLife, c.ChurnDown = o.ChurnLife, o.ChurnLife
+		c.ChurnRestart = true // the real nodes restart with their identity and data (Network.Restart)
 	}
 	if c.Workload == sim.Static {
 		// As the simulator's default: stop well after the results phase

@@ -101,6 +101,11 @@ type Config struct {
 	RPCTimeout    time.Duration // a sender gives up on a lost RPC after this; default 5 s
 	ChurnLife     time.Duration // mean node lifetime (exponential); 0: no churn
 	ChurnDown     time.Duration // mean down time; default ChurnLife
+	// ChurnRestart makes a node that comes back the same node restarted,
+	// as the real nodes' Network.Restart does: same identity and
+	// position, its jobs and claim log kept (its index entries, caches
+	// and views are not). Off: it comes back as a new node with no data.
+	ChurnRestart bool
 	Partition     Partition     // an optional partition
 
 	// Fault model (issue 17; fault.go). Node slots are drawn from their

@@ -51,6 +51,10 @@ type node struct {
 	resynced map[int32]int64 // jobs resynced on a client's repair request: when (ms), one per ResyncIntervalMS
 
 	born    int64 // ms this incarnation started (join or move)
+	// joinSeq is the engine's scheduling count at the last join: a timer
+	// scheduled before it belongs to an earlier run of a restarted node
+	// (ChurnRestart keeps gen, the identity).
+	joinSeq uint64
 	crashAt int64
 	served  uint64                         // RPCs received, the counter the controller samples its rate from
 	ctl     *loadbalance.Controller[int32] // load balancing, from join to crash
@@ -286,15 +290,19 @@ func (s *Sim) ringsDel(id int32) {
 func (s *Sim) join(id int32) {
 	n := &s.nodes[id]
 	now := s.e.now
-	n.gen++
-	n.name = nodeName(id, n.gen)
-	n.pos = keyspace.PeerPos([]byte(n.name))
+	if !s.c.ChurnRestart || n.gen == 0 { // a new node, not a restart
+		n.gen++
+		n.name = nodeName(id, n.gen)
+		n.pos = keyspace.PeerPos([]byte(n.name))
+		n.jobs = map[int32]*replica{}
+		n.claims = nil
+		n.active = 0
+	}
+	n.joinSeq = s.e.seq
 	n.alive = true
-	n.jobs = map[int32]*replica{}
-	n.claims = nil
 	n.cache = map[uint64]int64{}
 	n.rv = [2]regionView{}
-	n.idx, n.wq, n.flushAt, n.expiring, n.active, n.handed = nil, nil, 0, false, 0, nil
+	n.idx, n.wq, n.flushAt, n.expiring, n.handed = nil, nil, 0, false, nil
 	n.born, n.upAt = now, now
 	n.ctl = s.newController(now) // a joining node takes over data (none at the start, time 0)
 	n.phase = s.e.rng.Int64N(ms(s.c.WriterTick))
@@ -325,19 +333,23 @@ func (s *Sim) timers(id int32) {
 	}
 }
 
-// crash ends node id's incarnation: its replicas and index entries are
-// gone; it rejoins as a new node after an exponential down time.
+// crash ends node id's incarnation: its index entries are gone, and its
+// replicas too unless it will restart with them (ChurnRestart); it comes
+// back after an exponential down time.
 func (s *Sim) crash(id int32) {
 	n := &s.nodes[id]
 	listed := s.listedBy(id)
-	for _, j := range sortedKeys(n.jobs) {
-		s.dropReplica(id, j)
+	if !s.c.ChurnRestart {
+		for _, j := range sortedKeys(n.jobs) {
+			s.dropReplica(id, j)
+		}
+		n.jobs = nil
 	}
 	s.ringsDel(id)
 	s.takeOverDead(id, listed)
 	n.alive = false
 	n.upMS += s.e.now - n.upAt
-	n.idx, n.wq, n.jobs, n.cache = nil, nil, nil, nil
+	n.idx, n.wq, n.cache = nil, nil, nil
 	s.e.after(s.e.exp(ms(s.c.ChurnDown)), event{kind: evJoin, node: id, gen: n.gen})
 }
 
@@ -532,5 +544,5 @@ func (s *Sim) dispatch(ev event) {
 // alive reports whether the event's node incarnation is still up.
 func (s *Sim) alive(ev event) bool {
 	n := &s.nodes[ev.node]
-	return n.alive && n.gen == ev.gen
+	return n.alive && n.gen == ev.gen && ev.seq >= n.joinSeq
 }

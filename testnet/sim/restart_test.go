@@ -1,0 +1,36 @@
+package sim
+
+import (
+	"testing"
+	"time"
+)
+
+// TestChurnRestartKeepsData: with ChurnRestart a node that comes back is
+// the same node — its identity (gen, name, position) unchanged and the
+// replicas it held kept — so heavy churn (mean lifetime and down time an
+// hour, each node down half the time) loses no job; without it the same
+// run's nodes come back as new ones with no data (control: jobs are lost,
+// or the run would not tell the two apart).
+func TestChurnRestartKeepsData(t *testing.T) {
+	c := shortStatic(64, 300)
+	c.RunIdle = 6 * time.Hour
+	c.ChurnLife = time.Hour
+	c.Seed = 3
+	fresh := run(t, c)
+	c.ChurnRestart = true
+	kept := run(t, c)
+	t.Logf("new nodes: %d lost, %d collected; restarted nodes: %d lost, %d collected",
+		fresh.m.lost, fresh.m.collected, kept.m.lost, kept.m.collected)
+	if fresh.m.lost == 0 {
+		t.Fatal("control: churn with nodes coming back empty lost no job")
+	}
+	if kept.m.lost != 0 || kept.m.collected != 300 {
+		t.Fatalf("restarted nodes: %d lost, %d of 300 collected", kept.m.lost, kept.m.collected)
+	}
+	for i := range kept.nodes {
+		n := &kept.nodes[i]
+		if n.gen != 1 || n.name != nodeName(int32(i), 1) {
+			t.Fatalf("node %d came back as incarnation %d: a restart changed its identity", i, n.gen)
+		}
+	}
+}
