@@ -106,7 +106,7 @@ type Config struct {
 	// position, its jobs and claim log kept (its index entries, caches
 	// and views are not). Off: it comes back as a new node with no data.
 	ChurnRestart bool
-	Partition     Partition     // an optional partition
+	Partition    Partition // an optional partition
 
 	// Fault model (issue 17; fault.go). Node slots are drawn from their
 	// own seeded stream.

@@ -50,7 +50,7 @@ type node struct {
 	handed   map[int32]int64 // jobs handed on to a newer closest: when (ms), for the listing's grace (pool.ListingHeld)
 	resynced map[int32]int64 // jobs resynced on a client's repair request: when (ms), one per ResyncIntervalMS
 
-	born    int64 // ms this incarnation started (join or move)
+	born int64 // ms this incarnation started (join or move)
 	// joinSeq is the engine's scheduling count at the last join: a timer
 	// scheduled before it belongs to an earlier run of a restarted node
 	// (ChurnRestart keeps gen, the identity).
