@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/wire"
 )
 
 // CrawlAnswer is how many peers each near question of a crawl asks for.
@@ -121,7 +122,7 @@ func (d *DHT) crawlRegion(ctx context.Context, r keyspace.Region, known *crawlVi
 			return d.NearestLocal(first, CrawlAnswer), rpcs, failed
 		}
 		rpcs++
-		got, err := d.near(ctx, c, first, CrawlAnswer, crawlAddrTTL)
+		got, err := d.near(ctx, c, &wire.NearRequest{Target: first[:], Count: CrawlAnswer}, crawlAddrTTL)
 		if err == nil {
 			return got, rpcs, failed
 		}

@@ -24,9 +24,12 @@ func (d *DHT) handleNear(_ context.Context, _ *overlay.Admitted, body []byte) (a
 	}
 	var target keyspace.Pos
 	copy(target[:], req.Target)
-	// Peers this node saw fail are left out: the asker wants who is
-	// there, and would only time out on them.
-	ps := d.NearestUnmarked(target, int(req.Count))
+	ps := d.NearestLocal(target, int(req.Count))
+	if req.Live {
+		// Peers this node saw fail are left out: the asker wants who is
+		// there, and would only time out on them.
+		ps = d.NearestUnmarked(target, int(req.Count))
+	}
 	resp := &wire.NearResponse{Peers: make([]wire.PeerRecord, 0, len(ps))}
 	pstore := d.ep.Raw().Peerstore()
 	for _, p := range ps {
@@ -51,16 +54,20 @@ func (d *DHT) handleNear(_ context.Context, _ *overlay.Admitted, body []byte) (a
 // Near asks node p for its n nearest known peers to the raw position pos
 // (one RPC), records their addresses, and returns them nearest first.
 func (d *DHT) Near(ctx context.Context, p peer.ID, pos keyspace.Pos, n int) ([]peer.ID, error) {
-	return d.near(ctx, p, pos, n, peerstore.TempAddrTTL)
-}
-
-// near is Near keeping the addresses learnt for ttl.
-func (d *DHT) near(ctx context.Context, p peer.ID, pos keyspace.Pos, n int, ttl time.Duration) ([]peer.ID, error) {
 	if n < 1 || n > wire.MaxNearCount {
 		return nil, fmt.Errorf("near count %d out of 1..%d", n, wire.MaxNearCount)
 	}
+	return d.near(ctx, p, &wire.NearRequest{Target: pos[:], Count: uint16(n)}, peerstore.TempAddrTTL)
+}
+
+// near asks p req, keeping the addresses learnt for ttl.
+func (d *DHT) near(ctx context.Context, p peer.ID, req *wire.NearRequest, ttl time.Duration) ([]peer.ID, error) {
+	if req.Count < 1 || req.Count > wire.MaxNearCount {
+		return nil, fmt.Errorf("near count %d out of 1..%d", req.Count, wire.MaxNearCount)
+	}
+	var pos keyspace.Pos
+	copy(pos[:], req.Target)
 	var resp wire.NearResponse
-	req := &wire.NearRequest{Target: pos[:], Count: uint16(n)}
 	d.observeLookup(ctx, 1)
 	if err := d.ep.Call(ctx, p, wire.ProtoNear, req, wire.MaxNearFrame, &resp); err != nil {
 		return nil, err
@@ -115,7 +122,7 @@ func (d *DHT) NearVia(ctx context.Context, key []byte, via []peer.ID, n int) ([]
 		if p == d.ep.ID() || d.IsMarkedDead(p) {
 			continue
 		}
-		got, err := d.Near(ctx, p, pos, n)
+		got, err := d.near(ctx, p, &wire.NearRequest{Target: pos[:], Count: uint16(min(max(n, 1), wire.MaxNearCount)), Live: true}, peerstore.TempAddrTTL)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("near %s: %w", p, err))
 			if ctx.Err() != nil {

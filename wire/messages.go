@@ -129,6 +129,10 @@ type NearRequest struct {
 	_      struct{} `cbor:",toarray"`
 	Target []byte
 	Count  uint16
+	// Live asks the node to leave out the peers it saw fail (a claimer
+	// refreshing a stale replica set); walks and crawls ask for the whole
+	// routing table's view.
+	Live bool
 }
 
 // MaxNearCount bounds NearRequest.Count.

@@ -175,6 +175,7 @@ func TestValidateBounds(t *testing.T) {
 
 		{"near target 31", &wire.NearRequest{Target: n(31), Count: 1}, false},
 		{"near target 32", &wire.NearRequest{Target: n(32), Count: 1}, true},
+		{"near live", &wire.NearRequest{Target: n(32), Count: 1, Live: true}, true},
 		{"near target 33", &wire.NearRequest{Target: n(33), Count: 1}, false},
 		{"near count 0", &wire.NearRequest{Target: n(32), Count: 0}, false},
 		{"near count max", &wire.NearRequest{Target: n(32), Count: wire.MaxNearCount}, true},
