@@ -174,7 +174,8 @@ var purePackages = []purePackage{
 		// network, no files, no clock, no randomness. bufio and io are the
 		// frame readers and writers over streams the caller owns. It
 		// imports fxamacker/cbor directly, for cbor.RawMessage in two
-		// message types, though codec otherwise owns the CBOR encoding.
+		// message types, though codec otherwise owns the CBOR encoding;
+		// blob for the bounds of the blob messages.
 		path: module + "/wire",
 		allowed: []string{
 			"bufio",
@@ -185,6 +186,7 @@ var purePackages = []purePackage{
 			"slices",
 			"strings",
 			"github.com/fxamacker/cbor/v2",
+			"github.com/up-pool/up/blob",
 			"github.com/up-pool/up/codec",
 			"github.com/up-pool/up/job",
 		},
