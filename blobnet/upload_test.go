@@ -10,6 +10,7 @@ import (
 	"github.com/up-pool/up/blobclient"
 	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/wire"
 )
 
 // TestUploadAndFetch: the project uploads a 5 MiB blob on 8 nodes; its r
@@ -119,5 +120,58 @@ func TestSourcesCheckTheManifest(t *testing.T) {
 	}
 	if err := blob.VerifyBlob(b.m, res.Data); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSharedChunksStoredOnce: two projects' blobs of the same bytes have
+// distinct manifests, each charged to its own project, but share their
+// chunks: a node holding the first answers the second's offer with no
+// chunk missing and stores the bytes once; deleting one blob keeps the
+// chunks the other lists, deleting both frees them. Control: a blob of
+// other bytes lacks every chunk.
+func TestSharedChunksStoredOnce(t *testing.T) {
+	bn := startBlobNet(t, 8, 13, blobnet.Config{})
+	lhcBlob := newBlob(t, "lhc", 30, 2<<20+9)
+	cern := bn.agent(t, certs.RoleProject, "cern")
+	cernBlob := newBlob(t, "cern", 30, 2<<20+9)
+	otherBlob := newBlob(t, "cern", 31, 2<<20+9)
+	nd := bn.net.Live()[0]
+	s := nd.Blobs()
+	if _, err := bn.push(nd.ID(), sign(t, bn.proj, lhcBlob), lhcBlob); err != nil {
+		t.Fatal(err)
+	}
+	offerOf := func(b *testBlob) *wire.BlobOffer {
+		return &wire.BlobOffer{Statement: sign(t, cern, b).Encode(), Manifest: b.m.Encode()}
+	}
+	if resp, err := offer(cern.Endpoint(), nd.ID(), offerOf(otherBlob)); err != nil || len(resp.Missing) != 3 {
+		t.Fatalf("control: a blob of other bytes: %d missing, %v; want 3", len(resp.Missing), err)
+	}
+	resp, err := offer(cern.Endpoint(), nd.ID(), offerOf(cernBlob))
+	if err != nil || len(resp.Missing) != 0 {
+		t.Fatalf("the same bytes under cern: %d missing, %v; want none", len(resp.Missing), err)
+	}
+	size := int64(len(lhcBlob.data))
+	if _, complete := s.Holds(cernBlob.m.Key()); !complete || s.ChunkBytes() != size {
+		t.Fatalf("cern's blob complete %v, %d chunk bytes stored; want complete, %d", complete, s.ChunkBytes(), size)
+	}
+	for _, p := range []string{"lhc", "cern"} {
+		if by, _ := s.Usage(p); p == "lhc" && by != size || p == "cern" && by != 2*size {
+			t.Errorf("%s charged %d bytes", p, by)
+		}
+	}
+	if err := s.Delete(lhcBlob.m.Key()); err != nil {
+		t.Fatal(err)
+	}
+	if _, complete := s.Holds(cernBlob.m.Key()); !complete || s.ChunkBytes() != size {
+		t.Fatalf("after deleting lhc's blob: cern's complete %v, %d chunk bytes; want complete, %d", complete, s.ChunkBytes(), size)
+	}
+	if err := s.Delete(cernBlob.m.Key()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(otherBlob.m.Key()); err != nil {
+		t.Fatal(err)
+	}
+	if s.ChunkBytes() != 0 || s.Len() != 0 {
+		t.Errorf("after deleting every blob: %d chunk bytes, %d blobs", s.ChunkBytes(), s.Len())
 	}
 }
