@@ -35,8 +35,8 @@ const (
 // once it holds every chunk, on the r nodes closest to its key.
 type BlobOffer struct {
 	_         struct{} `cbor:",toarray"`
-	Statement []byte // blob.SignedStatement, encoded
-	Manifest  []byte // blob.Manifest, encoded
+	Statement []byte   // blob.SignedStatement, encoded
+	Manifest  []byte   // blob.Manifest, encoded
 	Cert      []byte
 	Replicate bool
 }
@@ -98,7 +98,7 @@ func (p *ChunkPut) Validate() error {
 // ChunkPutResponse acknowledges a stored chunk.
 type ChunkPutResponse struct {
 	_        struct{} `cbor:",toarray"`
-	Complete bool // the node now holds every chunk of the blob
+	Complete bool     // the node now holds every chunk of the blob
 }
 
 // Validate bounds a decoded ChunkPutResponse (nothing to bound).
@@ -117,8 +117,8 @@ func (g *ManifestGet) Validate() error { return validateBlobKeys("manifest get k
 // (StatusNotFound when the node does not hold it).
 type ManifestGetResponse struct {
 	_         struct{} `cbor:",toarray"`
-	Statement []byte // blob.SignedStatement, encoded
-	Manifest  []byte // blob.Manifest, encoded
+	Statement []byte   // blob.SignedStatement, encoded
+	Manifest  []byte   // blob.Manifest, encoded
 }
 
 // Validate bounds a decoded ManifestGetResponse.
