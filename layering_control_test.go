@@ -84,6 +84,8 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 	add(m("testnet"), m("testnet/bench"))
 	// The sandbox links the overlay, and so libp2p.
 	add(m("sandbox"), m("overlay"))
+	// The blob protocols' caller side links the node's blob server.
+	add(m("blobclient"), m("blobnet"))
 	// A pure package's tests import outside their allow-list.
 	testImports := importGraph{m("loadbalance"): {"net/http", "testing"}}
 
@@ -93,6 +95,7 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		ruleClientSide + " | client | claimnet: client -> claimnet",
 		ruleClientSide + " | client | pebble: client -> claimnet -> pool -> store -> github.com/cockroachdb/pebble/v2",
 		ruleClientSide + " | client | balancenet: client -> balancenet",
+		ruleClientSide + " | blobclient | blobnet: blobclient -> blobnet",
 		ruleBalance + " | client | balancenet: client -> balancenet",
 		ruleSimulator + " | testnet/sim | balancenet: testnet/sim -> balancenet",
 		ruleBalance + " | testnet/sim | balancenet: testnet/sim -> balancenet",

@@ -174,7 +174,8 @@ var purePackages = []purePackage{
 		// network, no files, no clock, no randomness. bufio and io are the
 		// frame readers and writers over streams the caller owns. It
 		// imports fxamacker/cbor directly, for cbor.RawMessage in two
-		// message types, though codec otherwise owns the CBOR encoding.
+		// message types, though codec otherwise owns the CBOR encoding;
+		// blob for the bounds of the blob messages.
 		path: module + "/wire",
 		allowed: []string{
 			"bufio",
@@ -185,6 +186,7 @@ var purePackages = []purePackage{
 			"slices",
 			"strings",
 			"github.com/fxamacker/cbor/v2",
+			"github.com/up-pool/up/blob",
 			"github.com/up-pool/up/codec",
 			"github.com/up-pool/up/job",
 		},
@@ -196,7 +198,7 @@ var purePackages = []purePackage{
 const (
 	ruleOverlay    = "a. overlay links no pool, claimnet, indexnet or balancenet"
 	ruleNode       = "b. only cmd/up and the harness import node"
-	ruleClientSide = "c. client-side packages link no store, pool or server shell"
+	ruleClientSide = "c. client-side packages link no store, pool or server shell (blobnet included)"
 	ruleSimulator  = "d. the simulator links no libp2p, pebble, prometheus or balancenet"
 	ruleCADir      = "e. the CA's directory links no network service"
 	ruleTestkit    = "f. the tests' kit links only the standard library"
@@ -212,7 +214,7 @@ var shellRules = []dependencyRule{
 		// built on it must not leak back into it.
 		name:       ruleOverlay,
 		from:       treeOf("overlay"),
-		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"), treeOf("balancenet")},
+		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"), treeOf("balancenet"), treeOf("blobnet")},
 		transitive: true,
 	},
 	{
@@ -226,12 +228,14 @@ var shellRules = []dependencyRule{
 	{
 		// A worker or a project holds no replicas, serves no protocol of a
 		// node and never moves: it must not link the node's job store, its
-		// pebble database, the server halves of claiming and the index, or
-		// the balancing shell.
+		// pebble database, the server halves of claiming, the index and
+		// blobs, or the balancing shell. The blob core, the client's
+		// fetcher and cache, and the blob protocols' caller side are
+		// client-side too.
 		name: ruleClientSide,
-		from: treeOf("agent", "client", "project", "claimclient", "indexclient"),
+		from: treeOf("agent", "client", "project", "claimclient", "indexclient", "blob", "blobclient"),
 		forbidden: []packageSet{treeOf("store"), treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"),
-			treeOf("balancenet"), externalTree("pebble", "github.com/cockroachdb/pebble")},
+			treeOf("blobnet"), treeOf("balancenet"), externalTree("pebble", "github.com/cockroachdb/pebble")},
 		transitive: true,
 	},
 	{

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/indexnet"
@@ -41,6 +42,8 @@ type Config struct {
 	DHT dht.Config
 	// Pool configures the job pool (republish, expiry, timeouts).
 	Pool pool.Config
+	// Blob configures the blob store (per-project quotas, repair rounds).
+	Blob blobnet.Config
 	// Index configures the index server and region views.
 	Index indexnet.Config
 	// IndexWriter configures the writer that keeps this node's jobs listed.

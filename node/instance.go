@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht"
@@ -30,6 +31,7 @@ type instance struct {
 	ep     *overlay.Endpoint
 	dht    *dht.DHT
 	pool   *pool.Pool
+	blobs  *blobnet.Service
 	index  *indexnet.Server
 	writer *indexwriter.Writer
 	finder *indexclient.Client
@@ -91,6 +93,9 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	// Receipts for the jobs this node stores, which projects count.
 	account := &pool.Account{Cert: id.Cert.Raw, Key: id.Key}
 	if in.pool, err = pool.New(pool.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Account: account, Env: n.env}, poolCfg); err != nil {
+		return nil, err
+	}
+	if in.blobs, err = blobnet.New(blobnet.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Env: n.env}, cfg.Blob); err != nil {
 		return nil, err
 	}
 	if err = n.openIndex(in); err != nil {
@@ -243,6 +248,9 @@ func (in *instance) close() error {
 	}
 	if in.pool != nil {
 		errs = append(errs, in.pool.Close())
+	}
+	if in.blobs != nil {
+		errs = append(errs, in.blobs.Close())
 	}
 	if in.dht != nil {
 		errs = append(errs, in.dht.Close())

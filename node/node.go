@@ -17,6 +17,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/up-pool/up/balancenet"
+	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht"
@@ -305,6 +306,9 @@ func (n *Node) DHT() *dht.DHT { return n.cur().dht }
 
 // Pool is the node's share of the job pool.
 func (n *Node) Pool() *pool.Pool { return n.cur().pool }
+
+// Blobs is the node's blob store.
+func (n *Node) Blobs() *blobnet.Service { return n.cur().blobs }
 
 // Index is the node's index server.
 func (n *Node) Index() *indexnet.Server { return n.cur().index }

@@ -18,6 +18,7 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/cadir"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/dht"
@@ -71,8 +72,11 @@ type Options struct {
 	// unless PoolLoops is set, so tests drive rounds with RepublishAll.
 	Pool pool.Config
 	// PoolLoops keeps the pools' background republish and expiry on, and
-	// the index writers' and servers' loops.
+	// the index writers' and servers' loops and the blob repair rounds.
 	PoolLoops bool
+	// Blob configures each node's blob store; its repair rounds are off
+	// unless PoolLoops is set, so tests drive them with RepairAll.
+	Blob blobnet.Config
 	// Index configures each node's index (and the agents' region views).
 	Index indexnet.Config
 	// IndexWriter configures each node's index entry writer.
@@ -181,6 +185,7 @@ func (opts *Options) defaults() {
 	}
 	if !opts.PoolLoops {
 		opts.Pool.DisableLoops = true
+		opts.Blob.DisableLoops = true
 		opts.Index.Server.DisableLoops = true
 		opts.IndexWriter.DisableLoops = true
 	}
@@ -284,6 +289,7 @@ func (n *Network) nodeConfig(i int) node.Config {
 		DataDir:      n.dirs[i],
 		DHT:          n.opts.DHT,
 		Pool:         n.opts.Pool,
+		Blob:         n.opts.Blob,
 		Balance:      n.opts.Balance,
 		Index:        n.opts.Index,
 		IndexWriter:  n.opts.IndexWriter,

@@ -19,6 +19,7 @@ const (
 	StatusInternal
 	StatusMoved // the item belongs to another node now; Msg names it
 	StatusGone  // the job was collected and deleted; it is not stored again
+	StatusQuota // the project is over its storage quota on this node
 )
 
 func (s Status) String() string {
@@ -39,6 +40,8 @@ func (s Status) String() string {
 		return "moved"
 	case StatusGone:
 		return "gone"
+	case StatusQuota:
+		return "over quota"
 	}
 	return fmt.Sprintf("status %d", uint16(s))
 }

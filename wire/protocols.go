@@ -20,6 +20,21 @@ const (
 	ProtoPing = "/up/ping/1.0.0"
 )
 
+// Blob protocols: a project's blobs (job inputs, WebAssembly modules),
+// each on the r nodes closest to its manifest CID (blobs.go).
+const (
+	// ProtoBlobOffer offers a blob's signed statement and manifest; the
+	// node answers the chunks it lacks (from a project, optionally placing
+	// the blob on its r closest; from a node, one replica).
+	ProtoBlobOffer = "/up/blob/offer/1.0.0"
+	// ProtoChunkPut stores one chunk of a blob offered before.
+	ProtoChunkPut = "/up/blob/put/1.0.0"
+	// ProtoManifestGet returns a held blob's statement and manifest.
+	ProtoManifestGet = "/up/blob/manifest/1.0.0"
+	// ProtoChunkGet returns a held chunk's bytes by its CID.
+	ProtoChunkGet = "/up/blob/chunk/1.0.0"
+)
+
 // Frame bounds per protocol, in bytes.
 const (
 	MaxHelloFrame = 24 << 10
