@@ -150,11 +150,10 @@ func TestV3FieldsRefusedInOlderVersions(t *testing.T) {
 	s := testSpec()
 	withBlob(s)
 	s.Version = specVersion2
-	v3Layout, _, _ := handSpec(&Spec{}, -1, 0) // (only to learn the empty module's encoding)
-	if v3Layout[len(v3Layout)-1] != 0xf6 {
-		t.Fatal("a nil module does not encode as null")
-	}
 	asV3, _, _ := handSpec(withVersion(s, SpecVersion), -1, 0)
+	if asV3[1] != SpecVersion || asV3[len(asV3)-1] != 0xf6 {
+		t.Fatalf("the version 3 layout does not start with its version and end with a null module: %x", asV3)
+	}
 	asV3[1] = byte(specVersion2)                                 // a version 2 number in the version 3 layout
 	asV2 := append([]byte{specV2Header}, asV3[1:len(asV3)-1]...) // drop the null module: 4-field inputs in the version 2 layout
 	for name, b := range map[string][]byte{"version 2 in the version 3 layout": asV3, "version 2 layout with a blob input": asV2} {
