@@ -52,8 +52,13 @@ type Config struct {
 	// BackoffMin and BackoffMax bound the exponential backoff when a
 	// project has no work or the network fails. Defaults 1 s and 5 min.
 	BackoffMin, BackoffMax time.Duration
-	// InputDir caches fetched inputs. Required when jobs have inputs.
+	// InputDir caches fetched inputs. Required when jobs have inputs
+	// fetched by URL.
 	InputDir string
+	// Blobs gets the blobs jobs name: WebAssembly modules and blob inputs.
+	// Nil: jobs that name blobs are skipped before their claim
+	// (ErrNoBlobs).
+	Blobs Blobs
 	// HTTP fetches inputs. Default: a client with a 5 min timeout.
 	HTTP *http.Client
 	// MaxInput bounds one input file, in bytes. Default 1 GiB.
@@ -81,6 +86,9 @@ type Config struct {
 type Executor interface {
 	// Allowed reports whether the project's application may run here.
 	Allowed(project, app string) bool
+	// AllowedWASM reports whether the project's WebAssembly modules may
+	// run here (runner.Config.AllowWASM): tasks with Task.WASM set.
+	AllowedWASM(project string) bool
 	// Run runs the task to its outcome. A job that fails or is killed for
 	// a limit is an Outcome, not an error: an error means it could not be
 	// run (not allowed, bad task, ctx ended).

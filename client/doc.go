@@ -1,12 +1,14 @@
 // Package client is the volunteer's worker: attached to one or more
 // projects, it finds jobs through the index with queries built from the
 // machine's resource classes (memory and platform, see QueryFor), claims
-// them with the ordered claim protocol, fetches and checks their inputs,
-// runs the application under wall-clock, CPU-time and memory limits
-// (package runner; see Config.MaxCPU), seals the result for the project
-// and submits it to the job's nodes. Slots run in parallel; between
-// projects CPU time follows the volunteer's resource shares (package
-// client/sched); a project with no work, or a failing network, is retried
-// with exponential backoff and jitter. Each job's state changes are
-// logged at Info.
+// them with the ordered claim protocol, fetches and checks their inputs
+// (by URL, or as blobs through Config.Blobs), runs the application under
+// wall-clock, CPU-time and memory limits (package runner; see
+// Config.MaxCPU), or the job's WebAssembly module in the runner's sandbox
+// if the volunteer allows the project's modules, seals the result for the
+// project and submits it to the job's nodes. Slots run in parallel;
+// between projects CPU time follows the volunteer's resource shares
+// (package client/sched); a project with no work, or a failing network, is
+// retried with exponential backoff and jitter. Each job's state changes
+// are logged at Info.
 package client

@@ -19,6 +19,8 @@ type inProcess struct {
 
 func (e *inProcess) Allowed(project, app string) bool { return project == "lhc" && app == "echo-args" }
 
+func (e *inProcess) AllowedWASM(string) bool { return false }
+
 func (e *inProcess) Run(_ context.Context, t runner.Task) (runner.Outcome, error) {
 	e.mu.Lock()
 	e.tasks = append(e.tasks, t)

@@ -250,13 +250,13 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 	if err != nil {
 		return fmt.Errorf("job %s: %w", cid, err)
 	}
+	module, err := c.fetchModule(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", cid, err)
+	}
 	c.track(cid, project, "running")
 	started := c.cfg.Now()
-	wall, cpu := limits(spec.TFinish, c.cfg.MaxCPU)
-	out, runErr := c.cfg.Runner.Run(ctx, runner.Task{
-		Project: spec.Project, App: spec.App, Args: spec.Args, Inputs: inputs,
-		Wall: wall, CPU: cpu, Memory: jobMemory(c.cfg.Attributes.Memory),
-	})
+	out, runErr := c.cfg.Runner.Run(ctx, c.task(spec, inputs, module))
 	if runErr != nil {
 		return fmt.Errorf("job %s: run %s: %w", cid, spec.App, runErr)
 	}
@@ -309,10 +309,10 @@ func (c *Client) fetchChecked(ctx context.Context, project string, cl *claimclie
 		c.log.Debug("job released: a copy of a unit already run here", "job", cid)
 		return nil, nil, "", fmt.Errorf("job %s: %w", cid, ErrSameUnit)
 	}
-	if !c.cfg.Runner.Allowed(spec.Project, spec.App) {
+	if err := c.refusal(cid, spec); err != nil {
 		c.forgetUnit(key)
-		c.log.Warn("job released: application not allowed", "job", cid, "project", spec.Project, "app", spec.App)
-		return nil, nil, "", fmt.Errorf("job %s: %w: %q of project %q", cid, ErrNotAllowed, spec.App, spec.Project)
+		c.log.Warn("job released: not run here", "job", cid, "project", spec.Project, "app", spec.App, "err", err)
+		return nil, nil, "", err
 	}
 	return signed, spec, key, nil
 }
@@ -419,24 +419,34 @@ func getSpec(ctx context.Context, a *agent.Agent, now time.Time, n peer.ID, key 
 	return nil, nil, fmt.Errorf("job %s: no certificate of project %q sent", s.CID(), spec.Project)
 }
 
-// fetchInputs downloads the job's inputs into the cache (once per digest)
-// and checks their sha256.
+// fetchInputs gets the job's inputs: those by URL downloaded into the
+// cache (once per digest) and checked against their sha256, blobs through
+// Blobs. Input i is "input<i>" in the work dir.
 func (c *Client) fetchInputs(ctx context.Context, spec *job.Spec) (map[string]string, error) {
 	if len(spec.Inputs) == 0 {
 		return nil, nil
 	}
-	if c.cfg.InputDir == "" {
-		return nil, errors.New("job has inputs but the client has no input directory")
-	}
 	out := map[string]string{}
 	for i, in := range spec.Inputs {
+		name := fmt.Sprintf("input%d", i)
+		if len(in.Blob) > 0 {
+			path, err := c.fetchBlobInput(ctx, spec, i)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = path
+			continue
+		}
+		if c.cfg.InputDir == "" {
+			return nil, errors.New("job has inputs but the client has no input directory")
+		}
 		path := filepath.Join(c.cfg.InputDir, fmt.Sprintf("%x", in.SHA256))
 		if _, err := os.Stat(path); err != nil {
 			if err := c.download(ctx, in, path); err != nil {
 				return nil, fmt.Errorf("input %d (%s): %w", i, in.URL, err)
 			}
 		}
-		out[fmt.Sprintf("input%d", i)] = path
+		out[name] = path
 	}
 	return out, nil
 }

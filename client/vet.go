@@ -23,8 +23,10 @@ type vetted struct {
 // vet reads the job's spec from the nodes the entry names, before any
 // claim, and decides whether this client runs it: not when it is a copy
 // of a unit the client ran (ErrSameUnit: a redundant copy must come from
-// another client), nor when its application is not allowed
-// (ErrNotAllowed). A job it runs marks its unit as run here. When no node
+// another client), nor when its application, or for a WebAssembly module
+// its project's modules, is not allowed (ErrNotAllowed), nor when it
+// names blobs and the client has no Blobs (ErrNoBlobs). A job it runs
+// marks its unit as run here. When no node
 // the entry names sends the spec, v is nil: the job is claimed unvetted
 // and checked once claimed.
 func (c *Client) vet(ctx context.Context, project string, h wire.IndexHit) (v *vetted, err error) {
@@ -40,8 +42,8 @@ func (c *Client) vet(ctx context.Context, project string, h wire.IndexHit) (v *v
 		if spec.Project != project {
 			return nil, fmt.Errorf("job %s is of project %q, asked %q: %w", cid, spec.Project, project, errOtherProject)
 		}
-		if !c.cfg.Runner.Allowed(spec.Project, spec.App) {
-			return nil, fmt.Errorf("job %s: %w: %q of project %q", cid, ErrNotAllowed, spec.App, spec.Project)
+		if err := c.refusal(cid.String(), spec); err != nil {
+			return nil, err
 		}
 		seen, unit := c.seenUnit(spec)
 		if seen {
@@ -60,7 +62,7 @@ const vetTries = 3
 const skipMax = wire.MaxQuerySkips / 2
 
 // skipped is a job this client will not take, and the unit it copies
-// ("": its application is not allowed).
+// ("": it is not allowed or needs blobs).
 type skipped struct {
 	job  string
 	unit string
@@ -174,7 +176,7 @@ func (c *Client) find(ctx context.Context, project string) ([]pendingHit, error)
 // isSkip reports an error of vet that skips the job (rather than a
 // failure to vet it).
 func isSkip(err error) bool {
-	return errors.Is(err, ErrSameUnit) || errors.Is(err, ErrNotAllowed) || errors.Is(err, errOtherProject)
+	return errors.Is(err, ErrSameUnit) || errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrNoBlobs) || errors.Is(err, errOtherProject)
 }
 
 // errOtherProject reports an entry of a project's query naming a job of

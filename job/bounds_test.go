@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
 )
 
 func repeatStrings(n int, s string) []string {
@@ -24,6 +27,18 @@ func inputs(n int) []Input {
 	return out
 }
 
+func blobInputs(n int) []Input {
+	out := make([]Input, n)
+	for i := range out {
+		out[i] = Input{Blob: testBlobKey(string(rune('a' + i%26)))}
+	}
+	return out
+}
+
+func blobInput(in Input) func(*Spec) {
+	return func(s *Spec) { s.Inputs = []Input{in} }
+}
+
 func oneInput(url string, sum []byte, size int64) func(*Spec) {
 	return func(s *Spec) { s.Inputs = []Input{{URL: url, SHA256: sum, Size: size}} }
 }
@@ -36,7 +51,9 @@ var boundCases = []struct {
 }{
 	{"base", func(*Spec) {}, true},
 	{"version 0", func(s *Spec) { s.Version = 0 }, false},
-	{"version 2", func(s *Spec) { s.Version = SpecVersion + 1 }, false},
+	{"version next", func(s *Spec) { s.Version = SpecVersion + 1 }, false},
+	{"version 2", func(s *Spec) { s.Version = 2 }, true},
+	{"version 1", func(s *Spec) { s.Version = 1 }, true},
 
 	{"project empty", func(s *Spec) { s.Project = "" }, false},
 	{"project 1", func(s *Spec) { s.Project = "p" }, true},
@@ -72,6 +89,24 @@ var boundCases = []struct {
 	{"input size -1", oneInput("u", make([]byte, 32), -1), false},
 	{"input size max", oneInput("u", make([]byte, 32), 1<<63-1), true},
 	{"second input bad", func(s *Spec) { s.Inputs = append(inputs(1), Input{URL: "u", SHA256: make([]byte, 32), Size: -1}) }, false},
+
+	{"module", func(s *Spec) { s.Module = testBlobKey("m") }, true},
+	{"module garbage", func(s *Spec) { s.Module = []byte("module") }, false},
+	{"module raw CID", func(s *Spec) { s.Module = testCID(cid.Raw, multihash.SHA2_256, "m") }, false},
+	{"module sha2-512", func(s *Spec) { s.Module = testCID(cid.DagCBOR, multihash.SHA2_512, "m") }, false},
+	{"module trailing byte", func(s *Spec) { s.Module = append(testBlobKey("m"), 0) }, false},
+	{"blob input", blobInput(Input{Blob: testBlobKey("b")}), true},
+	{"blob input with size", blobInput(Input{Blob: testBlobKey("b"), Size: 64 << 20}), true},
+	{"blob inputs max", func(s *Spec) { s.Inputs = blobInputs(MaxInputs) }, true},
+	{"blob inputs max+1", func(s *Spec) { s.Inputs = blobInputs(MaxInputs + 1) }, false},
+	{"blob and URL inputs", func(s *Spec) { s.Inputs = append(inputs(1), blobInputs(1)...) }, true},
+	{"blob input with a URL", blobInput(Input{Blob: testBlobKey("b"), URL: "u"}), false},
+	{"blob input with a sha256", blobInput(Input{Blob: testBlobKey("b"), SHA256: make([]byte, 32)}), false},
+	{"blob input with an empty sha256", blobInput(Input{Blob: testBlobKey("b"), SHA256: []byte{}}), true},
+	{"blob input size -1", blobInput(Input{Blob: testBlobKey("b"), Size: -1}), false},
+	{"blob input bad key", blobInput(Input{Blob: []byte{1, 2, 3}}), false},
+	{"blob input raw CID", blobInput(Input{Blob: testCID(cid.Raw, multihash.SHA2_256, "b")}), false},
+	{"input neither URL nor blob", blobInput(Input{}), false},
 
 	{"keywords none", func(s *Spec) { s.Keywords = nil }, false},
 	{"keywords empty", func(s *Spec) { s.Keywords = []string{} }, false},

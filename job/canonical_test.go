@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/up-pool/up/codec"
@@ -91,21 +92,31 @@ func (w *cborWriter) texts(ss []string) {
 
 func handSpec(s *Spec, wide int, wideAI byte) (b []byte, heads int, widened bool) {
 	w := &cborWriter{wide: wide, wideAI: wideAI}
-	fields := uint64(13)
-	if s.Version == specVersion1 {
+	fields := uint64(14)
+	switch s.Version {
+	case specVersion1:
 		fields = 12
+	case specVersion2:
+		fields = 13
 	}
 	w.head(4, fields)
 	w.int(int64(s.Version))
 	w.text(s.Project)
 	w.text(s.App)
 	w.texts(s.Args)
+	inputFields := uint64(3) // before version 3; Blob is the fourth
+	if fields == 14 {
+		inputFields = 4
+	}
 	w.head(4, uint64(len(s.Inputs)))
 	for _, in := range s.Inputs {
-		w.head(4, 3)
+		w.head(4, inputFields)
 		w.text(in.URL)
 		w.bytes(in.SHA256)
 		w.int(in.Size)
+		if fields == 14 {
+			w.bytes(in.Blob)
+		}
 	}
 	w.texts(s.Keywords)
 	w.texts(s.Resources)
@@ -114,8 +125,11 @@ func handSpec(s *Spec, wide int, wideAI byte) (b []byte, heads int, widened bool
 	w.bytes(s.Nonce)
 	w.bytes(s.CertRef)
 	w.bytes(s.ResultKey)
-	if fields == 13 {
+	if fields >= 13 {
 		w.int(s.Lifetime)
+	}
+	if fields == 14 {
+		w.bytes(s.Module)
 	}
 	return w.buf, w.n, w.widened
 }
@@ -130,13 +144,16 @@ func handSigned(spec, sig []byte, wide int, wideAI byte) (b []byte, heads int, w
 
 // TestHandEncoderIsCanonical checks the hand encoder against the codec, so
 // the non-canonical variants below differ from the canonical bytes only
-// where they are meant to.
+// where they are meant to; for every version's layout.
 func TestHandEncoderIsCanonical(t *testing.T) {
-	signed := mustSign(t, testSpec(), testKey(1))
-	spec, _, _ := handSpec(testSpec(), -1, 0)
-	if !bytes.Equal(spec, signed.Spec) {
-		t.Fatalf("hand-encoded spec\n%x\ncodec\n%x", spec, signed.Spec)
+	for _, s := range []*Spec{testSpec(), testSpecV3(), testSpecVersion(specVersion2), testSpecVersion(specVersion1)} {
+		signed := mustSign(t, s, testKey(1))
+		spec, _, _ := handSpec(s, -1, 0)
+		if !bytes.Equal(spec, signed.Spec) {
+			t.Fatalf("version %d: hand-encoded spec\n%x\ncodec\n%x", s.Version, spec, signed.Spec)
+		}
 	}
+	signed := mustSign(t, testSpec(), testKey(1))
 	enc, _, _ := handSigned(signed.Spec, signed.Sig, -1, 0)
 	if !bytes.Equal(enc, signed.Encode()) {
 		t.Fatal("hand-encoded signed spec differs from Encode()")
@@ -147,9 +164,14 @@ func TestHandEncoderIsCanonical(t *testing.T) {
 // (array and string lengths, integers) in turn: the same spec, other bytes,
 // validly signed. One job must have one encoding, so Decode refuses each.
 func TestDecodeRejectsNonCanonicalSpec(t *testing.T) {
+	for _, base := range []*Spec{testSpecV3(), testSpecVersion(specVersion2)} {
+		t.Run(fmt.Sprintf("version %d", base.Version), func(t *testing.T) { rejectsNonCanonical(t, base) })
+	}
+}
+
+func rejectsNonCanonical(t *testing.T, base *Spec) {
 	key := testKey(1)
 	pub := key.Public().(ed25519.PublicKey)
-	base := testSpec()
 	canonical := mustSign(t, base, key)
 	_, heads, _ := handSpec(base, -1, 0)
 	var variants, decodable int
@@ -220,8 +242,8 @@ func TestDecodeRejectsOtherEncodings(t *testing.T) {
 		return (&Signed{Spec: spec, Sig: ed25519.Sign(key, signPayload(spec))}).Encode()
 	}
 	spec := signed.Spec
-	if spec[0] != 0x8d {
-		t.Fatalf("spec does not start with a 13-element array: %x", spec[:1])
+	if spec[0] != 0x8e {
+		t.Fatalf("spec does not start with a 14-element array: %x", spec[:1])
 	}
 	selfDescribe := []byte{0xd9, 0xd9, 0xf7}
 	// Project "lhc" as an indefinite-length text string: 7f 63 'lhc' ff.
@@ -236,11 +258,12 @@ func TestDecodeRejectsOtherEncodings(t *testing.T) {
 		"self-described spec":     resign(append(bytes.Clone(selfDescribe), spec...)),
 		"self-described signed":   append(bytes.Clone(selfDescribe), signed.Encode()...),
 		"tagged spec bytes":       append([]byte{0x82, 0xd8, 0x18}, signed.Encode()[1:]...),
-		"version as negative":     resign(append([]byte{0x8d, 0x20}, spec[2:]...)),
-		"version as float":        resign(append([]byte{0x8d, 0xf9, 0x3c, 0x00}, spec[2:]...)),
-		"version as text":         resign(append([]byte{0x8d, 0x61, '2'}, spec[2:]...)),
+		"version as negative":     resign(append([]byte{0x8e, 0x22}, spec[2:]...)),
+		"version as float":        resign(append([]byte{0x8e, 0xf9, 0x42, 0x00}, spec[2:]...)),
+		"version as text":         resign(append([]byte{0x8e, 0x61, '3'}, spec[2:]...)),
 		"spec as text":            append([]byte{0x82, 0x78, byte(len(spec))}, append(bytes.Clone(spec), signed.Encode()[len(spec)+2:]...)...),
-		"spec with extra element": resign(append(append([]byte{0x8d}, spec[1:]...), 0x00)),
+		"spec with extra element": resign(append(append([]byte{0x8f}, spec[1:]...), 0x00)),
+		"spec with trailing byte": resign(append(bytes.Clone(spec), 0x00)),
 	}
 	for name, b := range cases {
 		if _, _, err := Decode(b); !errors.Is(err, ErrMalformed) {

@@ -19,8 +19,10 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	v1 := testSpec()
 	v1.Version = specVersion1
 	old := mustSign(tb, v1, key).Encode()
-	seeds := [][]byte{full, small, long, old, nil, {0x82, 0x40, 0x40}, {0xf6}}
-	for _, b := range [][]byte{full, small, long, old} {
+	v2 := mustSign(tb, testSpecVersion(specVersion2), key).Encode()
+	wasm := mustSign(tb, testSpecV3(), key).Encode()
+	seeds := [][]byte{full, small, long, old, v2, wasm, nil, {0x82, 0x40, 0x40}, {0xf6}}
+	for _, b := range [][]byte{full, small, long, old, v2, wasm} {
 		flipped := bytes.Clone(b)
 		flipped[len(flipped)/2] ^= 0x01
 		seeds = append(seeds,

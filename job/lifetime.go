@@ -1,11 +1,5 @@
 package job
 
-import (
-	"fmt"
-
-	"github.com/up-pool/up/codec"
-)
-
 // Job lifetimes. A spec carries, under the project's signature, how long
 // after its creation the job lives (Spec.Lifetime). Every node judges the
 // expiry on its own clock with a margin for disagreeing clocks (thesis
@@ -62,77 +56,4 @@ func satAdd(a, b int64) int64 {
 		return 1<<63 - 1
 	}
 	return a + b
-}
-
-// specFields is Spec without its methods: the version 2 layout.
-type specFields Spec
-
-// specV1 is the version 1 layout: a Spec without Lifetime.
-type specV1 struct {
-	_         struct{} `cbor:",toarray"`
-	Version   uint16
-	Project   string
-	App       string
-	Args      []string
-	Inputs    []Input
-	Keywords  []string
-	Resources []string
-	TFinish   int64
-	Created   int64
-	Nonce     []byte
-	CertRef   []byte
-	ResultKey []byte
-}
-
-// CBOR array headers of the two layouts (12 and 13 elements).
-const (
-	specV1Header = 0x80 + 12
-	specV2Header = 0x80 + 13
-)
-
-// MarshalCBOR encodes a spec in its version's layout: version 1 specs, which
-// have no lifetime, keep the bytes (and so the CIDs) they were signed with.
-func (s Spec) MarshalCBOR() ([]byte, error) {
-	if s.Version != specVersion1 {
-		return codec.Marshal((*specFields)(&s))
-	}
-	if s.Lifetime != 0 {
-		return nil, fmt.Errorf("%w: version 1 spec with a lifetime", ErrMalformed)
-	}
-	return codec.Marshal(&specV1{Version: s.Version, Project: s.Project, App: s.App, Args: s.Args, Inputs: s.Inputs,
-		Keywords: s.Keywords, Resources: s.Resources, TFinish: s.TFinish, Created: s.Created, Nonce: s.Nonce,
-		CertRef: s.CertRef, ResultKey: s.ResultKey})
-}
-
-// UnmarshalCBOR decodes either layout, refusing one that does not match
-// the version it carries.
-func (s *Spec) UnmarshalCBOR(b []byte) error {
-	if len(b) == 0 {
-		return fmt.Errorf("%w: empty spec", ErrMalformed)
-	}
-	switch b[0] {
-	case specV2Header:
-		var f specFields
-		if err := codec.Unmarshal(b, &f); err != nil {
-			return err
-		}
-		if f.Version == specVersion1 {
-			return fmt.Errorf("%w: version 1 spec in the version %d layout", ErrMalformed, SpecVersion)
-		}
-		*s = Spec(f)
-	case specV1Header:
-		var v specV1
-		if err := codec.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		if v.Version != specVersion1 {
-			return fmt.Errorf("%w: version %d spec in the version 1 layout", ErrMalformed, v.Version)
-		}
-		*s = Spec{Version: v.Version, Project: v.Project, App: v.App, Args: v.Args, Inputs: v.Inputs,
-			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
-			CertRef: v.CertRef, ResultKey: v.ResultKey}
-	default:
-		return fmt.Errorf("%w: spec is not an array of 12 or 13 fields", ErrMalformed)
-	}
-	return nil
 }

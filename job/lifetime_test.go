@@ -9,6 +9,23 @@ import (
 	"github.com/up-pool/up/codec"
 )
 
+// inputV1Layout is an input as versions 1 and 2 wrote it: without a blob.
+type inputV1Layout struct {
+	_      struct{} `cbor:",toarray"`
+	URL    string
+	SHA256 []byte
+	Size   int64
+}
+
+// inputsV1Layout lays inputs out as versions 1 and 2 wrote them.
+func inputsV1Layout(in []Input) []inputV1Layout {
+	var out []inputV1Layout
+	for _, x := range in {
+		out = append(out, inputV1Layout{URL: x.URL, SHA256: x.SHA256, Size: x.Size})
+	}
+	return out
+}
+
 // specV1Layout is a spec as version 1 wrote it: without a lifetime.
 type specV1Layout struct {
 	_         struct{} `cbor:",toarray"`
@@ -16,7 +33,7 @@ type specV1Layout struct {
 	Project   string
 	App       string
 	Args      []string
-	Inputs    []Input
+	Inputs    []inputV1Layout
 	Keywords  []string
 	Resources []string
 	TFinish   int64
@@ -36,7 +53,7 @@ const (
 // expires DefaultLifetimeMS after its creation.
 func TestOldSpecStillDecodes(t *testing.T) {
 	s := testSpec()
-	old := specV1Layout{Version: 1, Project: s.Project, App: s.App, Args: s.Args, Inputs: s.Inputs, Keywords: s.Keywords,
+	old := specV1Layout{Version: 1, Project: s.Project, App: s.App, Args: s.Args, Inputs: inputsV1Layout(s.Inputs), Keywords: s.Keywords,
 		Resources: s.Resources, TFinish: s.TFinish, Created: s.Created, Nonce: s.Nonce, CertRef: s.CertRef, ResultKey: s.ResultKey}
 	b, err := codec.Marshal(&old)
 	if err != nil {
@@ -90,11 +107,13 @@ func TestLifetimeBounds(t *testing.T) {
 		life    int64
 		ok      bool
 	}{
-		{"v2 default", SpecVersion, 0, true},
-		{"v2 one minute", SpecVersion, minute, true},
-		{"v2 max", SpecVersion, MaxLifetimeMS, true},
-		{"v2 negative", SpecVersion, -1, false},
-		{"v2 above max", SpecVersion, MaxLifetimeMS + 1, false},
+		{"current default", SpecVersion, 0, true},
+		{"current one minute", SpecVersion, minute, true},
+		{"current max", SpecVersion, MaxLifetimeMS, true},
+		{"current negative", SpecVersion, -1, false},
+		{"current above max", SpecVersion, MaxLifetimeMS + 1, false},
+		{"v2 max", 2, MaxLifetimeMS, true},
+		{"v2 negative", 2, -1, false},
 		{"v1 no lifetime", 1, 0, true},
 		{"v1 with lifetime", 1, minute, false},
 	} {
@@ -104,20 +123,20 @@ func TestLifetimeBounds(t *testing.T) {
 			t.Errorf("%s: Validate = %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}
-	// A version 2 number in the version 1 layout, and the reverse.
+	// A current version number in the version 1 layout, and the reverse.
 	s := testSpec()
 	old := specV1Layout{Version: SpecVersion, Project: s.Project, App: s.App, Keywords: s.Keywords, TFinish: s.TFinish,
 		Created: s.Created, Nonce: s.Nonce, CertRef: s.CertRef, ResultKey: s.ResultKey}
 	b, _ := codec.Marshal(&old)
 	var got Spec
 	if err := codec.Unmarshal(b, &got); err == nil {
-		t.Error("a version 2 spec in the version 1 layout decoded")
+		t.Error("a current version spec in the version 1 layout decoded")
 	}
 	v1 := testSpec()
 	v1.Version = 1
 	b, _ = codec.Marshal((*specFields)(v1))
 	if err := codec.Unmarshal(b, &got); err == nil {
-		t.Error("a version 1 spec in the version 2 layout decoded")
+		t.Error("a version 1 spec in the current layout decoded")
 	} else if !errors.Is(err, codec.ErrMalformed) {
 		t.Errorf("error %v is not ErrMalformed", err)
 	}

@@ -16,11 +16,17 @@ import (
 )
 
 // SpecVersion is the version of Spec this code writes. It also reads
-// version 1 specs, which carry no lifetime (lifetime.go).
-const SpecVersion = 2
+// version 1 specs, which carry no lifetime (lifetime.go), and version 2
+// specs, which carry no WebAssembly module and no blob input (layout.go).
+const SpecVersion = specVersion3
 
-// specVersion1 is the version before job lifetimes.
-const specVersion1 = 1
+// The versions: 1 before job lifetimes, 2 before WebAssembly modules and
+// blob inputs, 3 with them.
+const (
+	specVersion1 = 1
+	specVersion2 = 2
+	specVersion3 = 3
+)
 
 // Bounds of a spec, enforced on every decode.
 const (
@@ -47,22 +53,29 @@ var ErrMalformed = fmt.Errorf("malformed job: %w", codec.ErrMalformed)
 // ErrBadSignature reports a spec whose signature does not verify.
 var ErrBadSignature = errors.New("job signature does not verify")
 
-// Input is a reference to an input file: where to fetch it and what its
-// bytes must hash to.
+// Input is a reference to an input file: either a URL to fetch it from and
+// the SHA-256 its bytes must have, or (version 3 on) a blob in the overlay,
+// named by its manifest's CID, whose chunks' CIDs name its bytes.
 type Input struct {
 	_      struct{} `cbor:",toarray"`
-	URL    string
-	SHA256 []byte // 32 bytes
-	Size   int64  // bytes; 0 = unknown
+	URL    string   // "" for a blob input
+	SHA256 []byte   // 32 bytes for a URL input; none for a blob input
+	Size   int64    // bytes; 0 = unknown
+	// Blob is the input blob's key, its manifest CID's bytes (CIDv1
+	// dag-cbor sha2-256, see package blob); nil for a URL input.
+	// Version 3 on.
+	Blob []byte
 }
 
 // Spec is what a project asks a client to run. It is signed by the
 // project's key and never changes once signed.
 type Spec struct {
-	_         struct{} `cbor:",toarray"`
-	Version   uint16
-	Project   string   // the project's name, as in its certificate
-	App       string   // application name, from the volunteer's allow-list
+	_       struct{} `cbor:",toarray"`
+	Version uint16
+	Project string // the project's name, as in its certificate
+	// App is the application: a name from the volunteer's allow-list,
+	// or, when Module is set, the module's display name only.
+	App       string
 	Args      []string // arguments to the application
 	Inputs    []Input
 	Keywords  []string // index keywords, e.g. "LHC", "LHC:mem:<128MB"
@@ -75,6 +88,12 @@ type Spec struct {
 	// Lifetime is how long after Created the job lives, in ms; 0 takes
 	// DefaultLifetimeMS. Version 2 on; version 1 specs have none.
 	Lifetime int64
+	// Module, when set, is the application as a WebAssembly module (WASI
+	// preview 1) shipped by the project as a blob: its key, the manifest
+	// CID's bytes (CIDv1 dag-cbor sha2-256). A client runs it in its
+	// sandbox if the volunteer allows the project's modules, whatever App
+	// says. Version 3 on.
+	Module []byte
 }
 
 // Validate checks the spec's bounds.
@@ -83,10 +102,12 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
 	}
 	switch {
-	case s.Version != SpecVersion && s.Version != specVersion1:
-		return bad("version %d, want %d or %d", s.Version, specVersion1, SpecVersion)
+	case s.Version < specVersion1 || s.Version > SpecVersion:
+		return bad("version %d, want %d to %d", s.Version, specVersion1, SpecVersion)
 	case s.Version == specVersion1 && s.Lifetime != 0:
 		return bad("version 1 spec with a lifetime")
+	case s.Version < specVersion3 && s.UsesBlobs():
+		return bad("version %d spec with a WebAssembly module or a blob input (version %d on)", s.Version, specVersion3)
 	case s.Lifetime < 0 || s.Lifetime > MaxLifetimeMS:
 		return bad("lifetime %d ms out of 0..%d", s.Lifetime, MaxLifetimeMS)
 	case s.Project == "" || len(s.Project) > MaxNameLen || !utf8.ValidString(s.Project):
@@ -112,14 +133,19 @@ func (s *Spec) Validate() error {
 	case len(s.ResultKey) != ResultKeyLen:
 		return bad("result key of %d bytes, want %d", len(s.ResultKey), ResultKeyLen)
 	}
+	if len(s.Module) > 0 {
+		if _, err := ParseBlobKey(s.Module); err != nil {
+			return fmt.Errorf("module: %w", err)
+		}
+	}
 	for _, a := range s.Args {
 		if len(a) > MaxArgLen || !utf8.ValidString(a) {
 			return bad("argument of %d bytes (max %d, UTF-8)", len(a), MaxArgLen)
 		}
 	}
-	for _, in := range s.Inputs {
-		if in.URL == "" || len(in.URL) > MaxURLLen || !utf8.ValidString(in.URL) || len(in.SHA256) != sha256.Size || in.Size < 0 {
-			return bad("input %q: want a URL, a 32-byte sha256 and a size >= 0", truncate(in.URL))
+	for i, in := range s.Inputs {
+		if err := in.validate(); err != nil {
+			return fmt.Errorf("input %d: %w", i, err)
 		}
 	}
 	for _, k := range append(append([]string(nil), s.Keywords...), s.Resources...) {
@@ -128,6 +154,40 @@ func (s *Spec) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validate checks one input: exactly one of a URL (with a 32-byte SHA-256)
+// and a blob key (with no SHA-256: the manifest's chunk CIDs name the
+// bytes), and a size >= 0.
+func (in *Input) validate() error {
+	switch {
+	case in.Size < 0:
+		return fmt.Errorf("%w: size %d", ErrMalformed, in.Size)
+	case len(in.Blob) > 0:
+		if in.URL != "" || len(in.SHA256) != 0 {
+			return fmt.Errorf("%w: a blob input with a URL or a sha256 (want exactly one of URL and blob)", ErrMalformed)
+		}
+		_, err := ParseBlobKey(in.Blob)
+		return err
+	case in.URL == "" || len(in.URL) > MaxURLLen || !utf8.ValidString(in.URL) || len(in.SHA256) != sha256.Size:
+		return fmt.Errorf("%w: input %q: want a URL of 1..%d bytes and a 32-byte sha256, or a blob",
+			ErrMalformed, truncate(in.URL), MaxURLLen)
+	}
+	return nil
+}
+
+// UsesBlobs reports whether the spec has a version 3 field set, a module or
+// a blob input: running the job needs blobs from the overlay.
+func (s *Spec) UsesBlobs() bool {
+	if len(s.Module) > 0 {
+		return true
+	}
+	for _, in := range s.Inputs {
+		if len(in.Blob) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidateKeyword checks one keyword: 1..MaxKeywordLen bytes of graphic
@@ -243,6 +303,21 @@ func (s *Signed) Key() []byte { return s.CID().Bytes() }
 func CertRef(certDER []byte) []byte {
 	h := sha256.Sum256(certDER)
 	return h[:]
+}
+
+// ParseBlobKey parses a blob key as a spec names it (Spec.Module,
+// Input.Blob): a manifest CID's bytes, a CIDv1 dag-cbor sha2-256 CID in its
+// one binary form. It is blob.ParseManifestCID's check, which job cannot
+// import (blob imports job).
+func ParseBlobKey(b []byte) (cid.Cid, error) {
+	c, err := ParseKey(b)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("%w: blob key: %v", ErrMalformed, err)
+	}
+	if !bytes.Equal(c.Bytes(), b) {
+		return cid.Undef, fmt.Errorf("%w: blob key %s not canonically encoded", ErrMalformed, c)
+	}
+	return c, nil
 }
 
 // ParseKey parses a job key (CID bytes), checking it is a CIDv1 dag-cbor

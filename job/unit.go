@@ -6,17 +6,29 @@ import (
 )
 
 // UnitKey names the unit a job is a copy of: a SHA-256 over what the
-// copies of a unit share — project, application, arguments and input
-// digests — and not the nonce, creation time or keywords that set copies
+// copies of a unit share — project, application, arguments, inputs and
+// module — and not the nonce, creation time or keywords that set copies
 // apart. Clients use it to run at most one copy of a unit, and replicas to
 // refuse a client a second copy they can see (claim.Decide). Two units
 // with the same project, application, arguments and inputs are one unit
 // here: they would compute the same result.
+//
+// A spec without a module or blob input hashes as before version 3 (its
+// inputs' digests only), so copies signed by older and newer projects, or
+// judged by older and newer nodes, agree; one with either hashes the
+// module's key and each input's digest and blob key as well.
 func (s *Spec) UnitKey() []byte {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %q %q", s.Project, s.App, s.Args)
+	if !s.UsesBlobs() {
+		for _, in := range s.Inputs {
+			h.Write(in.SHA256)
+		}
+		return h.Sum(nil)
+	}
+	fmt.Fprintf(h, " module %x", s.Module)
 	for _, in := range s.Inputs {
-		h.Write(in.SHA256)
+		fmt.Fprintf(h, " input %x %x", in.SHA256, in.Blob)
 	}
 	return h.Sum(nil)
 }

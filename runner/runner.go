@@ -1,6 +1,8 @@
 // Package runner runs job applications as subprocesses in their own work
 // directories with wall-clock, CPU-time and memory limits, enforcing the
-// volunteer's allow-list of applications per project.
+// volunteer's allow-list of applications per project; and WebAssembly
+// modules, in-process in the sandbox (package sandbox), for the projects
+// the volunteer allows modules (Config.AllowWASM).
 //
 // Every application, built-in or external, runs through the launcher (`up app
 // exec`, see Exec) in a fresh work directory and in its own process group:
@@ -8,6 +10,12 @@
 // built-in in-process or execs the external executable, so the limits apply
 // to the application; the runner enforces the wall-clock limit and the output
 // bound by killing the whole group.
+//
+// A WebAssembly task (Task.WASM) runs in the same kind of work directory,
+// but in this process: the sandbox mounts the directory as the guest's
+// only file system, gives it no network and no environment, and holds it
+// to the memory limit (its linear memory), the wall-clock limit and the
+// output bound; its stdout is the result, as a process's.
 package runner
 
 import (
@@ -22,6 +30,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/apps"
+	"github.com/up-pool/up/sandbox"
 )
 
 // Config configures a Runner.
@@ -46,6 +55,18 @@ type Config struct {
 	// does not inherit the worker's environment: it gets PATH, HOME and
 	// TMPDIR (both the work directory), then Env.
 	Env []string
+	// AllowWASM lists the projects allowed to run WebAssembly modules
+	// here: any module the project names in a job it signed (Task.WASM),
+	// run in the sandbox. It is per project, not per application as Allow
+	// is, because a module reaches only what the sandbox gives it (its
+	// work directory, its limits, no network), where a native application
+	// runs with the volunteer's rights. Empty: no module runs.
+	AllowWASM []string
+	// Sandbox configures the sandbox New makes when AllowWASM is not
+	// empty: CacheDir (compiled modules kept across runs; the client's is
+	// <data>/wasm-cache), the default memory limit, the output bound
+	// (default MaxOutput), the modules kept loaded.
+	Sandbox sandbox.Config
 }
 
 // Task is one run of an application.
@@ -58,7 +79,17 @@ type Task struct {
 	Inputs map[string]string
 	Wall   time.Duration // wall-clock limit (required > 0)
 	CPU    time.Duration // CPU-time limit (0 = none); enforced in whole seconds, rounded up
-	Memory int64         // bytes of address space (0 = none)
+	// Memory is the limit in bytes (0 = none): of address space for a
+	// process; of linear memory for a module, at most sandbox.MaxMemory
+	// (4 GiB, more is taken as that; 0 takes the sandbox's default).
+	Memory int64
+	// WASM, when set, makes the task a WebAssembly module's, run in the
+	// sandbox if the project is in Config.AllowWASM; App is then only the
+	// module's display name (and its argv[0]). A module runs on one
+	// thread, so a CPU limit below Wall is enforced as its wall-clock
+	// limit (Killed says KilledCPU), and its CPU time is reported as its
+	// wall time.
+	WASM *Module
 }
 
 // Reasons for Outcome.Killed.
@@ -109,6 +140,7 @@ type Runner struct {
 	external  map[string]string
 	maxOutput int64
 	env       []string
+	wasm      *wasmRunner
 }
 
 // New validates cfg and returns a Runner. It creates cfg.WorkRoot.
@@ -155,20 +187,8 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	for name, path := range cfg.External {
-		switch {
-		case name == "" || name == "*" || strings.HasPrefix(name, "-") || filepath.IsAbs(name):
-			return nil, fmt.Errorf("runner: external application name %q is invalid", name)
-		case isBuiltin(name):
-			return nil, fmt.Errorf("runner: external application %q shadows a built-in", name)
-		case !filepath.IsAbs(path):
-			return nil, fmt.Errorf("runner: external application %q: path %q is not absolute", name, path)
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			return nil, fmt.Errorf("runner: external application %q: %w", name, err)
-		}
-		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			return nil, fmt.Errorf("runner: external application %q: %s is not an executable file", name, path)
+		if err := checkExternal(name, path); err != nil {
+			return nil, err
 		}
 		r.external[name] = filepath.Clean(path)
 	}
@@ -185,7 +205,30 @@ func New(cfg Config) (*Runner, error) {
 		}
 		r.allow[project] = set
 	}
+	if r.wasm, err = newWASM(cfg, r.maxOutput); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkExternal checks an external application's name and executable.
+func checkExternal(name, path string) error {
+	switch {
+	case name == "" || name == "*" || strings.HasPrefix(name, "-") || filepath.IsAbs(name):
+		return fmt.Errorf("runner: external application name %q is invalid", name)
+	case isBuiltin(name):
+		return fmt.Errorf("runner: external application %q shadows a built-in", name)
+	case !filepath.IsAbs(path):
+		return fmt.Errorf("runner: external application %q: path %q is not absolute", name, path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("runner: external application %q: %w", name, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("runner: external application %q: %s is not an executable file", name, path)
+	}
+	return nil
 }
 
 func isBuiltin(name string) bool {
@@ -210,12 +253,16 @@ func (r *Runner) Allowed(project, app string) bool {
 
 // Run runs t and waits for it to end. It returns an error wrapping
 // ErrNotAllowed (naming project and app) before creating anything or starting
-// any process if the allow-list does not permit the application, and other
-// errors for invalid tasks and setup failures. A job that fails or is killed
-// for a limit is not an error: it is an Outcome with ExitCode != 0 and/or
-// Killed set. If ctx ends first, the process group is killed and Run returns
-// the Outcome with an error wrapping ctx.Err().
+// any process if the allow-list does not permit the application (for a
+// WebAssembly task: if the project is not in AllowWASM), and other errors
+// for invalid tasks and setup failures. A job that fails or is killed for a
+// limit is not an error: it is an Outcome with ExitCode != 0 and/or Killed
+// set. If ctx ends first, the process group (or the guest) is killed and
+// Run returns the Outcome with an error wrapping ctx.Err().
 func (r *Runner) Run(ctx context.Context, t Task) (Outcome, error) {
+	if t.WASM != nil {
+		return r.runWASM(ctx, t)
+	}
 	if !r.Allowed(t.Project, t.App) {
 		return Outcome{}, fmt.Errorf("runner: project %q, application %q: %w", t.Project, t.App, ErrNotAllowed)
 	}
@@ -229,15 +276,9 @@ func (r *Runner) Run(ctx context.Context, t Task) (Outcome, error) {
 	if !isBuiltin(target) {
 		target = r.external[t.App]
 	}
-	dir, err := os.MkdirTemp(r.workRoot, "task-")
+	dir, err := r.workDir(t)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("runner: work directory: %w", err)
-	}
-	for name, src := range t.Inputs {
-		if err := copyInput(filepath.Join(dir, filepath.FromSlash(name)), src); err != nil {
-			removeAll(dir)
-			return Outcome{}, fmt.Errorf("runner: input %q: %w", name, err)
-		}
+		return Outcome{}, err
 	}
 	if !r.keep {
 		defer removeAll(dir)

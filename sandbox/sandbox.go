@@ -26,8 +26,9 @@
 // of a NaN to the machine), which is what validating results by quorum
 // needs.
 //
-// The package does not fetch modules, choose limits or decide which
-// applications a volunteer allows: the runner does (see runner.Runner).
+// The package does not fetch modules (the client does, through its
+// client.Blobs), choose limits or decide which projects' modules a
+// volunteer allows: the runner does (runner.Config.AllowWASM, Task.WASM).
 package sandbox
 
 import (

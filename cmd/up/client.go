@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/sandbox"
 )
 
 func newClientCmd() *cobra.Command {
@@ -67,6 +69,7 @@ type clientRunFlags struct {
 	bootstrapFile string
 	projects      []string
 	allow         []string
+	allowWASM     []string
 	external      []string
 	exclude       []string
 	slots         int
@@ -82,11 +85,12 @@ type clientRunFlags struct {
 
 // clientSetup is what the flags say, before any file or network is used.
 type clientSetup struct {
-	projects []client.Project
-	allow    map[string][]string
-	external map[string]string
-	memory   int64
-	bw       int64
+	projects  []client.Project
+	allow     map[string][]string
+	allowWASM []string
+	external  map[string]string
+	memory    int64
+	bw        int64
 }
 
 // parse checks the flags. It touches no file and no network.
@@ -133,6 +137,15 @@ func (f *clientRunFlags) parse() (clientSetup, error) {
 			return s, usageError{fmt.Errorf("--allow %q: project %q is not attached with --project", a, proj)}
 		}
 		s.allow[proj] = append(s.allow[proj], strings.Split(list, ",")...)
+	}
+	for _, p := range f.allowWASM {
+		switch {
+		case !seen[p]:
+			return s, usageError{fmt.Errorf("--allow-wasm %q: want the name of a project attached with --project", p)}
+		case slices.Contains(s.allowWASM, p):
+			return s, usageError{fmt.Errorf("--allow-wasm %q: repeated project", p)}
+		}
+		s.allowWASM = append(s.allowWASM, p)
 	}
 	s.external = map[string]string{}
 	for _, e := range f.external {
@@ -198,9 +211,20 @@ func newClientRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the worker until interrupted",
+		Long: `Run the worker until interrupted: find, claim and run the attached
+projects' jobs, and return their results.
+
+A job runs a native application only if --allow names it for the project
+(an external one also needs --exec). A job whose application is a
+WebAssembly module runs only for a project named with --allow-wasm: any
+module the project signs into a job then runs, in-process in the sandbox,
+which gives it its own work directory and nothing else (no network, no
+environment, no other file) and holds it to memory and time limits.
+Modules and blob inputs come from the overlay's blobs: until this client
+fetches blobs, it skips the jobs that name them.`,
 		Example: `  up client run --data w1 --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... \
       --project lhc:75 --project cms:25 --allow lhc=sixtrack,hashchain --allow cms='*' \
-      --exec sixtrack=/opt/lhc/sixtrack --http 127.0.0.1:8050`,
+      --exec sixtrack=/opt/lhc/sixtrack --allow-wasm cms --http 127.0.0.1:8050`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setup, err := fl.parse()
@@ -222,6 +246,7 @@ func bindClientRunFlags(f *pflag.FlagSet, fl *clientRunFlags) {
 	f.StringVar(&fl.bootstrapFile, "bootstrap-file", fl.bootstrapFile, bootstrapFileHelp)
 	f.StringSliceVar(&fl.projects, "project", fl.projects, "attach a project: NAME or NAME:SHARE (repeatable, required)")
 	f.StringArrayVar(&fl.allow, "allow", fl.allow, "allow applications: PROJECT=APP[,APP...], '*' for every built-in (repeatable)")
+	f.StringArrayVar(&fl.allowWASM, "allow-wasm", fl.allowWASM, "allow a project's WebAssembly modules, run in the sandbox: PROJECT (repeatable)")
 	f.StringArrayVar(&fl.external, "exec", fl.external, "an external application: NAME=/absolute/path (repeatable)")
 	f.StringSliceVar(&fl.exclude, "exclude", fl.exclude, "resource keywords this machine cannot serve, e.g. bw:fast (repeatable)")
 	f.IntVar(&fl.slots, "slots", fl.slots, "jobs run in parallel")
@@ -258,6 +283,11 @@ func runClient(cmd *cobra.Command, fl clientRunFlags, setup clientSetup) error {
 	run, err := newClientRunner(fl, setup)
 	if err != nil {
 		return err
+	}
+	defer run.Close()
+	if len(setup.allowWASM) > 0 {
+		logger.Warn("WebAssembly modules allowed, but this client does not fetch blobs yet: jobs naming a module or a blob input are skipped",
+			"projects", setup.allowWASM)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -297,7 +327,9 @@ func runClient(cmd *cobra.Command, fl clientRunFlags, setup clientSetup) error {
 }
 
 // newClientRunner makes the runner of the client's jobs: applications
-// launched as 'up app exec', in work directories under --work.
+// launched as 'up app exec', in work directories under --work; the
+// modules of the --allow-wasm projects in the sandbox, their compiled
+// code kept in DATA/wasm-cache.
 func newClientRunner(fl clientRunFlags, setup clientSetup) (*runner.Runner, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -308,7 +340,8 @@ func newClientRunner(fl clientRunFlags, setup clientSetup) (*runner.Runner, erro
 		work = filepath.Join(fl.data, "work")
 	}
 	return runner.New(runner.Config{Launcher: []string{self, "app", "exec"}, WorkRoot: work,
-		Allow: setup.allow, External: setup.external})
+		Allow: setup.allow, External: setup.external,
+		AllowWASM: setup.allowWASM, Sandbox: sandbox.Config{CacheDir: filepath.Join(fl.data, "wasm-cache")}})
 }
 
 // clientConfig is the configuration of the client the flags describe,

@@ -33,6 +33,14 @@ func TestClientRunFlagsParse(t *testing.T) {
 			f.projects = []string{"lhc:75", "cms:25"}
 			f.allow = []string{"lhc=hashchain,mandelbrot", "cms=*"}
 		}, ""},
+		{"allow wasm", func(f *clientRunFlags) {
+			f.projects = []string{"lhc", "cms"}
+			f.allowWASM = []string{"cms", "lhc"}
+		}, ""},
+		{"allow wasm unattached", func(f *clientRunFlags) { f.allowWASM = []string{"cms"} }, `--allow-wasm "cms"`},
+		{"allow wasm empty", func(f *clientRunFlags) { f.allowWASM = []string{""} }, "--allow-wasm"},
+		{"allow wasm repeated", func(f *clientRunFlags) { f.allowWASM = []string{"lhc", "lhc"} }, "repeated"},
+		{"allow wasm with apps", func(f *clientRunFlags) { f.allowWASM = []string{"lhc=x"} }, `--allow-wasm "lhc=x"`},
 		{"one slot", func(f *clientRunFlags) { f.slots = 1 }, ""},
 		{"most slots", func(f *clientRunFlags) { f.slots = 1024 }, ""},
 		{"no data", func(f *clientRunFlags) { f.data = "" }, "--data"},
@@ -80,7 +88,7 @@ func TestClientRunFlagsParsed(t *testing.T) {
 		check func(clientSetup, client.Config) bool
 	}{
 		{"defaults", nil, func(s clientSetup, c client.Config) bool {
-			return len(s.projects) == 1 && s.projects[0] == client.Project{Name: "lhc", Share: 100} && len(s.allow) == 0 &&
+			return len(s.projects) == 1 && s.projects[0] == client.Project{Name: "lhc", Share: 100} && len(s.allow) == 0 && len(s.allowWASM) == 0 &&
 				len(s.external) == 0 && s.memory == 0 && s.bw == 0 && c.Slots == runtime.NumCPU() && c.MaxJobs == 0 &&
 				c.BackoffMin == time.Second && c.BackoffMax == 5*time.Minute && c.InputDir == filepath.Join("w", "inputs") &&
 				len(c.Attributes.Exclude) == 0
@@ -89,6 +97,10 @@ func TestClientRunFlagsParsed(t *testing.T) {
 			func(s clientSetup, c client.Config) bool {
 				return c.Slots == 3 && c.Attributes.Memory == 2<<30 && c.Attributes.Bandwidth == 20_000_000 &&
 					slices.Equal(c.Attributes.Exclude, []string{"bw:fast", "gpu"}) && c.MaxJobs == 7
+			}},
+		{"WebAssembly", []string{"--project", "cms", "--allow-wasm", "cms", "--allow-wasm", "lhc", "--allow", "lhc=hashchain"},
+			func(s clientSetup, c client.Config) bool {
+				return slices.Equal(s.allowWASM, []string{"cms", "lhc"}) && slices.Equal(s.allow["lhc"], []string{"hashchain"}) && len(s.allow["cms"]) == 0
 			}},
 		{"short backoff", []string{"--backoff-max", "100ms"}, func(s clientSetup, c client.Config) bool {
 			return c.BackoffMin == 100*time.Millisecond && c.BackoffMax == 100*time.Millisecond

@@ -20,6 +20,10 @@ type inProcess struct{}
 // runners allow it in subprocess mode.
 func (inProcess) Allowed(project, app string) bool { return project == benchProject && app == App }
 
+// AllowedWASM allows no project's WebAssembly modules: the bench's jobs
+// are its built-in's.
+func (inProcess) AllowedWASM(string) bool { return false }
+
 // Run calls the application's entry point; a failing application is an
 // outcome with exit code 1, as its child process would be.
 func (e inProcess) Run(ctx context.Context, t runner.Task) (runner.Outcome, error) {

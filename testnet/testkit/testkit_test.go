@@ -1,6 +1,7 @@
 package testkit_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -100,5 +101,18 @@ func TestChildCommand(t *testing.T) {
 	failing := testkit.ChildCommand("TestChildReports", []string{"UP_TESTKIT_CHILD=fail"})
 	if err := testkit.RunChild(failing, &rep); err == nil {
 		t.Fatal("a failing child passed")
+	}
+}
+
+// TestWasmModule: a command builds to a WebAssembly module (its magic
+// number), once per test binary.
+func TestWasmModule(t *testing.T) {
+	const pkg = "github.com/up-pool/up/apps/wasm/hashchain"
+	m := testkit.WasmModule(t, pkg)
+	if !bytes.HasPrefix(m, []byte("\x00asm")) {
+		t.Fatalf("module starts with %q, want the WebAssembly magic", m[:min(4, len(m))])
+	}
+	if again := testkit.WasmModule(t, pkg); &again[0] != &m[0] {
+		t.Error("the module was built twice")
 	}
 }

@@ -1,0 +1,161 @@
+package job
+
+import (
+	"fmt"
+
+	"github.com/up-pool/up/codec"
+)
+
+// A spec's encoding is a CBOR array whose layout its version fixes, so a
+// spec keeps the bytes, and the CID, it was signed with: version 1 has 12
+// fields, version 2 adds Lifetime (13), version 3 adds Module (14) and
+// lays each input out with its Blob (4 fields, where 1 and 2 have 3).
+
+// specFields is Spec without its methods: the version 3 layout.
+type specFields Spec
+
+// inputV2 is an input as versions 1 and 2 lay it out: without Blob.
+type inputV2 struct {
+	_      struct{} `cbor:",toarray"`
+	URL    string
+	SHA256 []byte
+	Size   int64
+}
+
+// specV2 is the version 2 layout: a Spec without Module, its inputs
+// without Blob.
+type specV2 struct {
+	_         struct{} `cbor:",toarray"`
+	Version   uint16
+	Project   string
+	App       string
+	Args      []string
+	Inputs    []inputV2
+	Keywords  []string
+	Resources []string
+	TFinish   int64
+	Created   int64
+	Nonce     []byte
+	CertRef   []byte
+	ResultKey []byte
+	Lifetime  int64
+}
+
+// specV1 is the version 1 layout: version 2's without Lifetime.
+type specV1 struct {
+	_         struct{} `cbor:",toarray"`
+	Version   uint16
+	Project   string
+	App       string
+	Args      []string
+	Inputs    []inputV2
+	Keywords  []string
+	Resources []string
+	TFinish   int64
+	Created   int64
+	Nonce     []byte
+	CertRef   []byte
+	ResultKey []byte
+}
+
+// CBOR array headers of the three layouts (12, 13 and 14 elements).
+const (
+	specV1Header = 0x80 + 12
+	specV2Header = 0x80 + 13
+	specV3Header = 0x80 + 14
+)
+
+// MarshalCBOR encodes a spec in its version's layout: version 1 and 2
+// specs keep the bytes (and so the CIDs) they were signed with. Versions
+// other than 1 and 2 take the version 3 layout (Validate refuses the
+// unknown ones).
+func (s Spec) MarshalCBOR() ([]byte, error) {
+	if s.Version != specVersion1 && s.Version != specVersion2 {
+		return codec.Marshal((*specFields)(&s))
+	}
+	if s.UsesBlobs() {
+		return nil, fmt.Errorf("%w: version %d spec with a module or a blob input", ErrMalformed, s.Version)
+	}
+	v2 := specV2{Version: s.Version, Project: s.Project, App: s.App, Args: s.Args, Inputs: inputsV2(s.Inputs),
+		Keywords: s.Keywords, Resources: s.Resources, TFinish: s.TFinish, Created: s.Created, Nonce: s.Nonce,
+		CertRef: s.CertRef, ResultKey: s.ResultKey, Lifetime: s.Lifetime}
+	if s.Version == specVersion2 {
+		return codec.Marshal(&v2)
+	}
+	if s.Lifetime != 0 {
+		return nil, fmt.Errorf("%w: version 1 spec with a lifetime", ErrMalformed)
+	}
+	return codec.Marshal(&specV1{Version: v2.Version, Project: v2.Project, App: v2.App, Args: v2.Args, Inputs: v2.Inputs,
+		Keywords: v2.Keywords, Resources: v2.Resources, TFinish: v2.TFinish, Created: v2.Created, Nonce: v2.Nonce,
+		CertRef: v2.CertRef, ResultKey: v2.ResultKey})
+}
+
+// UnmarshalCBOR decodes any of the layouts, refusing one that does not
+// match the version it carries.
+func (s *Spec) UnmarshalCBOR(b []byte) error {
+	if len(b) == 0 {
+		return fmt.Errorf("%w: empty spec", ErrMalformed)
+	}
+	switch b[0] {
+	case specV3Header:
+		var f specFields
+		if err := codec.Unmarshal(b, &f); err != nil {
+			return err
+		}
+		if f.Version == specVersion1 || f.Version == specVersion2 {
+			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, f.Version, specVersion3)
+		}
+		*s = Spec(f)
+	case specV2Header:
+		var v specV2
+		if err := codec.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		if v.Version != specVersion2 {
+			return fmt.Errorf("%w: version %d spec in the version 2 layout", ErrMalformed, v.Version)
+		}
+		*s = Spec{Version: v.Version, Project: v.Project, App: v.App, Args: v.Args, Inputs: inputsV3(v.Inputs),
+			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
+			CertRef: v.CertRef, ResultKey: v.ResultKey, Lifetime: v.Lifetime}
+	case specV1Header:
+		var v specV1
+		if err := codec.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		if v.Version != specVersion1 {
+			return fmt.Errorf("%w: version %d spec in the version 1 layout", ErrMalformed, v.Version)
+		}
+		*s = Spec{Version: v.Version, Project: v.Project, App: v.App, Args: v.Args, Inputs: inputsV3(v.Inputs),
+			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
+			CertRef: v.CertRef, ResultKey: v.ResultKey}
+	default:
+		return fmt.Errorf("%w: spec is not an array of 12, 13 or 14 fields", ErrMalformed)
+	}
+	return nil
+}
+
+// inputsV2 lays inputs out as versions 1 and 2 do (the caller checked
+// that none is a blob); nil stays nil and empty empty, so a decoded spec
+// re-encodes to its bytes.
+func inputsV2(in []Input) []inputV2 {
+	if in == nil {
+		return nil
+	}
+	out := make([]inputV2, len(in))
+	for i, x := range in {
+		out[i] = inputV2{URL: x.URL, SHA256: x.SHA256, Size: x.Size}
+	}
+	return out
+}
+
+// inputsV3 is inputsV2 undone.
+func inputsV3(in []inputV2) []Input {
+	if in == nil {
+		return nil
+	}
+	out := make([]Input, len(in))
+	for i, x := range in {
+		out[i] = Input{URL: x.URL, SHA256: x.SHA256, Size: x.Size}
+	}
+	return out
+}
