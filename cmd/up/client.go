@@ -108,25 +108,11 @@ func (f *clientRunFlags) parse() (clientSetup, error) {
 	if len(f.projects) == 0 {
 		return s, usageError{fmt.Errorf("missing --project: attach at least one project")}
 	}
-	seen := map[string]bool{}
-	for _, p := range f.projects {
-		name, share := p, 100.0
-		if i := strings.LastIndexByte(p, ':'); i > 0 {
-			v, err := strconv.ParseFloat(p[i+1:], 64)
-			if err != nil || v <= 0 {
-				return s, usageError{fmt.Errorf("--project %q: the share after ':' must be a positive number", p)}
-			}
-			name, share = p[:i], v
-		}
-		if seen[name] {
-			return s, usageError{fmt.Errorf("--project %q: repeated project", p)}
-		}
-		if err := checkPartyName(name); err != nil {
-			return s, usageError{fmt.Errorf("--project %q: %w", p, err)}
-		}
-		seen[name] = true
-		s.projects = append(s.projects, client.Project{Name: name, Share: share})
+	projects, seen, err := parseProjects(f.projects)
+	if err != nil {
+		return s, err
 	}
+	s.projects = projects
 	s.allow = map[string][]string{}
 	for _, a := range f.allow {
 		proj, list, ok := strings.Cut(a, "=")
@@ -179,6 +165,32 @@ func (f *clientRunFlags) parse() (clientSetup, error) {
 		s.memory = m
 	}
 	return s, nil
+}
+
+// parseProjects reads the --project values (NAME or NAME:SHARE) and
+// returns the projects and the set of their names.
+func parseProjects(values []string) ([]client.Project, map[string]bool, error) {
+	var out []client.Project
+	seen := map[string]bool{}
+	for _, p := range values {
+		name, share := p, 100.0
+		if i := strings.LastIndexByte(p, ':'); i > 0 {
+			v, err := strconv.ParseFloat(p[i+1:], 64)
+			if err != nil || v <= 0 {
+				return nil, nil, usageError{fmt.Errorf("--project %q: the share after ':' must be a positive number", p)}
+			}
+			name, share = p[:i], v
+		}
+		if seen[name] {
+			return nil, nil, usageError{fmt.Errorf("--project %q: repeated project", p)}
+		}
+		if err := checkPartyName(name); err != nil {
+			return nil, nil, usageError{fmt.Errorf("--project %q: %w", p, err)}
+		}
+		seen[name] = true
+		out = append(out, client.Project{Name: name, Share: share})
+	}
+	return out, seen, nil
 }
 
 // parseBytes parses sizes such as 512MiB, 2GiB, 1048576.
