@@ -20,6 +20,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/blob/cache"
+	"github.com/up-pool/up/blobclient"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/keystore"
@@ -74,6 +76,7 @@ type clientRunFlags struct {
 	exclude       []string
 	slots         int
 	memory        string
+	blobCache     string
 	bandwidth     string
 	work          string
 	httpAddr      string
@@ -90,6 +93,7 @@ type clientSetup struct {
 	allowWASM []string
 	external  map[string]string
 	memory    int64
+	blobCache int64 // bytes of DATA/blob-cache
 	bw        int64
 }
 
@@ -156,6 +160,14 @@ func (f *clientRunFlags) parse() (clientSetup, error) {
 			return s, usageError{fmt.Errorf("--bandwidth %q: %v", f.bandwidth, err)}
 		}
 		s.bw = bw
+	}
+	s.blobCache = defaultBlobCache
+	if f.blobCache != "" {
+		b, err := parseBytes(f.blobCache)
+		if err != nil || b < 1<<20 {
+			return s, usageError{fmt.Errorf("--blob-cache %q: want a size of at least 1MiB, e.g. 4GiB", f.blobCache)}
+		}
+		s.blobCache = b
 	}
 	if f.memory != "" {
 		m, err := parseBytes(f.memory)
@@ -232,8 +244,9 @@ WebAssembly module runs only for a project named with --allow-wasm: any
 module the project signs into a job then runs, in-process in the sandbox,
 which gives it its own work directory and nothing else (no network, no
 environment, no other file) and holds it to memory and time limits.
-Modules and blob inputs come from the overlay's blobs: until this client
-fetches blobs, it skips the jobs that name them.`,
+Modules and blob inputs come from the overlay's blobs, fetched from their
+nodes in parallel, every chunk checked, and kept in DATA/blob-cache (up to
+--blob-cache bytes) so the jobs that share one fetch it once.`,
 		Example: `  up client run --data w1 --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... \
       --project lhc:75 --project cms:25 --allow lhc=sixtrack,hashchain --allow cms='*' \
       --exec sixtrack=/opt/lhc/sixtrack --allow-wasm cms --http 127.0.0.1:8050`,
@@ -263,6 +276,7 @@ func bindClientRunFlags(f *pflag.FlagSet, fl *clientRunFlags) {
 	f.StringSliceVar(&fl.exclude, "exclude", fl.exclude, "resource keywords this machine cannot serve, e.g. bw:fast (repeatable)")
 	f.IntVar(&fl.slots, "slots", fl.slots, "jobs run in parallel")
 	f.StringVar(&fl.memory, "memory", fl.memory, "memory offered to jobs, e.g. 2GiB (default: the machine's)")
+	f.StringVar(&fl.blobCache, "blob-cache", fl.blobCache, "bytes of fetched blobs (inputs, modules) kept in DATA/blob-cache, e.g. 4GiB (default 4GiB)")
 	f.StringVar(&fl.bandwidth, "bandwidth", fl.bandwidth, "this machine's network bandwidth, e.g. 56kbit, 20Mbit, 1Gbit: rules out jobs needing more (bw:medium >= 1 Mbit/s, bw:high >= 10 Mbit/s); default unknown")
 	f.StringVar(&fl.work, "work", fl.work, "work directories' root (default DATA/work)")
 	f.StringVar(&fl.httpAddr, "http", fl.httpAddr, "address of the local HTTP API (/status, /metrics), e.g. 127.0.0.1:8050; off when empty")
@@ -297,10 +311,6 @@ func runClient(cmd *cobra.Command, fl clientRunFlags, setup clientSetup) error {
 		return err
 	}
 	defer run.Close()
-	if len(setup.allowWASM) > 0 {
-		logger.Warn("WebAssembly modules allowed, but this client does not fetch blobs yet: jobs naming a module or a blob input are skipped",
-			"projects", setup.allowWASM)
-	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := agent.Open(agent.Config{Identity: id, Logger: logger})
@@ -318,7 +328,11 @@ func runClient(cmd *cobra.Command, fl clientRunFlags, setup clientSetup) error {
 		}
 		return err
 	}
-	c, err := client.New(fl.clientConfig(setup, a, run, logger))
+	cfg := fl.clientConfig(setup, a, run, logger)
+	if cfg.Blobs, err = openBlobStore(fl.data, setup.blobCache, a); err != nil {
+		return err
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -354,6 +368,19 @@ func newClientRunner(fl clientRunFlags, setup clientSetup) (*runner.Runner, erro
 	return runner.New(runner.Config{Launcher: []string{self, "app", "exec"}, WorkRoot: work,
 		Allow: setup.allow, External: setup.external,
 		AllowWASM: setup.allowWASM, Sandbox: sandbox.Config{CacheDir: filepath.Join(fl.data, "wasm-cache")}})
+}
+
+// defaultBlobCache is --blob-cache's default, in bytes.
+const defaultBlobCache = 4 << 30
+
+// openBlobStore opens DATA/blob-cache, bounded to max bytes, and the store
+// that fetches the jobs' blobs into it through a.
+func openBlobStore(data string, max int64, a *agent.Agent) (*blobclient.Store, error) {
+	c, err := cache.Open(filepath.Join(data, "blob-cache"), max)
+	if err != nil {
+		return nil, err
+	}
+	return blobclient.NewStore(a, c)
 }
 
 // clientConfig is the configuration of the client the flags describe,
