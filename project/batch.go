@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/up-pool/up/job"
 )
@@ -14,25 +15,44 @@ type Progress func(done, total int)
 
 // SubmitReport tells what a submission did.
 type SubmitReport struct {
-	Units     int // work units in the file
-	Jobs      int // jobs (units × copies)
-	Prepared  int // jobs signed and recorded by this run
-	Submitted int // jobs acknowledged by r replicas in this run
-	Already   int // jobs a previous run had submitted
+	Units     int        // work units in the file
+	Jobs      int        // jobs (units × copies)
+	Prepared  int        // jobs signed and recorded by this run
+	Submitted int        // jobs acknowledged by r replicas in this run
+	Already   int        // jobs a previous run had submitted
+	Blobs     BlobReport // the local files uploaded, if any
 	Errors    []error
 }
 
 // SubmitFile submits a job file, resumably: its jobs are signed and
 // recorded in the ledger before any is sent, so re-running the same file
 // after a crash sends only what was not acknowledged — the same jobs,
-// never new copies.
+// never new copies. source is the file's path: the local files it names
+// (UploadFiles) are taken from its directory, and uploaded, each once,
+// before any job is sent (again on a re-run: a node holding a blob
+// already is sent none of it).
 func (p *Project) SubmitFile(ctx context.Context, l *Ledger, file []byte, source string, progress Progress) (SubmitReport, error) {
 	units, copies, err := ParseJobFile(file, p.Name())
 	if err != nil {
 		return SubmitReport{}, fmt.Errorf("job file %s: %w", source, err)
 	}
-	digest := sha256.Sum256(file)
-	return p.SubmitUnits(ctx, l, units, copies, digest[:], source, progress)
+	blobs, err := p.UploadFiles(ctx, units, filepath.Dir(source))
+	if err != nil {
+		return SubmitReport{Blobs: blobs}, fmt.Errorf("job file %s: %w", source, err)
+	}
+	// The batch is the file and the blobs it names: a local file changed
+	// since an earlier run makes a new batch, not a resumed one.
+	h := sha256.New()
+	h.Write(file)
+	if len(units) > 0 {
+		h.Write(units[0].Module)
+		for _, in := range units[0].Inputs {
+			h.Write(in.Blob)
+		}
+	}
+	rep, err := p.SubmitUnits(ctx, l, units, copies, h.Sum(nil), source, progress)
+	rep.Blobs = blobs
+	return rep, err
 }
 
 // SubmitUnits submits work units, copies of each, as the batch named by
@@ -122,7 +142,15 @@ func (p *Project) SpecFor(u Unit) (*job.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Resources, spec.Inputs = u.Resources, u.Inputs
+	for i, name := range u.InputFiles {
+		if name != "" && len(u.Inputs[i].Blob) == 0 {
+			return nil, fmt.Errorf("input %d: local file %s not uploaded (UploadFiles)", i, name)
+		}
+	}
+	if u.ModuleFile != "" && len(u.Module) == 0 {
+		return nil, fmt.Errorf("module: local file %s not uploaded (UploadFiles)", u.ModuleFile)
+	}
+	spec.Resources, spec.Inputs, spec.Module = u.Resources, u.Inputs, u.Module
 	if u.Lifetime > 0 {
 		spec.Lifetime = u.Lifetime.Milliseconds()
 	}

@@ -30,6 +30,8 @@ import (
 //	t_finish: 10m
 //	lifetime: 7d                   # nodes drop the job after; a Go duration or whole days
 //	copies: 2
+//	module: mandelbrot.wasm        # a local WebAssembly module: a WASM job
+//	inputs: [{file: data/a.bin}]   # a local file, uploaded as a blob
 //	sweep:
 //	  x: {from: 0, to: 7}          # 0, 1, ... 7
 //	  y: [0.5, 1.5]                # explicit values
@@ -42,11 +44,15 @@ type JobFile struct {
 	Lifetime  string              `yaml:"lifetime"`
 	Copies    int                 `yaml:"copies"`
 	Inputs    []JobFileInput      `yaml:"inputs"`
+	Module    string              `yaml:"module"`
 	Sweep     map[string]SweepDef `yaml:"sweep"`
 }
 
-// JobFileInput is an input reference in a job file.
+// JobFileInput is an input reference in a job file: a URL with its
+// sha256 and size, or a local file (relative to the job file's
+// directory, or absolute), which the project uploads as a blob.
 type JobFileInput struct {
+	File   string `yaml:"file"`
 	URL    string `yaml:"url"`
 	SHA256 string `yaml:"sha256"`
 	Size   int64  `yaml:"size"`
@@ -84,9 +90,17 @@ type Unit struct {
 	Keywords  []string
 	Resources []string
 	Inputs    []job.Input
-	TFinish   time.Duration
-	Lifetime  time.Duration // how long after creation nodes keep the job
-	Params    map[string]string
+	// InputFiles, when set, has one entry per input: the local file an
+	// input is uploaded from ("" for a URL input). Until uploaded, such
+	// an input has no Blob.
+	InputFiles []string
+	// ModuleFile is the local WebAssembly module the unit runs ("": a
+	// native application); Module is its blob's key once uploaded.
+	ModuleFile string
+	Module     []byte
+	TFinish    time.Duration
+	Lifetime   time.Duration // how long after creation nodes keep the job
+	Params     map[string]string
 }
 
 // ParseJobFile parses and checks a job file and expands its sweep into
@@ -121,13 +135,9 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	var inputs []job.Input
-	for i, in := range f.Inputs {
-		sum, err := hex.DecodeString(in.SHA256)
-		if err != nil || len(sum) != 32 || in.URL == "" {
-			return nil, 0, fmt.Errorf("inputs[%d]: want a url and a 64-hex-digit sha256", i)
-		}
-		inputs = append(inputs, job.Input{URL: in.URL, SHA256: sum, Size: in.Size})
+	inputs, files, err := parseInputs(f.Inputs)
+	if err != nil {
+		return nil, 0, err
 	}
 	names, values, total, err := expandSweep(f)
 	if err != nil {
@@ -140,7 +150,7 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 		for i, n := range names {
 			params[n] = values[n][idx[i]]
 		}
-		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, Params: params,
+		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, InputFiles: files, ModuleFile: f.Module, Params: params,
 			Args: fill(f.Args, params), Keywords: fill(f.Keywords, params), Resources: fill(f.Resources, params)}
 		if projectName != "" && !slices.Contains(u.Keywords, projectName) {
 			u.Keywords = append([]string{projectName}, u.Keywords...)
@@ -158,6 +168,29 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 		}
 	}
 	return units, f.Copies, nil
+}
+
+// parseInputs checks a job file's inputs: each a url with its sha256, or
+// a local file. files is nil when no input is a file.
+func parseInputs(ins []JobFileInput) ([]job.Input, []string, error) {
+	var inputs []job.Input
+	var files []string
+	for i, in := range ins {
+		if in.File != "" {
+			if files == nil {
+				files = make([]string, len(ins))
+			}
+			files[i] = in.File
+			inputs = append(inputs, job.Input{})
+			continue
+		}
+		sum, err := hex.DecodeString(in.SHA256)
+		if err != nil || len(sum) != 32 || in.URL == "" {
+			return nil, nil, fmt.Errorf("inputs[%d]: want a file, or a url and a 64-hex-digit sha256", i)
+		}
+		inputs = append(inputs, job.Input{URL: in.URL, SHA256: sum, Size: in.Size})
+	}
+	return inputs, files, nil
 }
 
 // DefaultTFinish is how long a claim lasts when a job file gives no

@@ -16,7 +16,7 @@ type jobFileField struct {
 }
 
 const (
-	inputsWant = "a list of {url, sha256, size}"
+	inputsWant = "a list of {file} or {url, sha256, size}"
 	sweepWant  = "a mapping of parameter names to lists or {from, to, step}"
 )
 
@@ -29,6 +29,7 @@ var jobFileFields = []jobFileField{
 	{"lifetime", "a duration such as 336h or 14d", func(f *JobFile) any { return &f.Lifetime }},
 	{"copies", "a whole number", func(f *JobFile) any { return &f.Copies }},
 	{"inputs", inputsWant, nil},
+	{"module", "the path of a .wasm file", func(f *JobFile) any { return &f.Module }},
 	{"sweep", sweepWant, nil},
 }
 
@@ -64,6 +65,10 @@ func decodeJobFile(b []byte) (JobFile, bool, error) {
 			f.Inputs, err = decodeInputs(val)
 		case "sweep":
 			f.Sweep, err = decodeSweep(val)
+		case "module":
+			if val.Kind != yaml.ScalarNode || val.Decode(&f.Module) != nil || !strings.HasSuffix(f.Module, ".wasm") {
+				err = fmt.Errorf("module: line %d: want the path of a WebAssembly file ending in .wasm", val.Line)
+			}
 		default:
 			copiesGiven = copiesGiven || name == "copies"
 			for _, fd := range jobFileFields {
@@ -95,7 +100,8 @@ func checkFields(m *yaml.Node, known []string) error {
 	return nil
 }
 
-// decodeInputs decodes the inputs field: a list of {url, sha256, size}.
+// decodeInputs decodes the inputs field: a list of {file} or {url,
+// sha256, size}.
 func decodeInputs(n *yaml.Node) ([]JobFileInput, error) {
 	if n.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("inputs: line %d: want %s", n.Line, inputsWant)
@@ -103,13 +109,16 @@ func decodeInputs(n *yaml.Node) ([]JobFileInput, error) {
 	out := make([]JobFileInput, len(n.Content))
 	for i, item := range n.Content {
 		if item.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("inputs[%d]: line %d: want {url, sha256, size}", i, item.Line)
+			return nil, fmt.Errorf("inputs[%d]: line %d: want {file} or {url, sha256, size}", i, item.Line)
 		}
-		if err := checkFields(item, []string{"url", "sha256", "size"}); err != nil {
+		if err := checkFields(item, []string{"file", "url", "sha256", "size"}); err != nil {
 			return nil, fmt.Errorf("inputs[%d]: %w", i, err)
 		}
 		if item.Decode(&out[i]) != nil {
-			return nil, fmt.Errorf("inputs[%d]: line %d: want url and sha256 strings and size a whole number", i, item.Line)
+			return nil, fmt.Errorf("inputs[%d]: line %d: want file, url and sha256 strings and size a whole number", i, item.Line)
+		}
+		if in := out[i]; in.File != "" && (in.URL != "" || in.SHA256 != "" || in.Size != 0) {
+			return nil, fmt.Errorf("inputs[%d]: line %d: give a file or a url with its sha256 and size, not both", i, item.Line)
 		}
 	}
 	return out, nil

@@ -144,7 +144,8 @@ Job file (only app is required):
   t_finish: 10m                   # how long a claim lasts (default 1h)
   lifetime: 14d                   # nodes drop the job this long after submission (default 14d; 336h works too)
   copies: 2                       # redundant copies, 1..16 (default 1; quorum validation)
-  inputs: [{url: https://..., sha256: <64 hex>}]
+  inputs: [{url: https://..., sha256: <64 hex>}, {file: data/a.bin}]  # file: uploaded as a blob
+  module: mandelbrot.wasm         # a local WebAssembly module: app is then its display name
   sweep: {x: {from: 0, to: 7}, y: [0.5, 1.5]}`,
 		Example: `  up project submit --data lhc --bootstrap /ip4/127.0.0.1/tcp/4101/p2p/12D3KooW... jobs.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -178,6 +179,10 @@ Job file (only app is required):
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d units, %d jobs: %d submitted now, %d before, %d failed\n",
 				args[0], rep.Units, rep.Jobs, rep.Submitted, rep.Already, len(rep.Errors))
+			if b := rep.Blobs; b.Files > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "blobs: %d local files, %d bytes; uploaded %d bytes (inputs × r = %d × %d = %d)\n",
+					b.Files, b.Bytes, b.Uploaded, b.Bytes, b.Replication, b.Bytes*int64(b.Replication))
+			}
 			if len(rep.Errors) > 0 {
 				return fmt.Errorf("%d jobs not submitted (run the command again to retry them)", len(rep.Errors))
 			}

@@ -1,0 +1,62 @@
+package project
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestParseJobFileLocal: inputs may name local files and a module makes
+// a WASM job; URL inputs keep their place among them.
+func TestParseJobFileLocal(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+		files      []string
+		module     string
+	}{
+		{"module only", "app: mandel\nmodule: m.wasm\n", nil, "m.wasm"},
+		{"file inputs", "app: a\ninputs: [{file: a.bin}, {file: /abs/b.bin}]\n", []string{"a.bin", "/abs/b.bin"}, ""},
+		{"mixed", "app: a\nmodule: w/x.wasm\ninputs:\n  - url: https://x/y\n    sha256: " + strings.Repeat("ab", 32) + "\n  - file: c.bin\n",
+			[]string{"", "c.bin"}, "w/x.wasm"},
+		{"json", `{"app": "a", "module": "m.wasm", "inputs": [{"file": "a.bin"}]}`, []string{"a.bin"}, "m.wasm"},
+	} {
+		units, _, err := ParseJobFile([]byte(c.file), "lhc")
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		u := units[0]
+		if !slices.Equal(u.InputFiles, c.files) || u.ModuleFile != c.module || len(u.Inputs) != max(len(c.files), len(u.Inputs)) {
+			t.Errorf("%s: files %q module %q, want %q %q", c.name, u.InputFiles, u.ModuleFile, c.files, c.module)
+		}
+		for i, f := range u.InputFiles {
+			if f != "" && (u.Inputs[i].URL != "" || u.Inputs[i].Blob != nil) {
+				t.Errorf("%s: input %d from a file has %+v before upload", c.name, i, u.Inputs[i])
+			}
+		}
+	}
+}
+
+// TestParseJobFileLocalErrors: each mistake in a local input or module
+// gets one line naming the field and its line.
+func TestParseJobFileLocalErrors(t *testing.T) {
+	for _, c := range []struct{ name, file, mention string }{
+		{"file and url", "app: a\ninputs:\n  - file: a.bin\n    url: https://x\n", "inputs[0]: line 3: give a file or a url"},
+		{"file and sha256", "app: a\ninputs: [{file: a.bin, sha256: ab}]\n", "inputs[0]: line 2: give a file or a url"},
+		{"file not a string", "app: a\ninputs: [{file: [a]}]\n", "inputs[0]: line 2: want file, url"},
+		{"empty input", "app: a\ninputs: [{}]\n", "inputs[0]: want a file, or a url"},
+		{"unknown input field", "app: a\ninputs: [{path: a.bin}]\n", `inputs[0]: line 2: unknown field "path"`},
+		{"module not wasm", "app: a\nmodule: m.so\n", "module: line 2: want the path of a WebAssembly file ending in .wasm"},
+		{"module a list", "app: a\nmodule: [m.wasm]\n", "module: line 2: want the path"},
+		{"module empty", "app: a\nmodule: \"\"\n", "module: line 2"},
+		{"module without app", "module: m.wasm\n", "no app"},
+	} {
+		_, _, err := ParseJobFile([]byte(c.file), "")
+		switch {
+		case err == nil:
+			t.Errorf("%s: accepted, want an error mentioning %q", c.name, c.mention)
+		case !strings.Contains(err.Error(), c.mention) || strings.Contains(err.Error(), "\n"):
+			t.Errorf("%s: %q, want one line mentioning %q", c.name, err, c.mention)
+		}
+	}
+}
