@@ -38,29 +38,37 @@ func nearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(nod
 
 // certNearRule is nearRule for a claim certificate checked after the fact
 // (the proof of a claimed state a sync or a certify brings): an acceptor
-// counts as near when its position is no farther from the job than the
-// farthest of the job's r + claim.NearExtra nearest peers in d's routing
-// table, those marked dead included. A certificate's acceptors were live
-// and near when they accepted; under churn some of them leave afterwards,
-// and judging them by who is live now refused the certificate at nodes
-// that saw them leave, so the claim could not spread and the job was
-// split between claimed and ready replicas until the claim's deadline.
-// A radius rather than a list: a node that left may be gone from the
-// routing table too, and its position is its peer ID's, which it cannot
-// choose.
+// counts as near when it is among the job's r + claim.NearExtra nearest
+// peers in d's routing table, those marked dead included, or among the
+// r + claim.NearExtra nearest not marked dead. A certificate's acceptors
+// were live and near when they accepted; under churn some of them leave
+// afterwards, and judging them by who is live now refused the certificate
+// at nodes that saw them leave, so the claim could not spread and the job
+// was split between claimed and ready replicas until the claim's deadline.
+// A list, not a radius: a peer ID can be ground to land near a job, so
+// only peers that joined (and so are, or were, in the routing table)
+// count — a radius let a forger's certificate of made-up acceptors pass
+// (testnet/bench TestBehaviourForgeGrants).
 func certNearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(node string) bool, need int) {
 	r := d.Replication()
-	view := d.NearestLocal(pos, r+claim.NearExtra)
+	live := d.NearestUnmarked(pos, r+claim.NearExtra)
+	all := d.NearestLocal(pos, r+claim.NearExtra)
 	judge := claim.CanJudge(d.RoutingTableSize(), r, upMS, warmupMS)
-	var radius keyspace.Pos
-	if len(view) > 0 {
-		radius = keyspace.Distance(keyspace.PeerPos([]byte(view[len(view)-1])), pos)
-	}
 	near = func(node string) bool {
 		if !judge {
 			return true // the routing table is still filling: no ground to refuse
 		}
-		return len(view) > 0 && keyspace.Compare(keyspace.Distance(keyspace.PeerPos([]byte(node)), pos), radius) <= 0
+		for _, p := range all {
+			if string(p) == node {
+				return true
+			}
+		}
+		for _, p := range live {
+			if string(p) == node {
+				return true
+			}
+		}
+		return false
 	}
-	return near, claim.Quorum(min(r, len(view)))
+	return near, claim.Quorum(min(r, len(all)))
 }
