@@ -145,7 +145,7 @@ func TestContextEnds(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || out.Killed != "" || out.ExitCode != sandbox.ExitKilled {
 		t.Errorf("err %v, killed %q, exit %d; want context.DeadlineExceeded, \"\", %d", err, out.Killed, out.ExitCode, sandbox.ExitKilled)
 	}
-	if out.Wall > 10*time.Second {
+	if out.Wall > 50*time.Second { // well under the minute of Wall: the context stopped it
 		t.Errorf("took %v", out.Wall)
 	}
 }
