@@ -18,9 +18,9 @@ import (
 )
 
 // modelled reports whether the simulator counts RPCs of the kind: it
-// does not model "ping" (the liveness probes of republish and index
-// writer rounds) and "other" (admission, CRL).
-func modelled(kind string) bool { return kind != "ping" && kind != "other" }
+// does not model "other" (admission hellos, CRL fetches). It models the
+// republish rounds' pings ("ping"), not the index writer's.
+func modelled(kind string) bool { return kind != "other" }
 
 // kindOf classifies a counted protocol ("dht:<type>" for kad-dht
 // requests). Lookups are kad-dht's requests and the near questions of

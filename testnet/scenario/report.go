@@ -88,7 +88,7 @@ var scenarioMetrics = []metric{
 	{"busiest node RPC/s without lookups, peak second", func(f Figures) string { return fnum(f.PeakMaxNoLookup, 0) }},
 	{"busiest node RPC/s without lookups, median second", func(f Figures) string { return fnum(f.MedianMaxNoLookup, 0) }},
 	{"busiest / mean, median second", func(f Figures) string { return fnum(f.MedianMaxOverMean, 1) }},
-	{"mean RPC/s per node, simulated kinds only (no pings, hellos)", func(f Figures) string { return fnum(f.MeanRPCModelled, 2) }},
+	{"mean RPC/s per node, simulated kinds only (no hellos, CRL)", func(f Figures) string { return fnum(f.MeanRPCModelled, 2) }},
 	{"busiest node RPC/s, simulated kinds only, peak second", func(f Figures) string { return fnum(f.PeakMaxModelled, 0) }},
 	{"busiest node RPC/s, simulated kinds only, median second", func(f Figures) string { return fnum(f.MedianMaxModelled, 0) }},
 	{"lookup share of all RPCs (%)", func(f Figures) string { return fnum(100*f.LookupShare, 1) }},
@@ -104,10 +104,7 @@ var scenarioMetrics = []metric{
 	{"RPCs per job: index (write, withdraw, query)", func(f Figures) string { return fnum(f.RPCsPerJob["index"], 1) }},
 	{"RPCs per job: claim (claim, confirm, release)", func(f Figures) string { return fnum(f.RPCsPerJob["claim"], 1) }},
 	{"RPCs per job: load balancing", func(f Figures) string { return fnum(f.RPCsPerJob["lb"], 2) }},
-	{"RPCs per job: ping (liveness probes of republish and index-writer rounds; not simulated)", func(f Figures) string {
-		if f.Side == "sim" {
-			return "n/a"
-		}
+	{"RPCs per job: ping (liveness probes of republish rounds, and on the real side of index-writer rounds)", func(f Figures) string {
 		return fnum(f.RPCsPerJob["ping"], 2)
 	}},
 	{"RPCs per job: other (hello, CRL; not simulated)", func(f Figures) string {
@@ -286,10 +283,10 @@ func scenarioNotes(r Report) []string {
 	notes := []string{
 		fmt.Sprintf("**Time.** Both sides run the production protocol periods divided by %g with the workload's own times (rates, gaps, job lengths) as given, so the per-second figures mean the same thing, but neither is the thesis' setting: republish, rewrite and expiry traffic per job is about %g× what production periods would cause relative to the workload. Periods that bound round trips rather than pace the protocol are floored (T_claim ≥ 3 s, writer tick, expiry sweeps and harvest interval ≥ 1 s).", o.Scale, o.Scale),
 		"**Seconds.** The real side's seconds are wall seconds, sampled by a 1 s ticker that reads every node's counters (a node's count between the last sample and its crash or move is lost); the simulator's are virtual seconds, exact. With many nodes on few cores the real nodes queue work: the real run may fall behind the offered rate (compare the jobs submitted) and its peaks are smeared over neighbouring seconds.",
-		"**Lookups.** The simulator charges an iterative lookup the modelled cost k + α·h (α = 10, k = 20 as kad-dht here) and a near question per region-view step; the real count is every kad-dht request a node served plus every near question (`/up/near`). The real nodes' routing tables are filled directly at the start and kad-dht's refresh is off (the simulator takes refresh as instant).",
+		"**Lookups.** The simulator charges an iterative lookup the modelled cost k + α·h (α = 10, k = 20 as kad-dht here) and a near question per region-view step; the real count is every kad-dht request a node served plus every near question (`/up/near`). The real nodes' routing tables are filled directly at the start and kad-dht's refresh is off (the simulator takes refresh as instant); a node that joins or restarts looks its own position up (node.Join), on both sides (purpose \"join\").",
 		fmt.Sprintf("**Clients.** The simulator's clients are open-loop, a fresh client per attempt using a random live node as gateway (its lookup cache and region views); the real run's attempts (%g a second, each retried up to five times a second apart, like the simulator's) take turns on %d client parties with their own caches and region views. A client fetches the job's spec from a replica after winning its claim (`/up/job/get`) and sends the claim's certificate to every node that answered; both sides count both.", o.Rate, o.Clients),
 		"**Latency.** Mocknet links have none; the simulator was given a 2 ms median (lognormal σ 0.6). Neither has wide-area latency, so claim races are rarer than in the thesis' setting.",
-		"**Pings and other RPCs.** The real nodes' liveness probes (`/up/ping`: every republish round and every index-writer tick (a full round) pings the peers it relies on, once each), admission hellos and CRL fetches exist only on the real side. They are included in its all-RPC figures; the \"simulated kinds only\" rows leave them out. The writer's probes come once per tick, and the tick is floored at 1 s here (10 s in production), so they weigh more against the wall second than in production, and less against the scaled protocol periods.",
+		"**Pings and other RPCs.** The real nodes' liveness probes (`/up/ping`: every republish round and every index-writer tick (a full round) pings the peers it relies on, once each, unless it heard from them within 30 s): the simulator models the republish rounds' (`sim.Config.ProbeFresh`, heard from its syncs and index writes), not the writer's. Admission hellos and CRL fetches exist only on the real side: included in its all-RPC figures, left out of the \"simulated kinds only\" rows. The writer's probes come once per tick, and the tick is floored at 1 s here (10 s in production), so they weigh more against the wall second than in production, and less against the scaled protocol periods.",
 		"**Harvest.** The simulator's project pages the finished region and fetches each result; the real project does the same with `project.Harvest` and validates each unit in its ledger. The real side's \"harvested\" are results recorded in the ledger, the simulator's are jobs collected.",
 	}
 	if o.churn() {

@@ -272,7 +272,7 @@ func (s *Sim) putEntry(to int32, e index.Entry) {
 	j := jobID(e.Job)
 	r := &s.jobs[j]
 	if s.kwName(r.wKw) == e.Keyword && r.wKw >= 0 {
-		r.wTo, r.wToGen = to, s.nodes[to].gen
+		r.wTo, r.wToGen, r.wToRun = to, s.nodes[to].gen, s.nodes[to].runs
 	}
 }
 

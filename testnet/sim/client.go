@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
@@ -28,6 +29,7 @@ type attempt struct {
 	doneAt  int64
 	born    int64     // ms the client's first attempt started (claim latency)
 	won     job.State // the claim a confirm made (Claimed, the client, start and deadline), for the certificate
+	asked   []int32   // index nodes this attempt's search asked
 }
 
 func (s *Sim) newAttempt(loop bool) *attempt {
@@ -82,7 +84,19 @@ func (s *Sim) startQuery(att *attempt, delay int64) {
 	att.gw = r0.id[s.e.rng.IntN(r0.len())]
 	gw := &s.nodes[att.gw]
 	att.side = gw.side
-	_, to, lat := s.regionTarget(lkQuery, &gw.rv[0], gw.cache, gw.pos, gw.side, s.region)
+	// indexclient's FindSkipping asks a node of the region it has not
+	// asked in this search (Regions.TargetAvoiding): a few draws.
+	var to int32
+	var lat int64
+	for range 4 {
+		var l int64
+		_, to, l = s.regionTarget(lkQuery, &gw.rv[0], gw.cache, gw.pos, gw.side, s.region)
+		lat += l
+		if !slices.Contains(att.asked, to) {
+			break
+		}
+	}
+	att.asked = append(att.asked, to)
 	s.e.after(delay+lat+s.latency(), event{kind: evQuery, node: to, gen: s.nodes[to].gen, att: att})
 }
 
@@ -260,6 +274,9 @@ func (s *Sim) confirm(ev event) {
 		}
 		ok = err == nil
 	}
+	if ok {
+		s.accepts[claimRef{job: att.job, start: att.start, client: string(att.client)}]++
+	}
 	if s.onConfirmed != nil {
 		s.onConfirmed(att, name, ok)
 	}
@@ -381,6 +398,17 @@ func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
 	}
 }
 
+// upReplier is the first node that answered att's claim and is up in the
+// same run, or -1.
+func (s *Sim) upReplier(att *attempt) int32 {
+	for _, rp := range att.replies {
+		if id, gen := parseName(rp.Node); s.reachable(id, gen) {
+			return id
+		}
+	}
+	return -1
+}
+
 // clientDone: the client finished computing: it sends the result to the
 // job's nodes it claimed at, or releases the claim (client error), or
 // says nothing (time-out: the claim lapses at T_finish).
@@ -403,9 +431,18 @@ func (s *Sim) clientDone(att *attempt) {
 			s.e.after(s.latency(), event{kind: evResult, node: id, gen: gen, att: att})
 		}
 		// Delivered once a majority of the job's replicas acknowledged it.
+		// Short of that the client asks one near question of a node it
+		// claimed at that is up (dht.NearVia: its live nearest), and
+		// looks the job up only when none is.
 		if r0 := &s.rings[0]; acks < s.c.R/2+1 && r0.len() > 0 {
 			gw := &s.nodes[r0.id[s.e.rng.IntN(r0.len())]]
-			lat := s.lookup(lkResult, gw.cache, gw.pos, gw.side, r.pos)
+			var lat int64
+			if via := s.upReplier(att); via >= 0 {
+				s.near(lkResult, via)
+				lat = s.rtt()
+			} else {
+				lat = s.lookup(lkResult, gw.cache, gw.pos, gw.side, r.pos)
+			}
 			for _, id := range s.view(gw.side).closest(r.pos, s.c.R, nil) {
 				s.e.after(lat+s.rtt()+s.latency(), event{kind: evResult, node: id, gen: s.nodes[id].gen, att: att})
 			}

@@ -99,8 +99,14 @@ type Config struct {
 	LatencySigma  float64       // lognormal σ of the one-way latency; default 0.6
 	Drop          float64       // probability an RPC is lost; default 0
 	RPCTimeout    time.Duration // a sender gives up on a lost RPC after this; default 5 s
-	ChurnLife     time.Duration // mean node lifetime (exponential); 0: no churn
-	ChurnDown     time.Duration // mean down time; default ChurnLife
+	// ProbeFresh is dht.Config.ProbeFresh: a republish round pings a peer
+	// it relies on unless it heard from it (a reply, a request) within
+	// this long in both parties' present runs; default 30 s, unscaled as
+	// on the real nodes. Negative: every round pings every such peer
+	// (dht.Config.AlwaysProbe).
+	ProbeFresh time.Duration
+	ChurnLife  time.Duration // mean node lifetime (exponential); 0: no churn
+	ChurnDown  time.Duration // mean down time; default ChurnLife
 	// ChurnRestart makes a node that comes back the same node restarted,
 	// as the real nodes' Network.Restart does: same identity and
 	// position, its jobs and claim log kept (its index entries, caches
@@ -132,6 +138,7 @@ type Config struct {
 	SizeEntry  int // one index entry written or served; default 300
 	SizeResult int // a sealed result; default 2048
 	SizeHeader int // per-RPC overhead; default 64
+	SizePing   int // a liveness ping (/up/ping) and its answer; default 16
 
 	// Output.
 	Interval time.Duration // CSV row interval (maxima and means over it); default 1 s (1 min for trace)
@@ -297,6 +304,7 @@ func (c *Config) defaultNetwork() {
 	defDur(&c.LatencyMedian, 80*time.Millisecond)
 	defF(&c.LatencySigma, 0.6)
 	defDur(&c.RPCTimeout, 5*time.Second)
+	defDur(&c.ProbeFresh, 30*time.Second)
 	defDur(&c.ChurnDown, c.ChurnLife)
 }
 
@@ -319,6 +327,7 @@ func (c *Config) defaultSizes() {
 	defInt(&c.SizeEntry, 300)
 	defInt(&c.SizeResult, 2048)
 	defInt(&c.SizeHeader, 64)
+	defInt(&c.SizePing, 16)
 }
 
 // defaultOutput fills the row interval, a static run's time limit (from

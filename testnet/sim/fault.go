@@ -121,7 +121,27 @@ func (s *Sim) lapse(id, j int32, st job.State) job.State {
 // receive is the state node id keeps when in arrives while it holds held
 // (job.Receive on its own clock).
 func (s *Sim) receive(id, j int32, held, in job.State) job.State {
+	if (in.Phase == job.Claimed || in.IsTombstone()) && !s.certified(j, in) {
+		// Its proof fails the receiver's check (pool.applyFrom →
+		// claim.CheckClaimProof): a confirm this node's sender accepted
+		// for a claim that never reached a quorum.
+		s.m.uncertifiedRefused++
+		return held
+	}
 	return job.Receive(held, in, s.nowAt(id), s.jobs[j].tFinish, claim.DefaultTSkew)
+}
+
+// claimRef names one claim: a job, the claim's start and its client.
+type claimRef struct {
+	job    int32
+	start  int64
+	client string
+}
+
+// certified reports whether the claim of st (claimed, or its tombstone)
+// on job j has a certificate: a quorum of nodes accepted its confirm.
+func (s *Sim) certified(j int32, st job.State) bool {
+	return s.accepts[claimRef{job: j, start: st.Start, client: string(st.Client)}] >= s.c.ClaimQuorum
 }
 
 // faultyAmong counts the faulty nodes among ids: Byzantine ones and

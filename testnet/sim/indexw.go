@@ -161,7 +161,7 @@ func (s *Sim) indexWrite(ev event) {
 		}
 		r := &s.jobs[j]
 		if r.wKw == b.kws[i] && r.wTo == ev.node && r.wBy == b.from && r.wByGen == b.fromGen {
-			r.wTo, r.wToGen = to, s.nodes[to].gen
+			r.wTo, r.wToGen, r.wToRun = to, s.nodes[to].gen, s.nodes[to].runs
 		}
 		t := s.table(to)
 		t.Put(s.entry(j, b.kws[i], b.pts[i], nodeName(b.from, b.fromGen)), now)
@@ -170,6 +170,7 @@ func (s *Sim) indexWrite(ev event) {
 		}
 	}
 	if w.alive && w.gen == b.fromGen {
+		s.hear(b.from, ev.node)
 		s.observe(b.from, ev.node)
 	}
 }
@@ -226,7 +227,9 @@ func (s *Sim) indexExpire(ev event) {
 func (s *Sim) harvest() {
 	now := s.e.now
 	s.e.after(ms(s.c.HarvestEvery), event{kind: evHarvest})
-	lat := s.lookup(lkHarvest, s.projCache, s.projPos, 0, s.regionFin.Prefix)
+	// project.Harvest walks the finished region anew each time
+	// (indexclient's walk: near questions toward it, no lookup).
+	lat := s.walkCost(lkHarvest, s.projPos, 0, s.regionFin.Prefix)
 	v := s.view(0)
 	a, b := v.span(s.regionFin)
 	// The nodes nearest the region's first point are those inside it,

@@ -14,6 +14,7 @@ type metrics struct {
 	lost, doubleClaims, moves               int
 	reactions                               int // balances started by a piggy-backed load
 	failedAttempts, emptyQueries            int
+	uncertifiedRefused                      int    // claimed states or tombstones refused in syncs for want of a certificate
 	outcomes                                [5]int // failed attempts by claim.Outcome
 	notFound                                int    // failed attempts whose index queries found no job
 	lookups, cacheHits                      int

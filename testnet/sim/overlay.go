@@ -140,10 +140,11 @@ const (
 	lkHarvest                  // the project finds the finished region, or a job its entry names no node of
 	lkBalance                  // a load-balancing probe of a random key (none: probes use the routing table)
 	lkCrawl                    // the project crawls the overlay (near questions)
+	lkJoin                     // a node (re)joining looks its own position up (node.Join)
 	nLookupWhy
 )
 
-var lookupWhyNames = [nLookupWhy]string{"submit", "index write", "index query", "result", "harvest", "balance", "crawl"}
+var lookupWhyNames = [nLookupWhy]string{"submit", "index write", "index query", "result", "harvest", "balance", "crawl", "join"}
 
 // lookupModel is the cost of an iterative Kademlia lookup (kad-dht's
 // GetClosestPeers with its follow-up: α parallel requests, buckets of k,

@@ -187,6 +187,9 @@ func (s *Sim) sync(ev event) {
 		return
 	}
 	id := ev.node
+	if s.reachable(b.from, b.fromGen) {
+		s.hear(b.from, id)
+	}
 	if b.call != nil {
 		s.placed(b.call, id) // it signs a receipt, a Drop node too
 	}

@@ -35,6 +35,7 @@ func (s *Sim) republish(id int32) {
 	n := &s.nodes[id]
 	now := s.e.now
 	jobs, items := s.roundJobs(id)
+	s.probeRound(id, jobs)
 	pl := replicarule.PlanRound(id, jobs, now, ms(s.c.ReplicaExpiry))
 	for _, k := range pl.Responsible {
 		n.jobs[items[k].job].resp = now

@@ -23,10 +23,11 @@ const (
 	kIndex                 // index writes, withdrawals, queries, harvest pages
 	kClaim                 // claim requests, confirms, releases
 	kLB                    // load-balancing probes and hand-overs
+	kPing                  // liveness pings of republish rounds (liveness.go)
 	nKinds
 )
 
-var kindNames = [nKinds]string{"lookup", "job", "index", "claim", "lb"}
+var kindNames = [nKinds]string{"lookup", "job", "index", "claim", "lb", "ping"}
 
 // node is one overlay node slot. A crash and rejoin, or a move, starts a
 // new incarnation (gen) with a new synthetic peer ID; events addressed to
@@ -36,7 +37,8 @@ type node struct {
 	pos      keyspace.Pos
 	alive    bool
 	gen      uint32
-	side     int8 // partition side
+	runs     uint32 // joins so far, restarts included: an index node's table is lost with each
+	side     int8   // partition side
 	jobs     map[int32]*replica
 	claims   *claim.Server[int32] // the node side of claiming, as claimnet steps it; nil until asked
 	active   int32                // replicas not finished or collected
@@ -49,6 +51,7 @@ type node struct {
 	expiring bool
 	handed   map[int32]int64 // jobs handed on to a newer closest: when (ms), for the listing's grace (pool.ListingHeld)
 	resynced map[int32]int64 // jobs resynced on a client's repair request: when (ms), one per ResyncIntervalMS
+	heard    map[int32]heard // peers heard from in this run, for the rounds' probes (liveness.go)
 
 	born int64 // ms this incarnation started (join or move)
 	// joinSeq is the engine's scheduling count at the last join: a timer
@@ -99,7 +102,8 @@ type jobRec struct {
 	wByGen   uint32
 	wTo      int32 // index node
 	wToGen   uint32
-	wNext    int64 // next rewrite, ms
+	wToRun   uint32 // the index node's run (node.runs) the entry was written in
+	wNext    int64  // next rewrite, ms
 	wPt      keyspace.Pos
 	wClaimed bool     // left ready since its writer last wrote it ready: the next write resets the quarantine (indexwriter's claimed set)
 	view     []string // replica set (peer IDs) the writer last saw, carried in the entry
@@ -159,6 +163,10 @@ type Sim struct {
 	rings [3]ring     // all live nodes; the two sides of a partition
 	part  bool
 	jobs  []jobRec
+	// accepts counts the confirms nodes accepted, per claim: a claim with
+	// fewer than ClaimQuorum has no certificate (claim.CheckClaimProof),
+	// so no node takes it, or its tombstone, from another (receive).
+	accepts map[claimRef]int
 
 	q, qFin       *index.Query
 	kwFin         string
@@ -210,7 +218,7 @@ func New(c Config) (*Sim, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Sim{c: c, e: NewEngine(c.Seed), lm: lookupModel{alpha: c.Alpha, k: c.K}, projCache: map[uint64]int64{},
+	s := &Sim{c: c, e: NewEngine(c.Seed), lm: lookupModel{alpha: c.Alpha, k: c.K}, projCache: map[uint64]int64{}, accepts: map[claimRef]int{},
 		dead: map[uint64]deadMark{}, wl: rand.New(rand.NewPCG(c.Seed, 0x776f726b6c6f6164))}
 	s.kwFin = job.FinishedKeyword(c.Keyword)
 	s.projPos = projectPos(c.Seed)
@@ -290,6 +298,7 @@ func (s *Sim) ringsDel(id int32) {
 func (s *Sim) join(id int32) {
 	n := &s.nodes[id]
 	now := s.e.now
+	n.runs++
 	if !s.c.ChurnRestart || n.gen == 0 { // a new node, not a restart
 		n.gen++
 		n.name = nodeName(id, n.gen)
@@ -301,6 +310,7 @@ func (s *Sim) join(id int32) {
 	n.joinSeq = s.e.seq
 	n.alive = true
 	n.cache = map[uint64]int64{}
+	n.heard = map[int32]heard{} // a restart drops every connection
 	n.rv = [2]regionView{}
 	n.idx, n.wq, n.flushAt, n.expiring, n.handed = nil, nil, 0, false, nil
 	n.born, n.upAt = now, now
@@ -312,10 +322,25 @@ func (s *Sim) join(id int32) {
 		n.side = 0
 	}
 	s.ringsAdd(id)
+	if now > 0 {
+		// A lookup of its own position fills its routing table (node.Join).
+		s.lookup(lkJoin, nil, n.pos, n.side, n.pos)
+	}
 	if s.c.ChurnLife > 0 {
 		n.crashAt = now + s.e.exp(ms(s.c.ChurnLife))
 	}
 	s.timers(id)
+	// A node restarted with its jobs: its writer remembers no entry it
+	// wrote, and its first tick is a full round (indexwriter.Round), which
+	// lists the jobs it is now the closest to; the republish round that
+	// would otherwise notice comes 20–30 periods later, often after the
+	// node has crashed again.
+	for _, j := range sortedKeys(n.jobs) {
+		if r := &s.jobs[j]; r.wBy == id {
+			r.wKw = -1
+		}
+		s.enqueue(id, wop{job: j})
+	}
 }
 
 // timers schedules a fresh incarnation's periodic rounds.

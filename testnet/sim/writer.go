@@ -117,11 +117,13 @@ func (s *Sim) flush(id int32) {
 }
 
 // writes reports whether node id, up, has job j's entry written: it
-// wrote the job's record, and the index node still answers (indexwriter
-// forgets the entries at nodes that do not: dropDeadTargets).
+// wrote the job's record, and the index node still answers and has not
+// restarted since (indexwriter forgets the entries at nodes that fail a
+// probe, dropDeadTargets, every tick: a restart, its table lost, is down
+// for many ticks).
 func (s *Sim) writes(id, j int32) bool {
 	r := &s.jobs[j]
-	return r.wKw >= 0 && r.wBy == id && s.reachable(id, r.wByGen) && s.reachable(r.wTo, r.wToGen)
+	return r.wKw >= 0 && r.wBy == id && s.reachable(id, r.wByGen) && s.reachable(r.wTo, r.wToGen) && s.nodes[r.wTo].runs == r.wToRun
 }
 
 // listingHeld is pool.ListingHeld: node id handed job j on to a newer
@@ -169,7 +171,7 @@ func (s *Sim) writeJob(id, j int32, due bool, wb *writeBatches) {
 		pt, to, l := s.regionTarget(lkWrite, &n.rv[k], n.cache, n.pos, n.side, s.kwRegion(k))
 		wb.lat[k] = max(wb.lat[k], l)
 		s.takeOver(id, j)
-		r.wKw, r.wTo, r.wToGen, r.wPt, r.wBy, r.wByGen = k, to, s.nodes[to].gen, pt, id, n.gen
+		r.wKw, r.wTo, r.wToGen, r.wToRun, r.wPt, r.wBy, r.wByGen = k, to, s.nodes[to].gen, s.nodes[to].runs, pt, id, n.gen
 		wb.put(false, to, j, pt, k, resetFlag(reset))
 	}
 	for range rc.Rewrite {
