@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"image/png"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +26,7 @@ func run(t *testing.T, name string, args ...string) (string, error) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"alloc", "burn", "fail", "hashchain", "mandelbrot", "noop", "sleep"}
+	want := []string{"alloc", "burn", "digest", "fail", "hashchain", "mandelbrot", "noop", "sleep"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -108,6 +110,30 @@ func TestSmallApps(t *testing.T) {
 	}
 }
 
+// TestDigest: digest prints each named file's SHA-256 and name, in order.
+func TestDigest(t *testing.T) {
+	dir := t.TempDir()
+	data := map[string][]byte{"input0": []byte("first"), "input1": bytes.Repeat([]byte{7}, 100_000)}
+	for name, b := range data {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := Lookup("digest")
+	var out bytes.Buffer
+	if err := a.Main([]string{"input1", "input0"}, &out, dir); err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	for _, name := range []string{"input1", "input0"} {
+		sum := sha256.Sum256(data[name])
+		want += hex.EncodeToString(sum[:]) + "  " + name + "\n"
+	}
+	if out.String() != want {
+		t.Fatalf("digest = %q, want %q", out.String(), want)
+	}
+}
+
 func TestBadArgs(t *testing.T) {
 	for _, tc := range []struct {
 		app  string
@@ -132,6 +158,10 @@ func TestBadArgs(t *testing.T) {
 		{"alloc", []string{"1099511627777"}, "argument mb"},
 		{"fail", []string{"256"}, "argument code"},
 		{"fail", nil, "want 1 argument"},
+		{"digest", nil, "want 1 to 64 file names"},
+		{"digest", []string{"../etc/passwd"}, "inside the work directory"},
+		{"digest", []string{"/etc/passwd"}, "inside the work directory"},
+		{"digest", []string{"input0"}, "file input0: not found"},
 	} {
 		_, err := run(t, tc.app, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.name) || !strings.HasPrefix(err.Error(), tc.app+": ") {

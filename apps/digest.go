@@ -1,0 +1,56 @@
+package apps
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxDigestFiles bounds digest's file arguments.
+const maxDigestFiles = 64
+
+// digestMain prints, for each named file of the work directory, its
+// SHA-256 and its name, as sha256sum does: a job's inputs (input0,
+// input1, …) read back, so a result proves the data reached the client.
+func digestMain(args []string, stdout io.Writer, workdir string) error {
+	if len(args) == 0 || len(args) > maxDigestFiles {
+		return fmt.Errorf("digest: want 1 to %d file names, got %d", maxDigestFiles, len(args))
+	}
+	for _, name := range args {
+		if name == "" || filepath.IsAbs(name) || strings.Contains(name, "..") {
+			return fmt.Errorf("digest: file %q: want a name inside the work directory", name)
+		}
+		sum, err := digestFile(filepath.Join(workdir, name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Not the system's words or the path: the same message on
+			// every platform, natively and as WebAssembly.
+			return fmt.Errorf("digest: file %s: not found", name)
+		case err != nil:
+			return fmt.Errorf("digest: file %s: cannot be read", name)
+		}
+		if _, err := fmt.Fprintf(stdout, "%s  %s\n", hex.EncodeToString(sum), name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func digestFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
