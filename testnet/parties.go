@@ -10,6 +10,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/indexwriter"
+	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/project"
 )
@@ -22,6 +23,14 @@ func (n *Network) NewAgent(ctx context.Context, role certs.Role, name string) (*
 	if err != nil {
 		return nil, err
 	}
+	return n.OpenAgent(ctx, id)
+}
+
+// OpenAgent starts an agent of an existing party (a process of it
+// starting again: same identity, a new host), its peerstore holding the
+// running nodes' addresses.
+func (n *Network) OpenAgent(ctx context.Context, id *keystore.Identity) (*agent.Agent, error) {
+	name := id.Name
 	h, err := n.NewHost(id.PeerKey)
 	if err != nil {
 		return nil, err
@@ -50,6 +59,20 @@ func (n *Network) NewProject(ctx context.Context, name string) (*project.Project
 	if err != nil {
 		return nil, err
 	}
+	return n.openProject(a)
+}
+
+// ReopenProject starts project id's process again (after its agent was
+// closed: the project went offline), with the same identity.
+func (n *Network) ReopenProject(ctx context.Context, id *keystore.Identity) (*project.Project, error) {
+	a, err := n.OpenAgent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return n.openProject(a)
+}
+
+func (n *Network) openProject(a *agent.Agent) (*project.Project, error) {
 	p, err := project.New(a)
 	if err != nil {
 		a.Close()

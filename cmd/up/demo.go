@@ -41,10 +41,13 @@ func newDemoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "Run a whole U.P. network in one process: CA, nodes, a project, volunteers",
 		Long: `Starts in this process a test CA, nodes on loopback TCP (full libp2p stack),
-a project and volunteer clients. The project submits the tiles of a
-Mandelbrot image (built-in application) with redundant copies; the
-volunteers find, claim and compute them; the project harvests, validates
-each tile by quorum, grants credit and assembles the image.`,
+a project and volunteer clients. The project uploads its application, the
+built-in applications compiled to one WebAssembly module, into the overlay
+once, submits the tiles of a Mandelbrot image with redundant copies and
+goes offline; the volunteers find and claim the tiles, fetch the module
+from the nodes and compute the tiles in the sandbox; the project, started
+again, harvests, validates each tile by quorum, grants credit and
+assembles the image.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := fl.check(); err != nil {
@@ -77,6 +80,9 @@ each tile by quorum, grants credit and assembles the image.`,
 			}
 			fmt.Fprintf(out, "\n%d tiles × %d copies = %d jobs on %d nodes by %d volunteers in %s; %.1f RPCs served per job\n",
 				rep.Units, fl.copies, rep.Jobs, rep.Nodes, rep.Clients, rep.Elapsed.Round(time.Millisecond), rep.RPCsPerJob)
+			b := rep.Blobs
+			fmt.Fprintf(out, "application: one WebAssembly module of %d bytes, uploaded once (%d bytes sent; %d × r = %d without the overlay's placement), fetched by the volunteers from the nodes\n",
+				b.Bytes, b.Uploaded, b.Bytes, b.Bytes*int64(b.Replication))
 			fmt.Fprintf(out, "image: %s\ncredit (valid results):\n", rep.Image)
 			for _, c := range rep.Credit {
 				fmt.Fprintf(out, "  %-12s %4d valid  %3d invalid  %s CPU\n", c.Client, c.Valid, c.Invalid, c.CPU.Round(time.Millisecond))

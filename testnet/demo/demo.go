@@ -16,12 +16,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/up-pool/up/apps/wasm"
+	"github.com/up-pool/up/blob/cache"
+	"github.com/up-pool/up/blobclient"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/sandbox"
 	"github.com/up-pool/up/testnet"
 )
 
@@ -47,13 +51,19 @@ type Report struct {
 	RPCsPerJob                  float64 // requests served by all nodes, per job
 	Image                       string
 	Credit                      []project.Credit
+	// Blobs is what uploading the WebAssembly module did: its size
+	// (Bytes), what the project sent (Uploaded: once, not once per
+	// replica) and r.
+	Blobs project.BlobReport
 }
 
 // Run runs the whole system in one process: a test CA, nodes on
-// loopback TCP, a project and worker clients; the project submits the
-// tiles of a Mandelbrot image (built-in application) with redundant
-// copies, the clients compute them, the project harvests, validates,
-// grants credit and assembles the image.
+// loopback TCP, a project and worker clients. The project uploads the
+// built-in applications' WebAssembly module (apps/wasm.Builtin) into the
+// overlay once, submits the tiles of a Mandelbrot image with redundant
+// copies, and goes offline; the clients fetch the module from the nodes
+// and compute the tiles in the sandbox; the project, started again,
+// harvests, validates, grants credit and assembles the image.
 func Run(ctx context.Context, o Options) (Report, error) {
 	o.defaults()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -68,6 +78,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := d.submit(ctx); err != nil {
 		return rep, err
 	}
+	rep.Blobs = d.blobs
+	id := d.p.Agent().Identity()
+	d.closeProject()
+	d.logf("project offline")
 	runCtx, stopClients := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if err := d.startVolunteers(ctx, runCtx, &wg); err != nil {
@@ -76,6 +90,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	d.logf("%d volunteer clients working", o.Clients)
 	defer func() { stopClients(); wg.Wait() }()
+	if err := d.awaitResults(ctx, rep.Jobs); err != nil {
+		return rep, err
+	}
+	var err error
+	if d.p, err = d.net.ReopenProject(ctx, id); err != nil {
+		return rep, err
+	}
+	d.logf("project back online")
 	credit, err := d.harvestAll(ctx)
 	if err != nil {
 		return rep, err
@@ -123,10 +145,20 @@ type demoRun struct {
 	// tearDown runs them the last first.
 	closers []func()
 
-	net    *testnet.Network
-	p      *project.Project
-	ledger *project.Ledger
-	units  []project.Unit
+	net     *testnet.Network
+	p       *project.Project // nil while the project is offline
+	ledger  *project.Ledger
+	units   []project.Unit
+	blobs   project.BlobReport
+	clients []*client.Client
+}
+
+// closeProject stops the project's process (its agent), if running.
+func (d *demoRun) closeProject() {
+	if d.p != nil {
+		d.p.Agent().Close()
+		d.p = nil
+	}
 }
 
 // onTearDown has tearDown call closer, before the closers registered
@@ -154,7 +186,7 @@ func (d *demoRun) setUp(ctx context.Context, start time.Time) error {
 	if d.p, err = net.NewProject(ctx, "mandel"); err != nil {
 		return err
 	}
-	d.onTearDown(func() { d.p.Agent().Close() })
+	d.onTearDown(d.closeProject)
 	if d.ledger, err = project.OpenLedger(filepath.Join(o.Dir, "ledger.db")); err != nil {
 		return err
 	}
@@ -162,10 +194,24 @@ func (d *demoRun) setUp(ctx context.Context, start time.Time) error {
 	return nil
 }
 
-// submit has the project submit every tile, with the options' copies.
+// moduleFile is the name, in the run's directory, of the module the
+// project uploads.
+const moduleFile = "builtin.wasm"
+
+// submit has the project upload the module and submit every tile, with
+// the options' copies.
 func (d *demoRun) submit(ctx context.Context) error {
 	o := d.o
 	d.units = mandelbrotUnits(o.Tiles, o.TileSize)
+	if err := writeFile(filepath.Join(o.Dir, moduleFile), wasm.Builtin); err != nil {
+		return err
+	}
+	var err error
+	if d.blobs, err = d.p.UploadFiles(ctx, d.units, o.Dir); err != nil {
+		return fmt.Errorf("upload the module: %w", err)
+	}
+	d.logf("project uploaded the WebAssembly module (%.1f MB) once: sent %.1f MB, where sending it to each of its %d nodes would be %.1f MB",
+		mb(d.blobs.Bytes), mb(d.blobs.Uploaded), d.blobs.Replication, mb(d.blobs.Bytes*int64(d.blobs.Replication)))
 	digest := sha256.Sum256(fmt.Appendf(nil, "mandelbrot %d %d", o.Tiles, o.TileSize))
 	srep, err := d.p.SubmitUnits(ctx, d.ledger, d.units, o.Copies, digest[:], "demo", nil)
 	if err != nil {
@@ -188,17 +234,28 @@ func (d *demoRun) startVolunteers(ctx, runCtx context.Context, wg *sync.WaitGrou
 			return err
 		}
 		d.onTearDown(func() { a.Close() })
-		r, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(o.Dir, fmt.Sprintf("work%d", i+1)),
-			Allow: map[string][]string{"mandel": {"mandelbrot"}}})
+		dir := filepath.Join(o.Dir, fmt.Sprintf("volunteer%d", i+1))
+		r, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(dir, "work"),
+			AllowWASM: []string{"mandel"}, Sandbox: sandbox.Config{CacheDir: filepath.Join(dir, "wasm-cache")}})
 		if err != nil {
 			return err
 		}
-		c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: "mandel", Share: 1}}, Runner: r, Slots: 2,
+		d.onTearDown(func() { r.Close() })
+		bc, err := cache.Open(filepath.Join(dir, "blob-cache"), 1<<30)
+		if err != nil {
+			return err
+		}
+		blobs, err := blobclient.NewStore(a, bc)
+		if err != nil {
+			return err
+		}
+		c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: "mandel", Share: 1}}, Runner: r, Slots: 2, Blobs: blobs,
 			BackoffMin: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond, Seed: o.Seed + uint64(i),
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return err
 		}
+		d.clients = append(d.clients, c)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -207,6 +264,32 @@ func (d *demoRun) startVolunteers(ctx, runCtx context.Context, wg *sync.WaitGrou
 	}
 	return nil
 }
+
+// awaitResults waits, the project offline, until the clients have sent
+// jobs results.
+func (d *demoRun) awaitResults(ctx context.Context, jobs int) error {
+	last := -1
+	for {
+		done := 0
+		for _, c := range d.clients {
+			done += c.Done()
+		}
+		if done != last && done > 0 {
+			d.logf("clients: %d of %d results sent", done, jobs)
+			last = done
+		}
+		if done >= jobs {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("demo: clients sent %d of %d results before the timeout", done, jobs)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func mb(n int64) float64 { return float64(n) / 1e6 }
 
 // harvestAll harvests every 300 ms until every tile is validated, and
 // returns the credit granted.
@@ -253,9 +336,10 @@ func mandelbrotUnits(tiles, size int) []project.Unit {
 		for tx := range tiles {
 			ax, ay := x0+float64(tx)*step, y0+float64(ty)*step
 			out = append(out, project.Unit{
-				App:      "mandelbrot",
-				Args:     []string{f(ax), f(ay), f(ax + step), f(ay + step), strconv.Itoa(size), strconv.Itoa(size), "256"},
-				Keywords: []string{"mandel"}, Resources: []string{"mem:small"}, TFinish: 5 * time.Minute,
+				App:        "mandelbrot", // the module runs the built-in its argv[0] names
+				ModuleFile: moduleFile,
+				Args:       []string{f(ax), f(ay), f(ax + step), f(ay + step), strconv.Itoa(size), strconv.Itoa(size), "256"},
+				Keywords:   []string{"mandel"}, Resources: []string{"mem:small"}, TFinish: 5 * time.Minute,
 			})
 		}
 	}

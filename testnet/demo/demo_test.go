@@ -6,9 +6,11 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/up-pool/up/apps/wasm"
 	"github.com/up-pool/up/testnet/demo"
 	"github.com/up-pool/up/testnet/testkit"
 )
@@ -34,6 +36,15 @@ func TestDemo(t *testing.T) {
 	}
 	if valid < rep.Jobs {
 		t.Fatalf("%d valid results for %d jobs", valid, rep.Jobs)
+	}
+	// The module went into the overlay once, not once per replica.
+	if b := rep.Blobs; b.Files != 1 || b.Bytes != int64(len(wasm.Builtin)) || b.Uploaded < b.Bytes || b.Uploaded > b.Bytes+b.Bytes/10 {
+		t.Fatalf("module upload %+v: want 1 file of %d bytes sent about once", b, len(wasm.Builtin))
+	}
+	for _, line := range []string{"project offline", "project back online"} {
+		if !strings.Contains(log.String(), line) {
+			t.Fatalf("the log has no %q:\n%s", line, log.String())
+		}
 	}
 	f, err := os.Open(filepath.Join(dir, "mandelbrot.png"))
 	if err != nil {
