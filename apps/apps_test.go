@@ -132,6 +132,16 @@ func TestDigest(t *testing.T) {
 	if out.String() != want {
 		t.Fatalf("digest = %q, want %q", out.String(), want)
 	}
+	out.Reset()
+	if err := a.Main([]string{"-rounds", "2", "input0"}, &out, dir); err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(data["input0"])
+	s = sha256.Sum256(s[:])
+	s = sha256.Sum256(s[:])
+	if want := hex.EncodeToString(s[:]) + "  input0\n"; out.String() != want {
+		t.Fatalf("digest -rounds 2 = %q, want %q", out.String(), want)
+	}
 }
 
 func TestBadArgs(t *testing.T) {
@@ -159,6 +169,8 @@ func TestBadArgs(t *testing.T) {
 		{"fail", []string{"256"}, "argument code"},
 		{"fail", nil, "want 1 argument"},
 		{"digest", nil, "want 1 to 64 file names"},
+		{"digest", []string{"-rounds", "x", "input0"}, "argument rounds"},
+		{"digest", []string{"-rounds", "3"}, "want 1 to 64 file names"},
 		{"digest", []string{"../etc/passwd"}, "inside the work directory"},
 		{"digest", []string{"/etc/passwd"}, "inside the work directory"},
 		{"digest", []string{"input0"}, "file input0: not found"},

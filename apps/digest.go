@@ -12,13 +12,26 @@ import (
 	"strings"
 )
 
-// maxDigestFiles bounds digest's file arguments.
-const maxDigestFiles = 64
+// Bounds of digest's arguments.
+const (
+	maxDigestFiles  = 64
+	maxDigestRounds = 100_000_000
+)
 
 // digestMain prints, for each named file of the work directory, its
 // SHA-256 and its name, as sha256sum does: a job's inputs (input0,
 // input1, …) read back, so a result proves the data reached the client.
+// With "-rounds N" first, each digest is hashed N more times (SHA-256 of
+// the 32-byte digest, as hashchain), a knob for the work per file.
 func digestMain(args []string, stdout io.Writer, workdir string) error {
+	rounds := int64(0)
+	if len(args) >= 2 && args[0] == "-rounds" {
+		n, err := intArg("digest", "rounds", args[1], 0, maxDigestRounds)
+		if err != nil {
+			return err
+		}
+		rounds, args = n, args[2:]
+	}
 	if len(args) == 0 || len(args) > maxDigestFiles {
 		return fmt.Errorf("digest: want 1 to %d file names, got %d", maxDigestFiles, len(args))
 	}
@@ -34,6 +47,10 @@ func digestMain(args []string, stdout io.Writer, workdir string) error {
 			return fmt.Errorf("digest: file %s: not found", name)
 		case err != nil:
 			return fmt.Errorf("digest: file %s: cannot be read", name)
+		}
+		for range rounds {
+			s := sha256.Sum256(sum)
+			sum = s[:]
 		}
 		if _, err := fmt.Fprintf(stdout, "%s  %s\n", hex.EncodeToString(sum), name); err != nil {
 			return err

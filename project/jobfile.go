@@ -17,7 +17,8 @@ import (
 
 // JobFile is a submission description, in YAML or JSON (BOINC's
 // create_work, with a parameter sweep): one job, or a template whose
-// "{name}" placeholders in args, keywords and resources are filled from
+// "{name}" placeholders in args, keywords, resources and input file names
+// are filled from
 // every combination of the sweep's parameters. Only app is required; the
 // project's name is added to the keywords, copies defaults to 1,
 // t_finish to 1h (DefaultTFinish) and lifetime to 14 days
@@ -150,7 +151,7 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 		for i, n := range names {
 			params[n] = values[n][idx[i]]
 		}
-		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, InputFiles: files, ModuleFile: f.Module, Params: params,
+		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, InputFiles: fillFiles(files, params), ModuleFile: f.Module, Params: params,
 			Args: fill(f.Args, params), Keywords: fill(f.Keywords, params), Resources: fill(f.Resources, params)}
 		if projectName != "" && !slices.Contains(u.Keywords, projectName) {
 			u.Keywords = append([]string{projectName}, u.Keywords...)
@@ -231,7 +232,8 @@ func parseLifetime(s string, tFinish time.Duration) (time.Duration, error) {
 
 // expandSweep checks the sweep and returns its parameters' names (sorted),
 // their values and the number of combinations. Every parameter must be
-// used by an argument: one that is not would make identical units.
+// used by an argument or an input file's name: one that is not would
+// make identical units.
 func expandSweep(f JobFile) ([]string, map[string][]string, int, error) {
 	names := make([]string, 0, len(f.Sweep))
 	values := map[string][]string{}
@@ -244,8 +246,9 @@ func expandSweep(f JobFile) ([]string, map[string][]string, int, error) {
 		if len(vs) == 0 {
 			return nil, nil, 0, fmt.Errorf("sweep %q has no values: the template expands to nothing", name)
 		}
-		if !slices.ContainsFunc(f.Args, func(a string) bool { return strings.Contains(a, "{"+name+"}") }) {
-			return nil, nil, 0, fmt.Errorf("sweep %q: no argument uses {%s}, so its units would be identical", name, name)
+		uses := func(a string) bool { return strings.Contains(a, "{"+name+"}") }
+		if !slices.ContainsFunc(f.Args, uses) && !slices.ContainsFunc(f.Inputs, func(in JobFileInput) bool { return uses(in.File) }) {
+			return nil, nil, 0, fmt.Errorf("sweep %q: no argument or input file uses {%s}, so its units would be identical", name, name)
 		}
 		names = append(names, name)
 		values[name] = vs
@@ -281,7 +284,21 @@ func checkUnit(u Unit) error {
 			return fmt.Errorf("args: %q names a parameter the sweep does not define", a)
 		}
 	}
+	for i, name := range u.InputFiles {
+		if strings.Contains(name, "{") && strings.Contains(name, "}") {
+			return fmt.Errorf("inputs[%d]: file %q names a parameter the sweep does not define", i, name)
+		}
+	}
 	return nil
+}
+
+// fillFiles is fill for input file names, keeping nil (no file input)
+// and "" (a URL input) as they are.
+func fillFiles(files []string, params map[string]string) []string {
+	if files == nil {
+		return nil
+	}
+	return fill(files, params)
 }
 
 func (s SweepDef) expand() ([]string, error) {

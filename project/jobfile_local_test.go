@@ -60,3 +60,21 @@ func TestParseJobFileLocalErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestParseJobFileSweepsFiles: a sweep parameter may name the input
+// file, one per unit; a placeholder no parameter fills is an error.
+func TestParseJobFileSweepsFiles(t *testing.T) {
+	units, copies, err := ParseJobFile([]byte("app: digest\nmodule: m.wasm\nargs: [input0]\ncopies: 2\ninputs: [{file: \"data/part{f}.bin\"}]\nsweep:\n  f: {from: 1, to: 3}\n"), "p")
+	if err != nil || copies != 2 || len(units) != 3 {
+		t.Fatalf("%d units, %d copies, %v", len(units), copies, err)
+	}
+	for i, u := range units {
+		if want := []string{"data/part" + string(rune('1'+i)) + ".bin"}; !slices.Equal(u.InputFiles, want) {
+			t.Errorf("unit %d files %q, want %q", i, u.InputFiles, want)
+		}
+	}
+	_, _, err = ParseJobFile([]byte("app: a\nargs: [\"{x}\"]\ninputs: [{file: \"p{y}.bin\"}]\nsweep:\n  x: [1, 2]\n"), "p")
+	if err == nil || !strings.Contains(err.Error(), `inputs[0]: file "p{y}.bin" names a parameter`) {
+		t.Fatalf("undefined placeholder in a file: %v", err)
+	}
+}

@@ -118,8 +118,8 @@ func TestParseJobFileMessages(t *testing.T) {
 		{"wrong type", "app: a\nkeywords: [k]\ncopies: two\n", `copies: line 3: want a whole number`},
 		{"args not a list", "app: a\nargs: 5 6\nkeywords: [k]\n", `args: line 2: want a list`},
 		{"copies 0", "app: a\nkeywords: [k]\ncopies: 0\n", "copies 0 out of 1..16"},
-		{"unused sweep parameter", "app: a\nargs: [\"{x}\"]\nkeywords: [k]\nsweep:\n  x: [1, 2]\n  y: [1, 2]\n", `sweep "y": no argument uses {y}`},
-		{"sweep used in keywords only", "app: a\nkeywords: [\"k{x}\"]\nsweep:\n  x: [1, 2]\n", `sweep "x": no argument uses {x}`},
+		{"unused sweep parameter", "app: a\nargs: [\"{x}\"]\nkeywords: [k]\nsweep:\n  x: [1, 2]\n  y: [1, 2]\n", `sweep "y": no argument or input file uses {y}`},
+		{"sweep used in keywords only", "app: a\nkeywords: [\"k{x}\"]\nsweep:\n  x: [1, 2]\n", `sweep "x": no argument or input file uses {x}`},
 	} {
 		_, _, err := ParseJobFile([]byte(c.file), "")
 		switch {

@@ -37,6 +37,7 @@ func TestBuiltinRunsEveryApp(t *testing.T) {
 		{"mandelbrot", []string{"-2.2", "-1.5", "-1.825", "-1.125", "32", "32", "256"}},
 		{"hashchain", []string{"1000", "seed"}},
 		{"digest", []string{"input0", "input1"}},
+		{"digest", []string{"-rounds", "1000", "input1"}},
 		{"digest", []string{"missing"}},
 		{"fail", []string{"3"}},
 	} {
