@@ -22,6 +22,7 @@ const (
 	ReasonWrongProject  = "wrong_project"  // a project sending another project's blob
 	ReasonWrongManifest = "wrong_manifest" // the manifest is not the one the statement names
 	ReasonExpired       = "expired"        // the statement expired on this node's clock
+	ReasonWithdrawn     = "withdrawn"      // a statement its project superseded by a later one, the blob since deleted
 	ReasonFuture        = "future"         // the statement is dated ahead of this node's clock
 	ReasonQuota         = "quota"          // the project is over its quota on this node
 	ReasonUnknownBlob   = "unknown_blob"   // a chunk of a blob not offered here

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ipfs/go-cid"
 
@@ -41,15 +42,28 @@ func (s *Service) handleOffer(ctx context.Context, from *overlay.Admitted, body 
 	return resp, nil
 }
 
-// accept stores an admitted blob, charged to its project's quota; a blob
-// held already is returned as it is.
+// accept stores an admitted blob, charged to its project's quota. A blob
+// held already keeps its statement unless this one is later (created
+// after it): the project's later word extends the blob's life, or
+// withdraws it. A blob withdrawn here is refused with a statement no
+// later than the withdrawal's.
 func (s *Service) accept(adm *blob.Admitted, o *wire.BlobOffer, der []byte) (*held, error) {
 	key := string(adm.Key.Bytes())
 	now := s.nowMS()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h, ok := s.blobs[key]; ok {
+		if adm.Statement.Created <= h.created {
+			return h, nil
+		}
+		if err := s.supersedeLocked(h, adm.Statement, o.Statement); err != nil {
+			return nil, overlay.StatusErr(wire.StatusInternal, err)
+		}
 		return h, nil
+	}
+	if t, ok := s.gone[key]; ok && adm.Statement.Created <= t.created && now < t.until {
+		return nil, s.refuse(ReasonWithdrawn, wire.StatusGone, "blob %s: withdrawn by project %q (its statement of %s is superseded)",
+			adm.Key, adm.Statement.Project, time.UnixMilli(adm.Statement.Created).UTC().Format(time.RFC3339))
 	}
 	project, size := adm.Statement.Project, adm.Manifest.Size
 	u := s.usage[project]

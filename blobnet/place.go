@@ -207,7 +207,7 @@ func (s *Service) handOff(h *held, view []peer.ID, holding map[peer.ID]bool, st 
 	if s.blobs[h.key] != h {
 		return
 	}
-	if _, err := s.deleteLocked(h); err != nil {
+	if _, err := s.deleteLocked(h, nil); err != nil {
 		s.log.Error("blob hand-off", "blob", h.adm.Key, "err", err)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/up-pool/up/blobclient"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/store"
 )
 
 // RoundStats reports one repair round.
@@ -101,6 +102,31 @@ func (s *Service) complete(st *RoundStats) []*held {
 	return out
 }
 
+// dropTombstonesLocked forgets the withdrawals whose refusal ended by
+// now (ms). s.mu is held.
+func (s *Service) dropTombstonesLocked(now int64) {
+	var ended []string
+	for k, t := range s.gone {
+		if now >= t.until {
+			ended = append(ended, k)
+		}
+	}
+	if len(ended) == 0 {
+		return
+	}
+	b := s.st.NewBatch()
+	for _, k := range ended {
+		b.Delete(store.Key(goneNS, []byte(k)))
+	}
+	if err := b.Commit(false); err != nil {
+		s.log.Error("blob tombstones", "err", err)
+		return
+	}
+	for _, k := range ended {
+		delete(s.gone, k)
+	}
+}
+
 // ExpireNow deletes the blobs whose statement expired on this node's
 // clock (job.Expired: past the expiry by 2·T_skew) and those still
 // missing chunks IncompleteKeep after their offer, counting them in st
@@ -110,6 +136,7 @@ func (s *Service) ExpireNow(st *RoundStats) {
 	keep := s.cfg.IncompleteKeep.Milliseconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropTombstonesLocked(now)
 	for _, h := range s.blobs {
 		why := ""
 		switch {
@@ -120,7 +147,14 @@ func (s *Service) ExpireNow(st *RoundStats) {
 		default:
 			continue
 		}
-		if _, err := s.deleteLocked(h); err != nil {
+		var tomb *tombstone
+		if why == "expired" {
+			// Its statement may have superseded an older one a node that
+			// missed the withdrawal still holds: refuse that one until it
+			// would have expired too.
+			tomb = &tombstone{created: h.created, until: max(h.outlive, h.expires) + 2*job.ExpiryMarginMS}
+		}
+		if _, err := s.deleteLocked(h, tomb); err != nil {
 			s.log.Error("blob expiry", "blob", h.adm.Key, "err", err)
 			continue
 		}

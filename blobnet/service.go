@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +33,8 @@ type held struct {
 	project   string
 	size      int64     // bytes, the manifest's
 	expires   int64     // the statement's expiry, Unix ms on its project's clock
+	created   int64     // the statement's creation, Unix ms on its project's clock
+	outlive   int64     // the latest expiry of the statements it superseded (0: none)
 	offered   int64     // when this node accepted it, Unix ms on its own clock
 	certRef   string    // the statement's CertRef
 	statement []byte    // the signed statement, encoded
@@ -59,6 +62,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	blobs   map[string]*held            // by blob key
+	gone    map[string]tombstone        // withdrawn blobs, by key
 	chunks  map[cid.Cid]int             // chunks on disk: their length, bytes
 	refs    map[cid.Cid]map[string]bool // the held blobs listing each chunk
 	usage   map[string]usage            // by project name
@@ -97,7 +101,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	ep := deps.Endpoint
 	s := &Service{
 		cfg: cfg, env: deps.Env, ep: ep, dht: deps.DHT, st: deps.Store, log: deps.Env.Logger, r: deps.DHT.Replication(),
-		blobs: map[string]*held{}, chunks: map[cid.Cid]int{}, refs: map[cid.Cid]map[string]bool{},
+		blobs: map[string]*held{}, gone: map[string]tombstone{}, chunks: map[cid.Cid]int{}, refs: map[cid.Cid]map[string]bool{},
 		usage: map[string]usage{}, certs: map[string][]byte{}, placing: map[string]*placeRun{}, refused: map[string]int{},
 		rng: rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed([]byte(ep.ID()), 20))),
 	}
@@ -124,7 +128,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 func (s *Service) registerMetrics(reg *prometheus.Registry) {
 	s.mRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "up_blob_refused_total",
-		Help: "Blob offers and chunks refused, by reason (malformed, certificate, signature, wrong_project, wrong_manifest, expired, future, quota, unknown_blob, unlisted_chunk, bad_chunk).",
+		Help: "Blob offers and chunks refused, by reason (malformed, certificate, signature, wrong_project, wrong_manifest, expired, withdrawn, future, quota, unknown_blob, unlisted_chunk, bad_chunk).",
 	}, []string{"reason"})
 	s.mStored = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "up_blob_chunks_stored_total", Help: "Chunks newly stored, by sender role (project, node).",
@@ -181,6 +185,9 @@ func (s *Service) load() error {
 	if err != nil {
 		return fmt.Errorf("blobnet: load blobs: %w", err)
 	}
+	if err := s.loadWithdrawals(&bad); err != nil {
+		return err
+	}
 	var orphans []cid.Cid
 	err = s.st.Scan(store.Key(haveNS), func(k, v []byte) bool {
 		c, err := cid.Cast(k[len(haveNS)+1:])
@@ -210,6 +217,33 @@ func (s *Service) load() error {
 		if err := b.Commit(true); err != nil {
 			return fmt.Errorf("blobnet: delete %d orphan chunks: %w", len(orphans), err)
 		}
+	}
+	return nil
+}
+
+// loadWithdrawals reads the tombstones and the superseded expiries.
+func (s *Service) loadWithdrawals(bad *[]error) error {
+	err := s.st.Scan(store.Key(goneNS), func(k, v []byte) bool {
+		t, err := decodeTombstone(v)
+		if err != nil {
+			*bad = append(*bad, fmt.Errorf("stored tombstone %x: %w", k, err))
+			return true
+		}
+		s.gone[string(k[len(goneNS)+1:])] = t
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("blobnet: load tombstones: %w", err)
+	}
+	err = s.st.Scan(store.Key(outNS), func(k, v []byte) bool {
+		n, c := binary.Uvarint(v)
+		if h, ok := s.blobs[string(k[len(outNS)+1:])]; ok && c == len(v) {
+			h.outlive = int64(n)
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("blobnet: load superseded expiries: %w", err)
 	}
 	return nil
 }
@@ -248,7 +282,7 @@ func newHeld(adm *blob.Admitted, statement, manifest []byte, offered int64) *hel
 	key := adm.Key.Bytes()
 	h := &held{
 		adm: adm, key: string(key), pos: keyspace.KeyPos(key), project: adm.Statement.Project,
-		size: adm.Manifest.Size, expires: adm.Statement.Expires(), offered: offered,
+		size: adm.Manifest.Size, expires: adm.Statement.Expires(), created: adm.Statement.Created, offered: offered,
 		certRef: string(adm.Statement.CertRef), statement: statement, manifest: manifest,
 	}
 	cids, _ := adm.Manifest.ChunkCIDs() // admitted: they parse

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
+	"github.com/up-pool/up/blob"
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/store"
 )
@@ -18,6 +19,8 @@ const (
 	blobNS  = "blob"      // blob key → record
 	chunkNS = "blobchunk" // chunk CID → its bytes
 	haveNS  = "blobhave"  // chunk CID → its length (uvarint)
+	outNS   = "blobout"   // blob key → the latest expiry of the statements its current one superseded (uvarint, Unix ms)
+	goneNS  = "blobgone"  // blob key → tombstone: the withdrawing statement's creation and until when refused (two uvarints, Unix ms)
 	certNS  = "blobcert"  // CertRef → the project certificate's DER
 )
 
@@ -91,11 +94,15 @@ func deleteChunk(b *store.Batch, c cid.Cid) {
 }
 
 // deleteLocked deletes a held blob: its record, and the chunks no other
-// held blob lists, in one batch; it returns the bytes of chunks freed.
-// s.mu is held.
-func (s *Service) deleteLocked(h *held) (int64, error) {
+// held blob lists, in one batch, with tomb when not nil; it returns the
+// bytes of chunks freed. s.mu is held.
+func (s *Service) deleteLocked(h *held, tomb *tombstone) (int64, error) {
 	b := s.st.NewBatch()
 	b.Delete(store.Key(blobNS, []byte(h.key)))
+	b.Delete(store.Key(outNS, []byte(h.key)))
+	if tomb != nil {
+		b.Put(store.Key(goneNS, []byte(h.key)), tomb.encode())
+	}
 	var freed int64
 	var gone []cid.Cid
 	for _, c := range h.chunks {
@@ -121,6 +128,9 @@ func (s *Service) deleteLocked(h *held) (int64, error) {
 		delete(s.chunks, c)
 	}
 	delete(s.blobs, h.key)
+	if tomb != nil {
+		s.gone[h.key] = *tomb
+	}
 	u := s.usage[h.project]
 	u.bytes -= h.size
 	u.blobs--
@@ -140,6 +150,48 @@ func (s *Service) Delete(key []byte) error {
 	if !ok {
 		return store.ErrNotFound
 	}
-	_, err := s.deleteLocked(h)
+	_, err := s.deleteLocked(h, nil)
 	return err
+}
+
+// tombstone is what a node keeps of a blob its project withdrew: a
+// statement created at or before created is refused until until (Unix
+// ms, this node's clock), so a node that missed the withdrawal cannot
+// place the blob here again with its older statement.
+type tombstone struct {
+	created, until int64
+}
+
+func (t tombstone) encode() []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(nil, uint64(t.created)), uint64(t.until))
+}
+
+func decodeTombstone(v []byte) (tombstone, error) {
+	c, k := binary.Uvarint(v)
+	u, k2 := binary.Uvarint(v[max(k, 0):])
+	if k <= 0 || k2 <= 0 || k+k2 != len(v) {
+		return tombstone{}, errors.New("bad tombstone")
+	}
+	return tombstone{created: int64(c), until: int64(u)}, nil
+}
+
+// supersedeLocked makes st (signed: statement) h's statement: a later
+// one of its project for the same blob, which extends its life or, with
+// a lifetime that ends now, withdraws it (deleted at the next expiry
+// sweep). The latest expiry it supersedes is kept (outNS) for the
+// tombstone. s.mu is held.
+func (s *Service) supersedeLocked(h *held, st *blob.Statement, statement []byte) error {
+	outlive := max(h.outlive, h.expires)
+	v, err := codec.Marshal(&record{Statement: statement, Manifest: h.manifest, Offered: h.offered})
+	if err != nil {
+		return err
+	}
+	b := s.st.NewBatch()
+	b.Put(store.Key(blobNS, []byte(h.key)), v)
+	b.Put(store.Key(outNS, []byte(h.key)), binary.AppendUvarint(nil, uint64(max(outlive, 0))))
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("store blob %s's later statement: %w", h.adm.Key, err)
+	}
+	h.statement, h.created, h.expires, h.outlive = statement, st.Created, st.Expires(), outlive
+	return nil
 }

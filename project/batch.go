@@ -122,6 +122,9 @@ func (p *Project) SubmitUnits(ctx context.Context, l *Ledger, units []Unit, copi
 			return rep, err
 		}
 	}
+	if err := p.recordBlobs(l, b.unitIDs, units); err != nil {
+		return rep, err
+	}
 	if id == 0 {
 		// A new batch: every job is fresh, none acknowledged.
 		rep.Submitted, rep.Errors = p.submitChunks(ctx, l, signed, progress)

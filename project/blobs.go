@@ -130,7 +130,72 @@ func (p *Project) uploadFile(ctx context.Context, lf *localFile) (*blobclient.Up
 		return up, fmt.Errorf("%s %s: %w", lf.kind, lf.path, err)
 	}
 	lf.key, lf.size = m.Key(), m.Size
+	_, st, err := blob.DecodeStatement(signed.Encode())
+	if err != nil {
+		return up, fmt.Errorf("%s %s: statement: %w", lf.kind, lf.path, err)
+	}
+	created := st.Created
+	p.mu.Lock()
+	if p.manifests == nil {
+		p.manifests = map[string]BlobUse{}
+	}
+	p.manifests[string(lf.key)] = BlobUse{Key: lf.key, Manifest: m.Encode(), Created: created}
+	p.mu.Unlock()
 	return up, nil
+}
+
+// recordBlobs records in the ledger the blobs this process uploaded that
+// the batch's units name (their Module and blob Inputs).
+func (p *Project) recordBlobs(l *Ledger, unitIDs map[int]int64, units []Unit) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.manifests) == 0 {
+		return nil
+	}
+	named := map[int64][]BlobUse{}
+	for idx, u := range units {
+		id, ok := unitIDs[idx]
+		if !ok {
+			continue
+		}
+		keys := [][]byte{u.Module}
+		for _, in := range u.Inputs {
+			keys = append(keys, in.Blob)
+		}
+		for _, k := range keys {
+			if b, ok := p.manifests[string(k)]; ok && len(k) > 0 {
+				named[id] = append(named[id], b)
+			}
+		}
+	}
+	return l.RecordBlobs(named)
+}
+
+// withdrawBlobs withdraws from the overlay every blob no unit still
+// needs (Ledger.Withdrawable: every unit naming it is valid), counting
+// them in rep; a blob whose withdrawal no node took is tried again by the
+// next harvest.
+func (p *Project) withdrawBlobs(ctx context.Context, l *Ledger, rep *HarvestReport) error {
+	done, err := l.Withdrawable()
+	if err != nil {
+		return err
+	}
+	for _, b := range done {
+		m, err := blob.DecodeManifest(b.Manifest)
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("blob %x: stored manifest: %w", b.Key, err))
+			continue
+		}
+		if _, err := blobclient.Withdraw(ctx, p.a, m, b.Created); err != nil {
+			rep.Errors = append(rep.Errors, err)
+			continue
+		}
+		if err := l.MarkWithdrawn(b.Key, p.a.Now()); err != nil {
+			return err
+		}
+		rep.Withdrawn++
+	}
+	return nil
 }
 
 // resolve takes a job file's path from dir unless it is absolute.

@@ -49,6 +49,9 @@ type HarvestReport struct {
 	RefusedCopies int
 	Decided       int // units validated by this harvest
 	Extra         int // extra copies issued for inconclusive units
+	// Withdrawn counts the blobs withdrawn from the overlay: every unit
+	// naming them is valid.
+	Withdrawn int
 	// IndexErr is why the index of finished jobs could not be read in
 	// full (after retries): results it did not list were not harvested.
 	IndexErr error
@@ -140,6 +143,9 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 		return rep, nil
 	}
 	if err := p.validate(ctx, l, opts, collected, &rep); err != nil {
+		return rep, err
+	}
+	if err := p.withdrawBlobs(ctx, l, &rep); err != nil {
 		return rep, err
 	}
 	return rep, nil

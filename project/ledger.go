@@ -89,6 +89,16 @@ CREATE TABLE IF NOT EXISTS results(
 CREATE INDEX IF NOT EXISTS results_ungraded ON results(cid) WHERE valid IS NULL;
 CREATE TABLE IF NOT EXISTS to_validate(
 	unit INTEGER PRIMARY KEY REFERENCES units(id));
+CREATE TABLE IF NOT EXISTS blobs(
+	key       BLOB PRIMARY KEY,
+	manifest  BLOB NOT NULL,
+	created   INTEGER NOT NULL,
+	withdrawn INTEGER);
+CREATE TABLE IF NOT EXISTS unit_blobs(
+	unit INTEGER NOT NULL REFERENCES units(id),
+	key  BLOB NOT NULL REFERENCES blobs(key),
+	PRIMARY KEY(unit, key));
+CREATE INDEX IF NOT EXISTS unit_blobs_key ON unit_blobs(key);
 `
 
 // to_validate holds the units a harvest has to look at: every unit a

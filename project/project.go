@@ -64,6 +64,10 @@ type Project struct {
 	// client's Harvest in tests.
 	walkBackoff  time.Duration
 	harvestIndex func(ctx context.Context, keyword string, pageSize int, visit func([]wire.IndexHit) error) error
+	// manifests are the encoded manifests of the blobs UploadFiles
+	// uploaded, by key, for the ledger (SubmitUnits records which units
+	// name which blob); guarded by mu.
+	manifests map[string]BlobUse
 }
 
 // DefaultStoreTimeout bounds one store call, placement on the r replicas
