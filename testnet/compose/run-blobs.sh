@@ -21,6 +21,7 @@ cleanup() {
 	dc --profile init --profile project --profile wasm down -v --remove-orphans >/dev/null 2>&1 || true
 	docker volume rm -f "${COMPOSE_PROJECT_NAME}_updata" >/dev/null 2>&1 || true
 	docker image rm -f "$UP_IMAGE" >/dev/null 2>&1 || true
+	docker rm -f "upres${run_id}" >/dev/null 2>&1 || true
 	rm -rf "$files"
 }
 trap cleanup EXIT
@@ -84,14 +85,27 @@ done
 [ "${valid:-0}" = 100 ] || { echo "FAIL: only ${valid:-0} of 100 units valid"; dc --profile wasm logs --tail 30 client3 client4; exit 1; }
 
 echo "== check the results"
-results=$(proj results --data /data/project --jsonl)
-n=$(echo "$results" | grep -c '"exit_code":0' || true)
-[ "$n" = 200 ] || { echo "FAIL: $n of 200 results with exit code 0"; exit 1; }
-outputs=$(echo "$results" | sed -n 's/.*"output":"\([^"]*\)".*/\1/p' | while read -r b; do echo "$b" | base64 -d; done | cut -d' ' -f1 | sort -u)
+# Written into the volume and copied out (a long stdout through
+# docker-compose run can come back cut short).
+dc --profile project run --name "upres${run_id}" -T project project results --data /data/project --canonical=false --out /data/results >/dev/null
+rm -rf "$files/results"
+docker cp "upres${run_id}:/data/results" "$files/results" >/dev/null
+docker rm -f "upres${run_id}" >/dev/null
+n=$(ls "$files/results" | wc -l)
+[ "$n" = 200 ] || {
+	echo "FAIL: $n of 200 results harvested; the ledger says:"
+	proj status --data /data/project --json | tr -d '\n' | cut -c1-600
+	echo
+	proj harvest --data /data/project --bootstrap-file /data/bootstrap.txt || true
+	exit 1
+}
+outputs=$(cat "$files"/results/* | cut -d' ' -f1 | sort -u)
 for f in $(seq 1 20); do
 	sum=$(sha256sum "$files/part$f.bin" | cut -d' ' -f1)
 	echo "$outputs" | grep -qx "$sum" || { echo "FAIL: no result carries part$f.bin's SHA-256"; exit 1; }
 done
+bad=$(cat "$files"/results/* | grep -cv '^[0-9a-f]\{64\}  input0$' || true)
+[ "$bad" = 0 ] || { echo "FAIL: $bad result lines are not a digest of input0"; exit 1; }
 module=$(stat -c %s "$files/builtin.wasm")
 data=$((total + module))
 echo "   uploaded $uploaded bytes for $data bytes of distinct data (inputs × r = $((data * 5)))"
