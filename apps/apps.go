@@ -40,6 +40,7 @@ func init() {
 	register(App{Name: "mandelbrot", Help: "mandelbrot x0 y0 x1 y1 width height maxiter: render that tile of the Mandelbrot set as a grayscale PNG", Main: mandelbrotMain})
 	register(App{Name: "hashchain", Help: "hashchain n seed: apply SHA-256 n times to SHA-256(seed) and print the hex digest", Main: hashchainMain})
 	register(App{Name: "digest", Help: "digest [-rounds n] file...: print the SHA-256 of each named file of the work directory (a job's inputs are input0, input1, …), as sha256sum does; -rounds hashes each digest n more times", Main: digestMain})
+	register(App{Name: "tee", Help: "tee file...: copy standard input to stdout and to each named file of the work directory", Main: teeMain})
 	register(App{Name: "noop", Help: "noop: do nothing and exit 0", Main: noopMain})
 	register(App{Name: "sleep", Help: "sleep ms: sleep ms milliseconds, then print \"slept\"", Main: sleepMain})
 	register(App{Name: "fail", Help: "fail code: exit with that code (0-255)", Main: failMain})

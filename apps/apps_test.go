@@ -26,7 +26,7 @@ func run(t *testing.T, name string, args ...string) (string, error) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"alloc", "burn", "digest", "fail", "hashchain", "mandelbrot", "noop", "sleep"}
+	want := []string{"alloc", "burn", "digest", "fail", "hashchain", "mandelbrot", "noop", "sleep", "tee"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

@@ -88,7 +88,21 @@ func (c *Client) task(spec *job.Spec, inputs map[string]string, modulePath strin
 		t.WASM = &runner.Module{Key: spec.Module, Path: modulePath}
 		t.Memory = max(c.cfg.Attributes.Memory, 0)
 	}
+	if spec.Stdin > 0 {
+		t.Stdin = fmt.Sprintf("input%d", spec.Stdin-1)
+	}
+	t.Outputs = spec.Outputs
 	return t
+}
+
+// resultOutput is what a job's result carries as its output: stdout, or
+// with output files named by the spec, stdout and those files packed
+// (job.PackOutputs).
+func resultOutput(spec *job.Spec, out runner.Outcome) []byte {
+	if len(spec.Outputs) == 0 {
+		return out.Output
+	}
+	return job.PackOutputs(out.Output, spec.Outputs, out.Files)
 }
 
 // blobName is a blob key as logs show it: its CID, or hex.

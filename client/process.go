@@ -263,7 +263,7 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 	c.track(cid, project, "submitting")
 	id := c.cfg.Agent.Identity()
 	inner := result.Inner{
-		Job: signed.Key(), ClientCert: id.Cert.Raw, Output: out.Output, ExitCode: int32(out.ExitCode),
+		Job: signed.Key(), ClientCert: id.Cert.Raw, Output: resultOutput(spec, out), ExitCode: int32(out.ExitCode),
 		Error: describe(out), CPU: out.CPU.Milliseconds(), Wall: out.Wall.Milliseconds(), At: c.cfg.Now().UnixMilli(),
 	}
 	env, err := result.Seal(inner, id.Key, spec.ResultKey, nil)

@@ -21,8 +21,9 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	old := mustSign(tb, v1, key).Encode()
 	v2 := mustSign(tb, testSpecVersion(specVersion2), key).Encode()
 	wasm := mustSign(tb, testSpecV3(), key).Encode()
-	seeds := [][]byte{full, small, long, old, v2, wasm, nil, {0x82, 0x40, 0x40}, {0xf6}}
-	for _, b := range [][]byte{full, small, long, old, v2, wasm} {
+	io := mustSign(tb, testSpecV4(), key).Encode()
+	seeds := [][]byte{full, small, long, old, v2, wasm, io, nil, {0x82, 0x40, 0x40}, {0xf6}}
+	for _, b := range [][]byte{full, small, long, old, v2, wasm, io} {
 		flipped := bytes.Clone(b)
 		flipped[len(flipped)/2] ^= 0x01
 		seeds = append(seeds,

@@ -9,10 +9,30 @@ import (
 // A spec's encoding is a CBOR array whose layout its version fixes, so a
 // spec keeps the bytes, and the CID, it was signed with: version 1 has 12
 // fields, version 2 adds Lifetime (13), version 3 adds Module (14) and
-// lays each input out with its Blob (4 fields, where 1 and 2 have 3).
+// lays each input out with its Blob (4 fields, where 1 and 2 have 3),
+// version 4 adds Stdin and Outputs (16).
 
-// specFields is Spec without its methods: the version 3 layout.
+// specFields is Spec without its methods: the version 4 layout.
 type specFields Spec
+
+// specV3 is the version 3 layout: a Spec without Stdin and Outputs.
+type specV3 struct {
+	_         struct{} `cbor:",toarray"`
+	Version   uint16
+	Project   string
+	App       string
+	Args      []string
+	Inputs    []Input
+	Keywords  []string
+	Resources []string
+	TFinish   int64
+	Created   int64
+	Nonce     []byte
+	CertRef   []byte
+	ResultKey []byte
+	Lifetime  int64
+	Module    []byte
+}
 
 // inputV2 is an input as versions 1 and 2 lay it out: without Blob.
 type inputV2 struct {
@@ -58,19 +78,28 @@ type specV1 struct {
 	ResultKey []byte
 }
 
-// CBOR array headers of the three layouts (12, 13 and 14 elements).
+// CBOR array headers of the four layouts (12, 13, 14 and 16 elements).
 const (
 	specV1Header = 0x80 + 12
 	specV2Header = 0x80 + 13
 	specV3Header = 0x80 + 14
+	specV4Header = 0x80 + 16
 )
 
-// MarshalCBOR encodes a spec in its version's layout: version 1 and 2
+// MarshalCBOR encodes a spec in its version's layout: version 1, 2 and 3
 // specs keep the bytes (and so the CIDs) they were signed with. Versions
-// other than 1 and 2 take the version 3 layout (Validate refuses the
-// unknown ones).
+// above 3 take the version 4 layout (Validate refuses the unknown ones).
 func (s Spec) MarshalCBOR() ([]byte, error) {
-	if s.Version != specVersion1 && s.Version != specVersion2 {
+	switch s.Version {
+	case specVersion1, specVersion2:
+	case specVersion3:
+		if s.UsesIO() {
+			return nil, fmt.Errorf("%w: version 3 spec with standard input or output files", ErrMalformed)
+		}
+		return codec.Marshal(&specV3{Version: s.Version, Project: s.Project, App: s.App, Args: s.Args, Inputs: s.Inputs,
+			Keywords: s.Keywords, Resources: s.Resources, TFinish: s.TFinish, Created: s.Created, Nonce: s.Nonce,
+			CertRef: s.CertRef, ResultKey: s.ResultKey, Lifetime: s.Lifetime, Module: s.Module})
+	default:
 		return codec.Marshal((*specFields)(&s))
 	}
 	if s.UsesBlobs() {
@@ -97,15 +126,26 @@ func (s *Spec) UnmarshalCBOR(b []byte) error {
 		return fmt.Errorf("%w: empty spec", ErrMalformed)
 	}
 	switch b[0] {
-	case specV3Header:
+	case specV4Header:
 		var f specFields
 		if err := codec.Unmarshal(b, &f); err != nil {
 			return err
 		}
-		if f.Version == specVersion1 || f.Version == specVersion2 {
-			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, f.Version, specVersion3)
+		if f.Version <= specVersion3 {
+			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, f.Version, specVersion4)
 		}
 		*s = Spec(f)
+	case specV3Header:
+		var v specV3
+		if err := codec.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		if v.Version != specVersion3 {
+			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, v.Version, specVersion3)
+		}
+		*s = Spec{Version: v.Version, Project: v.Project, App: v.App, Args: v.Args, Inputs: v.Inputs,
+			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
+			CertRef: v.CertRef, ResultKey: v.ResultKey, Lifetime: v.Lifetime, Module: v.Module}
 	case specV2Header:
 		var v specV2
 		if err := codec.Unmarshal(b, &v); err != nil {
@@ -129,7 +169,7 @@ func (s *Spec) UnmarshalCBOR(b []byte) error {
 			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
 			CertRef: v.CertRef, ResultKey: v.ResultKey}
 	default:
-		return fmt.Errorf("%w: spec is not an array of 12, 13 or 14 fields", ErrMalformed)
+		return fmt.Errorf("%w: spec is not an array of 12, 13, 14 or 16 fields", ErrMalformed)
 	}
 	return nil
 }

@@ -108,9 +108,9 @@ func TestOlderVersionsStillDecode(t *testing.T) {
 			t.Fatalf("version %d re-marshals differently: its CID would change", v)
 		}
 		cur := testSpecVersion(v)
-		cur.Version, cur.Lifetime = SpecVersion, 0
+		cur.Version, cur.Lifetime = specVersion3, 0
 		if !bytes.Equal(got.UnitKey(), cur.UnitKey()) {
-			t.Fatalf("version %d: unit key differs from the same spec's in version %d", v, SpecVersion)
+			t.Fatalf("version %d: unit key differs from the same spec's in version %d", v, specVersion3)
 		}
 	}
 }
@@ -125,17 +125,17 @@ func TestV3FieldsRefusedInOlderVersions(t *testing.T) {
 	key := testKey(1)
 	withModule := func(s *Spec) { s.Module = testBlobKey("m") }
 	withBlob := func(s *Spec) { s.Inputs = []Input{{Blob: testBlobKey("in")}} }
-	for _, v := range []uint16{specVersion1, specVersion2, SpecVersion} {
+	for _, v := range []uint16{specVersion1, specVersion2, specVersion3} {
 		for name, mutate := range map[string]func(*Spec){"module": withModule, "blob input": withBlob} {
 			s := testSpecVersion(v)
-			if v == SpecVersion {
+			if v == specVersion3 {
 				s = testSpec()
 			}
 			mutate(s)
 			_, signErr := Sign(s, key)
 			_, marshalErr := codec.Marshal(s)
 			validErr := s.Validate()
-			if v == SpecVersion {
+			if v == specVersion3 {
 				if signErr != nil || marshalErr != nil || validErr != nil {
 					t.Errorf("version %d with a %s: %v, %v, %v; want it accepted", v, name, signErr, marshalErr, validErr)
 				}
@@ -150,8 +150,8 @@ func TestV3FieldsRefusedInOlderVersions(t *testing.T) {
 	s := testSpec()
 	withBlob(s)
 	s.Version = specVersion2
-	asV3, _, _ := handSpec(withVersion(s, SpecVersion), -1, 0)
-	if asV3[1] != SpecVersion || asV3[len(asV3)-1] != 0xf6 {
+	asV3, _, _ := handSpec(withVersion(s, specVersion3), -1, 0)
+	if asV3[1] != specVersion3 || asV3[len(asV3)-1] != 0xf6 {
 		t.Fatalf("the version 3 layout does not start with its version and end with a null module: %x", asV3)
 	}
 	asV3[1] = byte(specVersion2)                                 // a version 2 number in the version 3 layout
@@ -163,9 +163,9 @@ func TestV3FieldsRefusedInOlderVersions(t *testing.T) {
 			t.Logf("Decode(%s): %v", name, err)
 		}
 	}
-	good, _, _ := handSpec(withVersion(s, SpecVersion), -1, 0)
+	good, _, _ := handSpec(withVersion(s, specVersion3), -1, 0)
 	if _, _, err := Decode((&Signed{Spec: good, Sig: ed25519.Sign(key, signPayload(good))}).Encode()); err != nil {
-		t.Errorf("control: the same spec as version %d: %v", SpecVersion, err)
+		t.Errorf("control: the same spec as version %d: %v", specVersion3, err)
 	}
 }
 

@@ -15,17 +15,33 @@ import (
 	"github.com/up-pool/up/codec"
 )
 
-// SpecVersion is the version of Spec this code writes. It also reads
-// version 1 specs, which carry no lifetime (lifetime.go), and version 2
-// specs, which carry no WebAssembly module and no blob input (layout.go).
-const SpecVersion = specVersion3
+// SpecVersion is the newest version of Spec this code reads and writes.
+// It also reads version 1 specs, which carry no lifetime (lifetime.go),
+// version 2 specs, which carry no WebAssembly module and no blob input,
+// and version 3 specs, which carry no standard input and no output files
+// (layout.go). A project writes the least version a spec needs
+// (LeastVersion), so a spec without the newer fields keeps the version 3
+// bytes older nodes read.
+const SpecVersion = specVersion4
+
+// WriteVersion is the version a new spec is written in unless its fields
+// need a later one (LeastVersion): version 3's bytes, which nodes of the
+// previous release read.
+const WriteVersion = specVersion3
 
 // The versions: 1 before job lifetimes, 2 before WebAssembly modules and
-// blob inputs, 3 with them.
+// blob inputs, 3 with them, 4 with standard input and output files.
 const (
 	specVersion1 = 1
 	specVersion2 = 2
 	specVersion3 = 3
+	specVersion4 = 4
+)
+
+// Bounds of a spec's output files.
+const (
+	MaxOutputs       = 16 // names in Outputs
+	MaxOutputNameLen = 64 // bytes of one name
 )
 
 // Bounds of a spec, enforced on every decode.
@@ -94,6 +110,42 @@ type Spec struct {
 	// sandbox if the volunteer allows the project's modules, whatever App
 	// says. Version 3 on.
 	Module []byte
+	// Stdin, when not 0, makes input Stdin − 1 (its whole bytes) the
+	// application's standard input; 0: none. Version 4 on.
+	Stdin uint16
+	// Outputs names files of the work directory the application writes
+	// that the result carries beside its standard output, in this order
+	// (PackOutputs): plain names (ValidOutputName), at most MaxOutputs.
+	// Version 4 on.
+	Outputs []string
+}
+
+// UsesIO reports whether the spec gives standard input or asks for output
+// files: version 4 on.
+func (s *Spec) UsesIO() bool { return s.Stdin != 0 || len(s.Outputs) > 0 }
+
+// LeastVersion is the least version whose layout holds the spec's fields
+// (at least 3, the version this code wrote before version 4).
+func (s *Spec) LeastVersion() uint16 {
+	if s.UsesIO() {
+		return specVersion4
+	}
+	return specVersion3
+}
+
+// ValidOutputName checks an output file's name: 1..MaxOutputNameLen bytes
+// of letters, digits, '.', '_' and '-', not "." or "..", so it names a
+// file directly in the work directory on every platform.
+func ValidOutputName(name string) error {
+	if name == "" || len(name) > MaxOutputNameLen || name == "." || name == ".." {
+		return fmt.Errorf("%w: output file name %q: want 1..%d bytes, not . or ..", ErrMalformed, truncate(name), MaxOutputNameLen)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%w: output file name %q: only letters, digits, '.', '_' and '-'", ErrMalformed, truncate(name))
+		}
+	}
+	return nil
 }
 
 // Validate checks the spec's bounds.
@@ -108,6 +160,12 @@ func (s *Spec) Validate() error {
 		return bad("version 1 spec with a lifetime")
 	case s.Version < specVersion3 && s.UsesBlobs():
 		return bad("version %d spec with a WebAssembly module or a blob input (version %d on)", s.Version, specVersion3)
+	case s.Version < specVersion4 && s.UsesIO():
+		return bad("version %d spec with standard input or output files (version %d on)", s.Version, specVersion4)
+	case int(s.Stdin) > len(s.Inputs):
+		return bad("standard input is input %d of %d", int(s.Stdin)-1, len(s.Inputs))
+	case len(s.Outputs) > MaxOutputs:
+		return bad("%d output files (max %d)", len(s.Outputs), MaxOutputs)
 	case s.Lifetime < 0 || s.Lifetime > MaxLifetimeMS:
 		return bad("lifetime %d ms out of 0..%d", s.Lifetime, MaxLifetimeMS)
 	case s.Project == "" || len(s.Project) > MaxNameLen || !utf8.ValidString(s.Project):
@@ -142,6 +200,16 @@ func (s *Spec) Validate() error {
 		if len(a) > MaxArgLen || !utf8.ValidString(a) {
 			return bad("argument of %d bytes (max %d, UTF-8)", len(a), MaxArgLen)
 		}
+	}
+	seen := map[string]bool{}
+	for _, o := range s.Outputs {
+		if err := ValidOutputName(o); err != nil {
+			return err
+		}
+		if seen[o] {
+			return bad("output file %q named twice", o)
+		}
+		seen[o] = true
 	}
 	for i, in := range s.Inputs {
 		if err := in.validate(); err != nil {

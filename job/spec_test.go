@@ -22,7 +22,7 @@ func testKey(seed byte) ed25519.PrivateKey {
 // testSpec is a valid spec with every field set.
 func testSpec() *Spec {
 	return &Spec{
-		Version: SpecVersion,
+		Version: specVersion3,
 		Project: "lhc",
 		App:     "sixtrack",
 		Args:    []string{"-n", "1000", ""},

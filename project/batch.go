@@ -154,6 +154,8 @@ func (p *Project) SpecFor(u Unit) (*job.Spec, error) {
 		return nil, fmt.Errorf("module: local file %s not uploaded (UploadFiles)", u.ModuleFile)
 	}
 	spec.Resources, spec.Inputs, spec.Module = u.Resources, u.Inputs, u.Module
+	spec.Stdin, spec.Outputs = u.Stdin, u.Outputs
+	spec.Version = spec.LeastVersion()
 	if u.Lifetime > 0 {
 		spec.Lifetime = u.Lifetime.Milliseconds()
 	}

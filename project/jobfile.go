@@ -33,6 +33,8 @@ import (
 //	copies: 2
 //	module: mandelbrot.wasm        # a local WebAssembly module: a WASM job
 //	inputs: [{file: data/a.bin}]   # a local file, uploaded as a blob
+//	stdin: 0                       # input 0 is the standard input
+//	outputs: [tile.png, log.txt]   # work-directory files the result carries
 //	sweep:
 //	  x: {from: 0, to: 7}          # 0, 1, ... 7
 //	  y: [0.5, 1.5]                # explicit values
@@ -45,6 +47,8 @@ type JobFile struct {
 	Lifetime  string              `yaml:"lifetime"`
 	Copies    int                 `yaml:"copies"`
 	Inputs    []JobFileInput      `yaml:"inputs"`
+	Stdin     *int                `yaml:"stdin"`
+	Outputs   []string            `yaml:"outputs"`
 	Module    string              `yaml:"module"`
 	Sweep     map[string]SweepDef `yaml:"sweep"`
 }
@@ -99,9 +103,13 @@ type Unit struct {
 	// native application); Module is its blob's key once uploaded.
 	ModuleFile string
 	Module     []byte
-	TFinish    time.Duration
-	Lifetime   time.Duration // how long after creation nodes keep the job
-	Params     map[string]string
+	// Stdin, when not 0, makes input Stdin − 1 the standard input;
+	// Outputs are the work-directory files the result carries (job.Spec).
+	Stdin    uint16
+	Outputs  []string
+	TFinish  time.Duration
+	Lifetime time.Duration // how long after creation nodes keep the job
+	Params   map[string]string
 }
 
 // ParseJobFile parses and checks a job file and expands its sweep into
@@ -140,6 +148,10 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	stdin, err := parseIO(f)
+	if err != nil {
+		return nil, 0, err
+	}
 	names, values, total, err := expandSweep(f)
 	if err != nil {
 		return nil, 0, err
@@ -152,6 +164,7 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 			params[n] = values[n][idx[i]]
 		}
 		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, InputFiles: fillFiles(files, params), ModuleFile: f.Module, Params: params,
+			Stdin: stdin, Outputs: f.Outputs,
 			Args: fill(f.Args, params), Keywords: fill(f.Keywords, params), Resources: fill(f.Resources, params)}
 		if projectName != "" && !slices.Contains(u.Keywords, projectName) {
 			u.Keywords = append([]string{projectName}, u.Keywords...)
@@ -169,6 +182,32 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 		}
 	}
 	return units, f.Copies, nil
+}
+
+// parseIO checks a job file's stdin (an input's index, from 0) and
+// outputs (plain file names, job.ValidOutputName), and returns the spec's
+// Stdin (the index + 1; 0: none).
+func parseIO(f JobFile) (uint16, error) {
+	if len(f.Outputs) > job.MaxOutputs {
+		return 0, fmt.Errorf("outputs: %d files, max %d", len(f.Outputs), job.MaxOutputs)
+	}
+	seen := map[string]bool{}
+	for i, o := range f.Outputs {
+		if err := job.ValidOutputName(o); err != nil {
+			return 0, fmt.Errorf("outputs[%d]: %q: want a plain file name of letters, digits, '.', '_' or '-' (at most %d bytes)", i, o, job.MaxOutputNameLen)
+		}
+		if seen[o] {
+			return 0, fmt.Errorf("outputs[%d]: %q named twice", i, o)
+		}
+		seen[o] = true
+	}
+	if f.Stdin == nil {
+		return 0, nil
+	}
+	if *f.Stdin < 0 || *f.Stdin >= len(f.Inputs) {
+		return 0, fmt.Errorf("stdin: input %d of %d: want the index, from 0, of one of the inputs", *f.Stdin, len(f.Inputs))
+	}
+	return uint16(*f.Stdin + 1), nil
 }
 
 // parseInputs checks a job file's inputs: each a url with its sha256, or

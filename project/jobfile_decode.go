@@ -29,6 +29,8 @@ var jobFileFields = []jobFileField{
 	{"lifetime", "a duration such as 336h or 14d", func(f *JobFile) any { return &f.Lifetime }},
 	{"copies", "a whole number", func(f *JobFile) any { return &f.Copies }},
 	{"inputs", inputsWant, nil},
+	{"stdin", "the index, from 0, of the input that is the standard input", func(f *JobFile) any { return &f.Stdin }},
+	{"outputs", "a list of file names", func(f *JobFile) any { return &f.Outputs }},
 	{"module", "the path of a .wasm file", func(f *JobFile) any { return &f.Module }},
 	{"sweep", sweepWant, nil},
 }

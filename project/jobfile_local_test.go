@@ -78,3 +78,23 @@ func TestParseJobFileSweepsFiles(t *testing.T) {
 		t.Fatalf("undefined placeholder in a file: %v", err)
 	}
 }
+
+// TestParseJobFileIO: stdin names an input by index and outputs plain
+// file names; each mistake is one line naming the field.
+func TestParseJobFileIO(t *testing.T) {
+	units, _, err := ParseJobFile([]byte("app: tee\nmodule: m.wasm\ninputs: [{file: a.bin}, {file: b.bin}]\nstdin: 1\noutputs: [out.txt, log_2.txt]\n"), "p")
+	if err != nil || units[0].Stdin != 2 || !slices.Equal(units[0].Outputs, []string{"out.txt", "log_2.txt"}) {
+		t.Fatalf("parsed %+v, %v", units, err)
+	}
+	for _, c := range []struct{ name, file, mention string }{
+		{"stdin past the inputs", "app: a\ninputs: [{file: a.bin}]\nstdin: 1\n", "stdin: input 1 of 1"},
+		{"stdin without inputs", "app: a\nstdin: 0\n", "stdin: input 0 of 0"},
+		{"output path", "app: a\noutputs: [d/x]\n", `outputs[0]: "d/x"`},
+		{"output twice", "app: a\noutputs: [x, x]\n", `outputs[1]: "x" named twice`},
+	} {
+		_, _, err := ParseJobFile([]byte(c.file), "")
+		if err == nil || !strings.Contains(err.Error(), c.mention) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line mentioning %q", c.name, err, c.mention)
+		}
+	}
+}

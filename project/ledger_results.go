@@ -24,6 +24,9 @@ type Result struct {
 	CPU, Wall time.Duration
 	At        time.Time
 	Valid     *bool
+	// OutputNames are the output files its job's spec names (EachResult
+	// fills them): with some, Output is job.PackOutputs' encoding.
+	OutputNames []string
 }
 
 // ErrResultConflict reports a job whose result the ledger already holds

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/up-pool/up/job"
 )
 
 // UnitOf returns a job's unit and how many copies of it were issued
@@ -370,7 +372,7 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 // EachResult calls f for every harvested result, in harvest order, with
 // the unit's index, its canonical CID (empty when undecided) and its batch.
 func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) error) error {
-	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, COALESCE(u.canonical, '')
+	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, COALESCE(u.canonical, ''), j.signed
 		FROM results r JOIN jobs j ON j.cid = r.cid JOIN units u ON u.id = j.unit ORDER BY r.harvested, r.cid`)
 	if err != nil {
 		return err
@@ -382,8 +384,12 @@ func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) erro
 		var valid sql.NullBool
 		var idx int
 		var canonical string
-		if err := rows.Scan(&r.CID, &r.Client, &r.ClientKey, &r.Output, &r.ExitCode, &r.Error, &cpu, &wall, &at, &valid, &r.Killed, &idx, &canonical); err != nil {
+		var signed []byte
+		if err := rows.Scan(&r.CID, &r.Client, &r.ClientKey, &r.Output, &r.ExitCode, &r.Error, &cpu, &wall, &at, &valid, &r.Killed, &idx, &canonical, &signed); err != nil {
 			return err
+		}
+		if _, spec, err := job.Decode(signed); err == nil {
+			r.OutputNames = spec.Outputs
 		}
 		r.CPU, r.Wall, r.At = time.Duration(cpu)*time.Millisecond, time.Duration(wall)*time.Millisecond, time.UnixMilli(at)
 		if valid.Valid {

@@ -35,7 +35,7 @@ func TestSpecLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := got.Created + (48 * time.Hour).Milliseconds(); got.Expires() != want || got.Version != job.SpecVersion {
-		t.Fatalf("signed spec version %d expires %d, want version %d expiring at %d", got.Version, got.Expires(), job.SpecVersion, want)
+	if want := got.Created + (48 * time.Hour).Milliseconds(); got.Expires() != want || got.Version != job.WriteVersion {
+		t.Fatalf("signed spec version %d expires %d, want version %d expiring at %d", got.Version, got.Expires(), job.WriteVersion, want)
 	}
 }

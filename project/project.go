@@ -120,7 +120,7 @@ func (p *Project) NewSpec(app string, args, keywords []string, tFinish time.Dura
 		return nil, fmt.Errorf("job nonce: %w", err)
 	}
 	return &job.Spec{
-		Version: job.SpecVersion, Project: p.Name(), App: app, Args: args,
+		Version: job.WriteVersion, Project: p.Name(), App: app, Args: args,
 		Keywords: keywords, TFinish: tFinish.Milliseconds(), Created: p.a.Now().UnixMilli(),
 		Lifetime: DefaultLifetime.Milliseconds(), Nonce: nonce, CertRef: slices.Clone(certRef), ResultKey: slices.Clone(resultKey),
 	}, nil

@@ -1,6 +1,7 @@
 package project_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -111,5 +112,53 @@ func TestHarvestWithdrawsFinishedBlobs(t *testing.T) {
 		if nd.Blobs().Len() != 0 {
 			t.Errorf("node %s still holds %d blobs past the withdrawal's margin", nd.ID(), nd.Blobs().Len())
 		}
+	}
+}
+
+// TestJobStdinAndOutputFiles: a job file's stdin and outputs reach the
+// volunteer's sandbox through a version 4 spec, and the harvested result
+// unpacks to the module's standard output and the files it wrote (a
+// named file it did not write left out). Control: the spec of a job
+// without them stays version 3.
+func TestJobStdinAndOutputFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the built-in module")
+	}
+	f := startFlow(t, 8, 93)
+	dir := t.TempDir()
+	in := []byte("to be copied\n")
+	for name, data := range map[string][]byte{"builtin.wasm": wasm.Builtin, "in.txt": in} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := "app: tee\nmodule: builtin.wasm\nkeywords: [lhc]\nargs: [copy.txt]\ninputs: [{file: in.txt}]\nstdin: 0\noutputs: [copy.txt, none.txt]\n"
+	ctx := context.Background()
+	if rep, err := f.proj.SubmitFile(ctx, f.ledger, []byte(file), filepath.Join(dir, "jobs.yaml"), nil); err != nil || rep.Submitted != 1 {
+		t.Fatalf("submit: %+v %v", rep, err)
+	}
+	c := f.wasmWorker(t, "alice")
+	f.net.FlushAll(ctx)
+	if ran, err := c.RunOne(ctx, "lhc"); !ran || err != nil {
+		t.Fatalf("ran %v, %v", ran, err)
+	}
+	f.net.FlushAll(ctx)
+	if h, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil); err != nil || h.Recorded != 1 {
+		t.Fatalf("harvest: %+v %v", h, err)
+	}
+	var res project.Result
+	if err := f.ledger.EachResult(func(r project.Result, _ int, _ string) error { res = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	o, err := job.UnpackOutputs(res.Output, res.OutputNames)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("result exit %d %q: %v", res.ExitCode, res.Error, err)
+	}
+	if !bytes.Equal(o.Stdout, in) || len(o.Files) != 1 || o.Files[0].Name != "copy.txt" || !bytes.Equal(o.Files[0].Data, in) {
+		t.Fatalf("unpacked stdout %q, files %+v", o.Stdout, o.Files)
+	}
+	plain, err := f.proj.SpecFor(project.Unit{App: "noop", Keywords: []string{"lhc"}, TFinish: time.Minute})
+	if err != nil || plain.Version != job.WriteVersion {
+		t.Fatalf("control: a spec without standard input or outputs is version %d (%v), want %d", plain.Version, err, job.WriteVersion)
 	}
 }

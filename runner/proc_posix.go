@@ -33,6 +33,15 @@ func (r *Runner) start(ctx context.Context, path string, args []string, dir stri
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	defer stderrR.Close()
+	stdin, err := openStdin(dir, t)
+	if err != nil {
+		stdoutW.Close()
+		stderrW.Close()
+		return Outcome{}, err
+	}
+	if stdin != nil {
+		defer stdin.Close()
+	}
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        append([]string{path}, args...),
@@ -41,6 +50,9 @@ func (r *Runner) start(ctx context.Context, path string, args []string, dir stri
 		Stdout:      stdoutW,
 		Stderr:      stderrW,
 		SysProcAttr: sysProcAttr(),
+	}
+	if stdin != nil {
+		cmd.Stdin = stdin // a file: the child reads it directly
 	}
 	began := time.Now()
 	err = cmd.Start()

@@ -90,6 +90,12 @@ type Task struct {
 	// limit (Killed says KilledCPU), and its CPU time is reported as its
 	// wall time.
 	WASM *Module
+	// Stdin names one of Inputs whose bytes are the application's
+	// standard input (a module's at most MaxStdin); "": none.
+	Stdin string
+	// Outputs names files the application writes in its work directory
+	// (plain names) whose bytes Outcome.Files returns, in this order.
+	Outputs []string
 }
 
 // Reasons for Outcome.Killed.
@@ -112,6 +118,9 @@ type Outcome struct {
 	Wall     time.Duration
 	// WorkDir is the task's work directory if Config.KeepWorkDirs, else "".
 	WorkDir string
+	// Files are Task.Outputs' bytes, in order: nil for a file not written
+	// (or not a regular file); together with Output within MaxOutput.
+	Files [][]byte
 }
 
 // ErrNotAllowed is returned (wrapped) by Run for an application the
@@ -292,6 +301,9 @@ func (r *Runner) Run(ctx context.Context, t Task) (Outcome, error) {
 	args = append(args, t.Args...)
 	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir}, r.env...)
 	out, err := r.start(ctx, r.launcher[0], args, dir, env, t)
+	if err == nil {
+		r.collectOutputs(&out, dir, t)
+	}
 	if r.keep {
 		out.WorkDir = dir
 	}
@@ -311,7 +323,7 @@ func validate(t Task) error {
 			return fmt.Errorf("runner: input name %q is not a local path", name)
 		}
 	}
-	return nil
+	return validateIO(t)
 }
 
 // cpuSeconds rounds a CPU-time limit up to the whole seconds RLIMIT_CPU takes.

@@ -106,7 +106,11 @@ func (r *Runner) runWASM(ctx context.Context, t Task) (Outcome, error) {
 	if !r.keep {
 		defer removeAll(dir)
 	}
-	st := sandbox.Task{Name: t.App, Args: t.Args, WorkDir: dir, Memory: min(t.Memory, sandbox.MaxMemory), Wall: t.Wall}
+	stdin, err := readStdin(dir, t)
+	if err != nil {
+		return Outcome{}, err
+	}
+	st := sandbox.Task{Name: t.App, Args: t.Args, Stdin: stdin, WorkDir: dir, Memory: min(t.Memory, sandbox.MaxMemory), Wall: t.Wall}
 	// The guest runs on one thread, so its CPU time is at most its wall
 	// time: a CPU limit below the wall-clock one is enforced as the
 	// wall-clock limit (stricter on a busy machine, never laxer).
@@ -118,6 +122,9 @@ func (r *Runner) runWASM(ctx context.Context, t Task) (Outcome, error) {
 	out := Outcome{ExitCode: so.ExitCode, Output: so.Output, Stderr: so.Stderr, Killed: so.Killed, CPU: so.Wall, Wall: so.Wall}
 	if cpuBound && out.Killed == KilledWall {
 		out.Killed = KilledCPU
+	}
+	if err == nil {
+		r.collectOutputs(&out, dir, t)
 	}
 	if r.keep {
 		out.WorkDir = dir

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if guestBuild.dir != "" {
 		os.RemoveAll(guestBuild.dir)
 	}
+	if sharedCache.dir != "" {
+		os.RemoveAll(sharedCache.dir)
+	}
 	os.Exit(code)
 }
 
@@ -97,9 +100,27 @@ func goBuildWasm(out string, pkgs ...string) error {
 	return nil
 }
 
-// newSandbox returns a Sandbox closed at the end of the test.
+// sharedCache is the compilation cache of the sandboxes the tests make
+// without one of their own: each guest is compiled once per test binary
+// run, not once per test (compiling a Go guest takes seconds, tens of
+// seconds under the race detector).
+var sharedCache struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// newSandbox returns a Sandbox closed at the end of the test, with the
+// shared compilation cache unless cfg names one.
 func newSandbox(tb testing.TB, cfg sandbox.Config) *sandbox.Sandbox {
 	tb.Helper()
+	if cfg.CacheDir == "" {
+		sharedCache.once.Do(func() { sharedCache.dir, sharedCache.err = os.MkdirTemp("", "sandbox-cache-") })
+		if sharedCache.err != nil {
+			tb.Fatal(sharedCache.err)
+		}
+		cfg.CacheDir = sharedCache.dir
+	}
 	s, err := sandbox.New(cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -207,7 +207,7 @@ func TestCacheDir(t *testing.T) {
 // task's wall-clock limit (a Go guest takes far longer to compile than
 // this limit; running it, far less).
 func TestCompileNotCharged(t *testing.T) {
-	s := newSandbox(t, sandbox.Config{})
+	s := newSandbox(t, sandbox.Config{CacheDir: t.TempDir()}) // its own cache: the module is compiled here
 	out := run(t, s, sandbox.Task{Module: guest(t, "noop"), Wall: 300 * time.Millisecond})
 	if out.ExitCode != 0 || out.Killed != "" {
 		t.Errorf("exit %d, killed %q after loading for %v: %s", out.ExitCode, out.Killed, out.Load, out.Stderr)

@@ -379,6 +379,11 @@ func newProjectResultsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "results",
 		Short: "Export harvested results as files or JSON lines",
+		Long: `Exports the harvested results from the ledger: with --out, each result's
+standard output as unitNNNNNN-<job>.out, and the output files its job named
+(outputs: in the job file) under unitNNNNNN-<job>.files/; with --jsonl, one
+JSON line per result, "output" its standard output and "files" its output
+files by name (base64).`,
 		Example: `  up project results --data lhc --out results/      # one file per unit (its canonical result)
   up project results --data lhc --jsonl > results.jsonl`,
 		Args: noArgs,
@@ -410,12 +415,15 @@ func newProjectResultsCmd() *cobra.Command {
 					return nil
 				}
 				n++
+				stdout, files, err := unpackResult(r)
+				if err != nil {
+					return err
+				}
 				if jsonl {
 					return enc.Encode(map[string]any{"unit": unit, "job": r.CID, "canonical": r.CID == canonical, "client": r.Client,
-						"exit_code": r.ExitCode, "error": r.Error, "valid": r.Valid, "cpu_ms": r.CPU.Milliseconds(), "output": r.Output})
+						"exit_code": r.ExitCode, "error": r.Error, "valid": r.Valid, "cpu_ms": r.CPU.Milliseconds(), "output": stdout, "files": files})
 				}
-				name := fmt.Sprintf("unit%06d-%s.out", unit, r.CID)
-				return keystore.WriteFileAtomic(filepath.Join(outDir, name), r.Output, 0o644)
+				return writeResult(outDir, fmt.Sprintf("unit%06d-%s", unit, r.CID), stdout, files)
 			})
 			if err != nil {
 				return err

@@ -210,7 +210,7 @@ func TestSubmitJobFileErrors(t *testing.T) {
 		{"empty.yaml", "", "empty"},
 		{"typo.yaml", "app: noop\nargz: [x]\n", `line 2: unknown field "argz"`},
 		{"zero.yaml", "app: noop\ncopies: 0\n", "copies 0"},
-		{"unused.yaml", "app: noop\nsweep:\n  i: [1, 2]\n", "no argument uses {i}"},
+		{"unused.yaml", "app: noop\nsweep:\n  i: [1, 2]\n", "no argument or input file uses {i}"},
 	} {
 		path := writeFile(t, filepath.Join(d, c.file), c.content)
 		code, _, errs := upRun(t, "project", "submit", "--data", filepath.Join(d, "nowhere"), "--bootstrap", testBoot, path)
