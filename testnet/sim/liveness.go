@@ -34,6 +34,14 @@ func (s *Sim) hear(a, b int32) {
 	}
 }
 
+// hearFrom records that node id took batch b from its sender, if that
+// sender is still up in the same run.
+func (s *Sim) hearFrom(b *batch, id int32) {
+	if s.reachable(b.from, b.fromGen) {
+		s.hear(b.from, id)
+	}
+}
+
 // heardFresh reports whether node a heard from peer p within ProbeFresh,
 // in p's present run.
 func (s *Sim) heardFresh(a, p int32) bool {

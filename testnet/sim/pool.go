@@ -187,9 +187,7 @@ func (s *Sim) sync(ev event) {
 		return
 	}
 	id := ev.node
-	if s.reachable(b.from, b.fromGen) {
-		s.hear(b.from, id)
-	}
+	s.hearFrom(b, id)
 	if b.call != nil {
 		s.placed(b.call, id) // it signs a receipt, a Drop node too
 	}
