@@ -77,7 +77,9 @@ func TestResultNeedsMajority(t *testing.T) {
 func TestResultRetriedUntilMajority(t *testing.T) {
 	cn, cl, won, env := submitNet(t, 72)
 	killed := cn.killAllBut(t, won, 1)
-	cl.SetSubmitBackoff(100*time.Millisecond, 8)
+	// Retries for about 25 s (waits capped at 1.6 s): restarting two
+	// nodes took longer than the 6 s of 8 tries under CI's race detector.
+	cl.SetSubmitBackoff(100*time.Millisecond, 20)
 	first := cn.net.Node(cn.net.Index(won.Nodes[0])).Pool()
 	type out struct {
 		n   int
