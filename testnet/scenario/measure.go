@@ -1,6 +1,9 @@
 package scenario
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +69,9 @@ type sampler struct {
 // them says so.
 type logClaim struct {
 	job, client string
+	start       int64 // the claim's start, Unix ms on its client's clock
 	released    bool
+	nodes       map[string]bool // the nodes whose log holds it
 }
 
 func newSampler(n *testnet.Network, window time.Duration) *sampler {
@@ -209,10 +214,11 @@ func (s *sampler) readClaimLog(nd *node.Node) {
 		k := string(rec.Job) + "\x00" + string(rec.Client) + "\x00" + strconv.FormatInt(rec.Start, 10)
 		c := s.claims[k]
 		if c == nil {
-			c = &logClaim{job: string(rec.Job), client: string(rec.Client)}
+			c = &logClaim{job: string(rec.Job), client: string(rec.Client), start: rec.Start, nodes: map[string]bool{}}
 			s.claims[k] = c
 		}
 		c.released = c.released || rec.Released
+		c.nodes[nd.ID().String()] = true
 	}
 }
 
@@ -247,6 +253,36 @@ func (s *sampler) logDoubles() int {
 	}
 	return len(testnet.ClaimedTwice(seen))
 }
+
+// doubleDetail describes each job the claim logs show claimed by two
+// clients at once: for each unreleased claim, its client, start and the
+// nodes whose log holds it (what a trace of the double claim starts from).
+func (s *sampler) doubleDetail() []string {
+	twice := map[string]bool{}
+	seen := make([]claimnet.Record, 0, len(s.claims))
+	for _, c := range s.claims {
+		seen = append(seen, claimnet.Record{Job: []byte(c.job), Record: claim.Record{Client: []byte(c.client), Released: c.released}})
+	}
+	for job := range testnet.ClaimedTwice(seen) {
+		twice[job] = true
+	}
+	var out []string
+	for _, c := range s.claims {
+		if !twice[c.job] || c.released {
+			continue
+		}
+		nodes := slices.Sorted(maps.Keys(c.nodes))
+		for i, n := range nodes {
+			nodes[i] = shortID(n)
+		}
+		out = append(out, fmt.Sprintf("job %x claimed twice in the nodes' logs: client %x, start %d, held by %d nodes %v",
+			[]byte(c.job)[:8], []byte(c.client)[:8], c.start, len(nodes), nodes))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func shortID(s string) string { return s[max(len(s)-6, 0):] }
 
 // perJob fills the window's RPCs per submitted job, by kind and by
 // protocol, and the lookup share.

@@ -342,6 +342,11 @@ func (rr *realRun) countFigures(fig *Figures, smp *sampler) {
 	}
 	rr.mu.Unlock()
 	fig.LogDoubles = smp.logDoubles()
+	if d := smp.doubleDetail(); len(d) > 0 {
+		rr.mu.Lock() // first among the errors kept: what a trace starts from
+		rr.errs, rr.nerrs = append(d, rr.errs...), rr.nerrs+len(d)
+		rr.mu.Unlock()
+	}
 }
 
 // loadFigures fills the live nodes' moves and balance reactions and, when
