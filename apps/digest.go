@@ -36,8 +36,8 @@ func digestMain(args []string, stdout io.Writer, workdir string) error {
 		return fmt.Errorf("digest: want 1 to %d file names, got %d", maxDigestFiles, len(args))
 	}
 	for _, name := range args {
-		if name == "" || filepath.IsAbs(name) || strings.Contains(name, "..") {
-			return fmt.Errorf("digest: file %q: want a name inside the work directory", name)
+		if err := checkWorkFile("digest", name); err != nil {
+			return err
 		}
 		sum, err := digestFile(filepath.Join(workdir, name))
 		switch {
@@ -55,6 +55,15 @@ func digestMain(args []string, stdout io.Writer, workdir string) error {
 		if _, err := fmt.Fprintf(stdout, "%s  %s\n", hex.EncodeToString(sum), name); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkWorkFile refuses a file argument of app that may name a file
+// outside the work directory.
+func checkWorkFile(app, name string) error {
+	if name == "" || filepath.IsAbs(name) || strings.Contains(name, "..") {
+		return fmt.Errorf("%s: file %q: want a name inside the work directory", app, name)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // teeMain copies standard input to stdout and to each named file of the
@@ -17,8 +16,8 @@ func teeMain(args []string, stdout io.Writer, workdir string) error {
 	}
 	writers := []io.Writer{stdout}
 	for _, name := range args {
-		if name == "" || filepath.IsAbs(name) || strings.Contains(name, "..") {
-			return fmt.Errorf("tee: file %q: want a name inside the work directory", name)
+		if err := checkWorkFile("tee", name); err != nil {
+			return err
 		}
 		f, err := os.Create(filepath.Join(workdir, name))
 		if err != nil {

@@ -31,10 +31,15 @@ var ErrTooFewHolders = errors.New("too few nodes hold the blob")
 // Statement signs the project's statement for the blob m lists, created
 // now on the party's clock and living lifetime (at most 366 days).
 func Statement(a *agent.Agent, m *blob.Manifest, lifetime time.Duration) (*blob.SignedStatement, error) {
+	return statementAt(a, m, a.Now().UnixMilli(), lifetime)
+}
+
+// statementAt is Statement created at created (Unix ms).
+func statementAt(a *agent.Agent, m *blob.Manifest, created int64, lifetime time.Duration) (*blob.SignedStatement, error) {
 	id := a.Identity()
 	return blob.SignStatement(&blob.Statement{
 		Version: blob.StatementVersion, Project: id.Name, Manifest: m.Key(), CertRef: job.CertRef(id.Cert.Raw),
-		Created: a.Now().UnixMilli(), Lifetime: lifetime.Milliseconds(),
+		Created: created, Lifetime: lifetime.Milliseconds(),
 	}, id.Key)
 }
 

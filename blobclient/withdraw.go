@@ -12,7 +12,6 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/blob"
 	"github.com/up-pool/up/dht"
-	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
 
@@ -40,11 +39,7 @@ func Withdraw(ctx context.Context, a *agent.Agent, m *blob.Manifest, uploaded in
 			return nil, fmt.Errorf("withdraw blob %s: find its nodes: %w", m.CID(), orNoPeers(err))
 		}
 	}
-	id := a.Identity()
-	st, err := blob.SignStatement(&blob.Statement{
-		Version: blob.StatementVersion, Project: id.Name, Manifest: key, CertRef: job.CertRef(id.Cert.Raw),
-		Created: max(a.Now().UnixMilli(), uploaded+1), Lifetime: withdrawLifetime.Milliseconds(),
-	}, id.Key)
+	st, err := statementAt(a, m, max(a.Now().UnixMilli(), uploaded+1), withdrawLifetime)
 	if err != nil {
 		return nil, fmt.Errorf("withdraw blob %s: %w", m.CID(), err)
 	}
