@@ -101,3 +101,39 @@ func TestLaterStatementExtends(t *testing.T) {
 		t.Fatal("the holder deleted the blob at the first statement's expiry: the later, longer one did not replace it")
 	}
 }
+
+// TestWithdrawalSkewedClocks: holders whose clocks are 8 min behind and
+// ahead (within T_skew) take the withdrawal as the others do, and each
+// deletes the blob once its own clock is past the withdrawal by the skew
+// margin — the one behind last. Control: before then the one behind
+// still holds it.
+func TestWithdrawalSkewedClocks(t *testing.T) {
+	bn := startBlobNet(t, 8, 23, blobnet.Config{})
+	b := newBlob(t, "lhc", 23, 500_003)
+	key := b.m.Key()
+	bn.upload(t, b)
+	holders := bn.holders(key)
+	behind, ahead := bn.net.Index(holders[0]), bn.net.Index(holders[1])
+	bn.net.SetClockOffset(behind, -8*time.Minute)
+	bn.net.SetClockOffset(ahead, 8*time.Minute)
+	ctx := context.Background()
+	bn.clock.Advance(time.Minute)
+	if took, err := blobclient.Withdraw(ctx, bn.proj, b.m, 0, holders...); err != nil || len(took) != len(holders) {
+		t.Fatalf("withdraw: %d of %d nodes took it, %v", len(took), len(holders), err)
+	}
+	bn.clock.Advance(time.Duration(job.ExpiryMarginMS)*time.Millisecond + time.Second)
+	bn.repairAll(ctx)
+	if held, _ := bn.service(t, holders[0]).Holds(key); !held {
+		t.Fatal("control: the node 8 min behind deleted the blob before its clock passed the margin")
+	}
+	if held, _ := bn.service(t, holders[1]).Holds(key); held {
+		t.Fatal("the node 8 min ahead still holds the withdrawn blob past the margin")
+	}
+	bn.clock.Advance(9 * time.Minute)
+	bn.repairAll(ctx)
+	for _, p := range holders {
+		if held, _ := bn.service(t, p).Holds(key); held {
+			t.Fatalf("node %s still holds the withdrawn blob", p)
+		}
+	}
+}
