@@ -141,6 +141,9 @@ type ReleaseRequest struct {
 	// the job with its r closest now (at most once per ResyncInterval)
 	// rather than at its next republish round.
 	Repair bool
+	// Reason is why the client gives the job back (its word, recorded
+	// for `up project describe`, never acted on).
+	Reason SkipReason
 }
 
 // Validate bounds a decoded ReleaseRequest.
@@ -150,6 +153,9 @@ func (r *ReleaseRequest) Validate() error {
 	}
 	if r.Start < 0 || (len(r.Sig) != 0 && len(r.Sig) != ed25519.SignatureSize) || (len(r.Sig) != 0) != (r.Start > 0) {
 		return fmt.Errorf("release of start %d with a signature of %d bytes: %w", r.Start, len(r.Sig), ErrMalformed)
+	}
+	if !r.Reason.Valid() {
+		return fmt.Errorf("release for reason %d: %w", r.Reason, ErrMalformed)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ func claimMsgs() []wire.Validator {
 		&wire.ReleaseRequest{Job: key},
 		&wire.ReleaseRequest{Job: key, Start: 5, Sig: make([]byte, 64)},
 		&wire.ReleaseRequest{Job: key, Repair: true},
+		&wire.ReleaseRequest{Job: key, Reason: wire.SkipFailed},
 	}
 }
 

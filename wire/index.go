@@ -190,6 +190,9 @@ type IndexQuerySkipRequest struct {
 	Query   IndexQueryRequest
 	Skip    [][]byte
 	Decline [][]byte
+	// Reasons are why each job of Decline is declined, in order (empty:
+	// none given); the client's word, recorded for `up project describe`.
+	Reasons []SkipReason
 }
 
 // Validate bounds a decoded IndexQuerySkipRequest.
@@ -202,6 +205,14 @@ func (r *IndexQuerySkipRequest) Validate() error {
 	}
 	if len(r.Skip)+len(r.Decline) > MaxQuerySkips {
 		return fmt.Errorf("query skipping %d and declining %d jobs (max %d together): %w", len(r.Skip), len(r.Decline), MaxQuerySkips, ErrMalformed)
+	}
+	if len(r.Reasons) != 0 && len(r.Reasons) != len(r.Decline) {
+		return fmt.Errorf("query declining %d jobs with %d reasons: %w", len(r.Decline), len(r.Reasons), ErrMalformed)
+	}
+	for _, why := range r.Reasons {
+		if !why.Valid() {
+			return fmt.Errorf("decline for reason %d: %w", why, ErrMalformed)
+		}
 	}
 	for _, k := range append(slices.Clip(r.Skip), r.Decline...) {
 		if len(k) == 0 || len(k) > MaxJobKeyLen {

@@ -15,6 +15,7 @@ func indexMsgs() []wire.Validator {
 		&wire.IndexWithdrawResponse{Removed: 3},
 		&wire.IndexQueryRequest{Query: "lhc AND NOT bw:modem", Keyword: "lhc", N: 4, Page: true, AfterCreated: 5, AfterJob: key},
 		&wire.IndexQuerySkipRequest{Query: wire.IndexQueryRequest{Query: "lhc", Keyword: "lhc", N: 1}, Skip: [][]byte{key}, Decline: [][]byte{key}},
+		&wire.IndexQuerySkipRequest{Query: wire.IndexQueryRequest{Query: "lhc", Keyword: "lhc", N: 1}, Decline: [][]byte{key}, Reasons: []wire.SkipReason{wire.SkipSameUnit}},
 		&wire.IndexQueryResponse{Hits: []wire.IndexHit{{Job: key, Project: "lhc", Created: 9, Keywords: []string{"lhc"}}}, More: true},
 	}
 }

@@ -34,6 +34,9 @@ func TestQuerySkipBounds(t *testing.T) {
 		{"empty key", wire.IndexQuerySkipRequest{Query: q, Decline: keys(1, 0)}, false},
 		{"key over max", wire.IndexQuerySkipRequest{Query: q, Skip: keys(1, wire.MaxJobKeyLen+1)}, false},
 		{"paging", wire.IndexQuerySkipRequest{Query: paging, Skip: keys(1, 36)}, false},
+		{"a reason per decline", wire.IndexQuerySkipRequest{Query: q, Decline: keys(2, 36), Reasons: []wire.SkipReason{wire.SkipNotAllowed, wire.SkipSameUnit}}, true},
+		{"reasons short", wire.IndexQuerySkipRequest{Query: q, Decline: keys(2, 36), Reasons: []wire.SkipReason{wire.SkipNotAllowed}}, false},
+		{"unknown reason", wire.IndexQuerySkipRequest{Query: q, Decline: keys(1, 36), Reasons: []wire.SkipReason{200}}, false},
 		{"bad query", wire.IndexQuerySkipRequest{Query: wire.IndexQueryRequest{Keyword: "lhc", N: 1}}, false},
 	}
 	for _, c := range cases {
