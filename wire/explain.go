@@ -62,7 +62,7 @@ func (r SkipReason) Valid() bool { return r < maxSkipReason }
 // clock: a duration, never a time).
 type ExplainNote struct {
 	_      struct{} `cbor:",toarray"`
-	Client []byte // peer ID of the client that released or declined
+	Client []byte   // peer ID of the client that released or declined
 	Reason SkipReason
 	AgeMS  int64
 }
