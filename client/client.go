@@ -23,9 +23,12 @@ type Client struct {
 	cfg     Config
 	log     *slog.Logger
 	claimer *claimclient.Claimer
-	queries map[string]string
 
 	mu      sync.Mutex
+	queries map[string]string // by project: its index query
+	ctl     controls          // paused, projects attached and detached, jobs held (control.go)
+	exp     explainLog        // queries and decisions, for Explain (explain.go)
+	hist    []FinishedJob     // the latest finished jobs, oldest first (history.go)
 	sched   *sched.Scheduler
 	rng     *rand.Rand
 	backoff map[string]backoff
@@ -63,23 +66,28 @@ func New(cfg Config) (*Client, error) {
 		cfg.Attributes.Memory = machineMemory()
 	}
 	cfg.Attributes = cfg.Attributes.withPlatform()
+	c := &Client{queries: map[string]string{}}
+	ctl, err := newControls(cfg, &c.mu)
+	if err != nil {
+		return nil, err
+	}
 	var ps []sched.Project
-	queries := map[string]string{}
-	for _, p := range cfg.Projects {
+	for _, p := range ctl.projects {
 		ps = append(ps, sched.Project{Name: p.Name, Share: p.Share})
-		q := p.Query
-		if q == "" {
-			q = QueryFor(p.Name, cfg.Attributes)
+		c.queries[p.Name] = QueryFor(p.Name, cfg.Attributes)
+	}
+	for _, p := range cfg.Projects {
+		if p.Query != "" {
+			c.queries[p.Name] = p.Query
 		}
-		queries[p.Name] = q
 	}
 	s, err := sched.New(ps, cfg.Slots)
 	if err != nil {
 		return nil, err
 	}
 	a := cfg.Agent
-	c := &Client{
-		cfg: cfg, log: cfg.Logger, queries: queries, sched: s,
+	*c = Client{
+		cfg: cfg, log: cfg.Logger, queries: c.queries, sched: s, ctl: ctl,
 		claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), cfg.Now, 0),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0xc11e)),
 		backoff: map[string]backoff{},
@@ -92,6 +100,7 @@ func New(cfg Config) (*Client, error) {
 	c.claimer.SetPace(c.pace.Wait)
 	c.claimer.SetSigner(a.Identity().Key)
 	c.claimHist = newClaimHistogram()
+	c.cfg.Runner = recorder{Executor: cfg.Runner, c: c}
 	return c, nil
 }
 
@@ -122,7 +131,7 @@ func (c *Client) worker(ctx context.Context) {
 		proj, wait := c.pick()
 		if proj == "" {
 			c.unreserve()
-			sleep(ctx, wait)
+			c.nap(ctx, wait)
 			continue
 		}
 		ran, err := c.RunOne(ctx, proj)
@@ -130,6 +139,8 @@ func (c *Client) worker(ctx context.Context) {
 			c.unreserve()
 		}
 		switch {
+		case errors.Is(err, errStopping):
+			// Paused or detached during the cycle: pick waits for Resume.
 		case err == nil, isSkip(err):
 			// A job released as not this client's (claimed unvetted) is
 			// passed over from now on: no reason to wait.
@@ -174,7 +185,10 @@ func (c *Client) pick() (string, time.Duration) {
 	now := time.Now() // backoff is wall-clock time, whatever protocol clock is used
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name, ok := c.sched.Next(func(n string) bool { return !now.Before(c.backoff[n].until) })
+	if c.ctl.paused {
+		return "", c.cfg.BackoffMax // until Resume wakes the worker
+	}
+	name, ok := c.sched.Next(func(n string) bool { return c.runnableLocked(n) && !now.Before(c.backoff[n].until) })
 	if ok {
 		return name, 0
 	}
@@ -239,15 +253,6 @@ func (c *Client) clearBackoff(proj string) {
 	c.mu.Unlock()
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // JobStatus is what the client shows about a job in progress.
 type JobStatus struct {
 	Job     string    `json:"job"`
@@ -256,11 +261,14 @@ type JobStatus struct {
 	State   string    `json:"state"` // claiming, fetching, running, submitting
 	Since   time.Time `json:"since"`
 	Elapsed float64   `json:"elapsed_s"` // seconds since Since
+	// Limits are the job's limits, once it runs (nil before).
+	Limits *JobLimits `json:"limits,omitempty"`
 }
 
 // Status is the client's /status document.
 type Status struct {
-	Role     string      `json:"role"` // always "client": tells a client's API from a node's
+	Role     string      `json:"role"`   // always "client": tells a client's API from a node's
+	Paused   bool        `json:"paused"` // claiming no job: see Client.Pause
 	Done     int         `json:"done"`
 	Failed   int         `json:"failed"`
 	Released int         `json:"released"` // claimed jobs given back unrun or unfinished
@@ -282,6 +290,9 @@ type Status struct {
 	// ClaimsTimed is how many won claims the quantiles are over: the
 	// latest, up to 1024.
 	ClaimsTimed int `json:"claims_timed"`
+	// Projects are the projects the client knows, attached or detached,
+	// by name.
+	Projects []ProjectStatus `json:"projects"`
 }
 
 // Status reports what the client is doing.
@@ -297,6 +308,10 @@ func (c *Client) Status() Status {
 	}
 	for _, j := range c.jobs {
 		js := *j
+		if j.Limits != nil {
+			l := *j.Limits
+			js.Limits = &l
+		}
 		js.Elapsed = now.Sub(j.Since).Round(time.Millisecond).Seconds()
 		st.Running = append(st.Running, js)
 	}
@@ -308,6 +323,7 @@ func (c *Client) Status() Status {
 			st.Backoff[p] = b.until.Sub(wall).Round(time.Millisecond).Seconds()
 		}
 	}
+	st.Paused, st.Projects = c.ctl.paused, c.projectStatusLocked(st.Debts, st.Backoff)
 	return st
 }
 

@@ -63,6 +63,11 @@ type Config struct {
 	HTTP *http.Client
 	// MaxInput bounds one input file, in bytes. Default 1 GiB.
 	MaxInput int64
+	// ControlFile keeps the controls changed at run time (Pause, Attach,
+	// Detach) across restarts: a JSON file, written atomically, that New
+	// applies over Projects (a project it names is attached or detached
+	// as it says, with its share). "": kept in memory only.
+	ControlFile string
 	// MaxJobs stops Run after this many jobs ran (0: run until stopped).
 	MaxJobs int
 	// Pace is how many requests a second (index queries and claim

@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,23 +32,83 @@ func (c *Client) countQuery(n int, err error) {
 }
 
 // Handler serves the client's local HTTP API: GET /status (the Status as
-// JSON) and GET /metrics (Prometheus: the client's counters and claim
+// JSON), GET /metrics (Prometheus: the client's counters and claim
 // latency histogram, its overlay endpoint's and up_build_info labelled
-// with version); 404 elsewhere.
+// with version), and the everyday controls (see apiRoutes); 404
+// elsewhere. It checks no caller: wrap it in web.Guard.
 func (c *Client) Handler(version string) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(overlay.BuildInfo(version))
 	c.registerMetrics(reg)
 	gather := prometheus.Gatherers{reg, c.cfg.Agent.Endpoint().Metrics().Registry}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(c.Status())
-	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
+	c.apiRoutes(mux)
 	return mux
+}
+
+// apiRoutes serves the everyday controls and explanations:
+//
+//	GET  /api/explain  the Explanation
+//	GET  /api/history  the History
+//	POST /api/pause    Pause; answers the Controls
+//	POST /api/resume   Resume; answers the Controls
+//	POST /api/attach   {"project": NAME, "share": SHARE} (share default 100): Attach
+//	POST /api/detach   {"project": NAME}: Detach
+//
+// A refused action answers 400 (404 for an unknown project, 500 when the
+// control file cannot be written) with {"error": why}.
+func (c *Client) apiRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/explain", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Explain()) })
+	mux.HandleFunc("GET /api/history", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.History()) })
+	action := func(path string, do func(req ProjectControl) error) {
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			req := ProjectControl{Share: defaultShare}
+			if r.ContentLength != 0 {
+				dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&req); err != nil {
+					writeJSON(w, http.StatusBadRequest, apiError{fmt.Sprintf("%s: want a JSON body {\"project\": NAME}: %v", path, err)})
+					return
+				}
+			}
+			if err := do(req); err != nil {
+				code := http.StatusBadRequest
+				switch {
+				case errors.Is(err, ErrUnknownProject):
+					code = http.StatusNotFound
+				case errors.Is(err, errNotKept):
+					code = http.StatusInternalServerError
+				}
+				writeJSON(w, code, apiError{err.Error()})
+				return
+			}
+			writeJSON(w, http.StatusOK, c.Controls())
+		})
+	}
+	action("/api/pause", func(ProjectControl) error { return c.Pause() })
+	action("/api/resume", func(ProjectControl) error { return c.Resume() })
+	action("/api/attach", func(p ProjectControl) error { return c.Attach(Project{Name: p.Name, Share: p.Share}) })
+	action("/api/detach", func(p ProjectControl) error { return c.Detach(p.Name) })
+}
+
+// defaultShare is the share of a project attached without one, as
+// --project NAME gives.
+const defaultShare = 100
+
+// apiError is the body of a refused API request.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+// writeJSON answers v as indented JSON with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 // registerMetrics registers the client's metrics in reg; each is read from

@@ -94,6 +94,7 @@ func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit)
 				unit = v.unit
 			}
 			c.skip(project, h.Job, unit, ph.from)
+			c.noteSkip(project, h.Job, err)
 			c.log.Debug("job skipped", "job", jobName(h.Job), "project", project, "err", err)
 			skips++
 			continue
@@ -102,11 +103,12 @@ func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit)
 			return nil, skips, err
 		}
 		cl, err := c.claimHit(ctx, project, ph)
+		c.noteClaim(project, h.Job, err)
 		if err != nil {
 			if v != nil {
 				c.forgetUnit(v.unit) // not run here: another copy may be
 			}
-			if errors.Is(err, errRateLimited) {
+			if errors.Is(err, errRateLimited) || errors.Is(err, errStopping) {
 				c.addPending(ph)
 				return nil, skips, err
 			}
@@ -128,6 +130,10 @@ var errRateLimited = errors.New("rate limited by a node")
 // answers.
 func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*claimclient.Claim, error) {
 	h := ph.hit
+	if err := c.beginClaim(project); err != nil {
+		return nil, err
+	}
+	defer c.endClaim(project)
 	hint := make([]peer.ID, 0, len(h.Replicas))
 	for _, r := range h.Replicas {
 		hint = append(hint, peer.ID(r))
@@ -216,6 +222,7 @@ func (c *Client) duePending(project string) []pendingHit {
 // if it cannot, unless a replica stored the result (the submit fell short
 // of a majority: that replica hands the finished state on).
 func (c *Client) process(ctx context.Context, project string, cl *claimclient.Claim, v *vetted) (err error) {
+	defer c.begin(&ctx, project, cl, &err)()
 	cid := jobName(cl.Job)
 	c.track(cid, project, "claimed")
 	defer c.untrack(cid)

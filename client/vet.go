@@ -39,6 +39,7 @@ func (c *Client) vet(ctx context.Context, project string, h wire.IndexHit) (v *v
 			continue
 		}
 		cid := s.CID()
+		c.noteSeen(project, h.Job, spec.App)
 		if spec.Project != project {
 			return nil, fmt.Errorf("job %s is of project %q, asked %q: %w", cid, spec.Project, project, errOtherProject)
 		}
@@ -158,8 +159,9 @@ func (c *Client) hasDeclines(project string) bool {
 func (c *Client) find(ctx context.Context, project string) ([]pendingHit, error) {
 	sk := c.skipping(project)
 	sk.Wait = c.pace.Wait
-	found, at, err := c.cfg.Agent.Index().FindSkipping(ctx, c.queries[project], c.cfg.FindBatch, sk)
+	found, at, err := c.cfg.Agent.Index().FindSkipping(ctx, c.query(project), c.cfg.FindBatch, sk)
 	c.countQuery(len(found), err)
+	c.noteQuery(project, found, err)
 	if err != nil {
 		return nil, err
 	}
