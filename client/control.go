@@ -23,7 +23,7 @@ import (
 // ProjectControl is a project as the controls see it: its name, its
 // resource share and whether the client takes its jobs.
 type ProjectControl struct {
-	Name     string  `json:"project"`
+	Name     string  `json:"name"`
 	Share    float64 `json:"share"`
 	Attached bool    `json:"attached"`
 }
@@ -336,7 +336,7 @@ func (c *Client) projectStatusLocked(debts map[string]float64, backoff map[strin
 
 // ProjectStatus is a project in the client's Status.
 type ProjectStatus struct {
-	Name     string  `json:"project"`
+	Name     string  `json:"name"`
 	Attached bool    `json:"attached"`
 	Share    float64 `json:"share"`
 	Debt     float64 `json:"debt_s"`    // CPU seconds owed (0 while it has no work)

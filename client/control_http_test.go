@@ -48,11 +48,14 @@ func TestControlAPI(t *testing.T) {
 	if code, v := postJSON(t, srv.URL+"/api/resume", ""); code != http.StatusOK || v["paused"] != false {
 		t.Fatalf("resume: %d %v", code, v)
 	}
-	code, v := postJSON(t, srv.URL+"/api/attach", `{"project": "cms", "share": 25}`)
+	code, v := postJSON(t, srv.URL+"/api/attach", `{"project": "cms:25"}`)
 	if code != http.StatusOK || len(v["projects"].([]any)) != 2 {
 		t.Fatalf("attach: %d %v", code, v)
 	}
-	if code, v := postJSON(t, srv.URL+"/api/attach", `{"project": "atlas"}`); code != http.StatusOK || !strings.Contains(mustJSON(v), `"share":100`) {
+	if code, v := postJSON(t, srv.URL+"/api/attach", `{"project": "atlas", "share": 100}`); code != http.StatusOK || !strings.Contains(mustJSON(v), `"name":"atlas","share":100`) {
+		t.Fatalf("attach with a share apart: %d %v", code, v)
+	}
+	if code, v := postJSON(t, srv.URL+"/api/attach", `{"project": "alice"}`); code != http.StatusOK || !strings.Contains(mustJSON(v), `"name":"alice","share":100`) {
 		t.Fatalf("attach without a share: %d %v; want share 100", code, v)
 	}
 	for _, bad := range []struct {
@@ -61,6 +64,8 @@ func TestControlAPI(t *testing.T) {
 	}{
 		{"/api/attach", `{"project": "a b"}`, http.StatusBadRequest},
 		{"/api/attach", `{"name": "cms"}`, http.StatusBadRequest},
+		{"/api/attach", `{"project": "cms:0"}`, http.StatusBadRequest},
+		{"/api/attach", `{"project": "cms:x"}`, http.StatusBadRequest},
 		{"/api/attach", `not json`, http.StatusBadRequest},
 		{"/api/detach", `{"project": "nope"}`, http.StatusNotFound},
 	} {
@@ -68,7 +73,7 @@ func TestControlAPI(t *testing.T) {
 			t.Errorf("POST %s %s: %d %v; want %d with an error", bad.path, bad.body, code, v, bad.code)
 		}
 	}
-	if code, v := postJSON(t, srv.URL+"/api/detach", `{"project": "cms"}`); code != http.StatusOK || !strings.Contains(mustJSON(v), `{"attached":false,"project":"cms","share":25}`) {
+	if code, v := postJSON(t, srv.URL+"/api/detach", `{"project": "cms"}`); code != http.StatusOK || !strings.Contains(mustJSON(v), `{"attached":false,"name":"cms","share":25}`) {
 		t.Fatalf("detach: %d %v", code, v)
 	}
 	if code, _ := getBody(t, srv.URL+"/api/pause"); code != http.StatusMethodNotAllowed {

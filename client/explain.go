@@ -36,6 +36,7 @@ type JobNote struct {
 	App  string    `json:"app,omitempty"` // "" until its spec is read
 	Seen time.Time `json:"seen"`          // first served
 	At   time.Time `json:"at"`            // of the latest decision
+	Age  float64   `json:"age_s"`         // seconds from At to the explanation
 	// Decision is the latest: "served" (not tried yet), "skipped"
 	// (passed over unclaimed, see Reason), "claimed", "lost" (another
 	// client claimed it), "claim failed", then for a job claimed "done",
@@ -48,7 +49,7 @@ type JobNote struct {
 // ProjectExplanation is what the client did lately for one project, and
 // why.
 type ProjectExplanation struct {
-	Name     string  `json:"project"`
+	Name     string  `json:"name"`
 	Attached bool    `json:"attached"`
 	Paused   bool    `json:"paused"`
 	Share    float64 `json:"share"`
@@ -202,7 +203,9 @@ func (c *Client) Explain() Explanation {
 			pe.Queries = append(pe.Queries, p.queries[i])
 		}
 		for i := len(p.jobs) - 1; i >= 0; i-- {
-			pe.Jobs = append(pe.Jobs, *p.jobs[i])
+			j := *p.jobs[i]
+			j.Age = now.Sub(j.At).Seconds()
+			pe.Jobs = append(pe.Jobs, j)
 		}
 		pe.Summary = summarize(pe, now)
 		ex.Projects = append(ex.Projects, pe)

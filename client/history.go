@@ -25,6 +25,7 @@ type FinishedJob struct {
 	Reason   string    `json:"reason,omitempty"`
 	Error    string    `json:"error,omitempty"`
 	Finished time.Time `json:"finished"`
+	Age      float64   `json:"age_s"`     // seconds from Finished to the History
 	Elapsed  float64   `json:"elapsed_s"` // seconds from its claim to its end
 	CPU      float64   `json:"cpu_s"`     // CPU seconds it used (0: it did not run)
 	Wall     float64   `json:"wall_s"`    // seconds it ran (0: it did not run)
@@ -125,11 +126,14 @@ func skipReason(err error) string {
 // History returns the latest finished jobs (historyMax at most), newest
 // first.
 func (c *Client) History() History {
+	now := c.cfg.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := History{Jobs: make([]FinishedJob, 0, len(c.hist))}
 	for i := len(c.hist) - 1; i >= 0; i-- {
-		h.Jobs = append(h.Jobs, c.hist[i])
+		f := c.hist[i]
+		f.Age = now.Sub(f.Finished).Seconds()
+		h.Jobs = append(h.Jobs, f)
 	}
 	return h
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -54,7 +56,7 @@ func (c *Client) Handler(version string) http.Handler {
 //	GET  /api/history  the History
 //	POST /api/pause    Pause; answers the Controls
 //	POST /api/resume   Resume; answers the Controls
-//	POST /api/attach   {"project": NAME, "share": SHARE} (share default 100): Attach
+//	POST /api/attach   {"project": "NAME"} or "NAME:SHARE", or with "share": SHARE (default 100): Attach
 //	POST /api/detach   {"project": NAME}: Detach
 //
 // A refused action answers 400 (404 for an unknown project, 500 when the
@@ -62,9 +64,9 @@ func (c *Client) Handler(version string) http.Handler {
 func (c *Client) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/explain", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Explain()) })
 	mux.HandleFunc("GET /api/history", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.History()) })
-	action := func(path string, do func(req ProjectControl) error) {
+	action := func(path string, do func(req actionRequest) error) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-			req := ProjectControl{Share: defaultShare}
+			var req actionRequest
 			if r.ContentLength != 0 {
 				dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 				dec.DisallowUnknownFields()
@@ -87,15 +89,44 @@ func (c *Client) apiRoutes(mux *http.ServeMux) {
 			writeJSON(w, http.StatusOK, c.Controls())
 		})
 	}
-	action("/api/pause", func(ProjectControl) error { return c.Pause() })
-	action("/api/resume", func(ProjectControl) error { return c.Resume() })
-	action("/api/attach", func(p ProjectControl) error { return c.Attach(Project{Name: p.Name, Share: p.Share}) })
-	action("/api/detach", func(p ProjectControl) error { return c.Detach(p.Name) })
+	action("/api/pause", func(actionRequest) error { return c.Pause() })
+	action("/api/resume", func(actionRequest) error { return c.Resume() })
+	action("/api/attach", func(r actionRequest) error {
+		p, err := r.project()
+		if err != nil {
+			return err
+		}
+		return c.Attach(p)
+	})
+	action("/api/detach", func(r actionRequest) error { return c.Detach(r.Project) })
 }
 
-// defaultShare is the share of a project attached without one, as
+// actionRequest is the body of an action: the project, for attach
+// "NAME" or "NAME:SHARE" (as --project takes it), or Share given apart.
+type actionRequest struct {
+	Project string  `json:"project"`
+	Share   float64 `json:"share"`
+}
+
+// DefaultShare is the share of a project attached without one, as
 // --project NAME gives.
-const defaultShare = 100
+const DefaultShare = 100
+
+// project is the project an attach request names.
+func (r actionRequest) project() (Project, error) {
+	p := Project{Name: r.Project, Share: r.Share}
+	if i := strings.LastIndexByte(r.Project, ':'); i > 0 {
+		v, err := strconv.ParseFloat(r.Project[i+1:], 64)
+		if err != nil || r.Share != 0 {
+			return p, fmt.Errorf("project %q: want NAME or NAME:SHARE, and no share apart", r.Project)
+		}
+		return Project{Name: r.Project[:i], Share: v}, nil // Attach checks the share
+	}
+	if p.Share == 0 {
+		p.Share = DefaultShare
+	}
+	return p, nil
+}
 
 // apiError is the body of a refused API request.
 type apiError struct {
