@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/client"
+	"github.com/up-pool/up/web"
 )
 
 // postJSON posts body to url and returns the status code and decoded
@@ -102,4 +103,42 @@ func TestControlAPI(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestControlAPIGuarded: behind web.Guard, as 'up client run' serves it,
+// a POST without the action header (what a cross-site form sends) is
+// refused and pauses nothing; the same POST with it pauses the client;
+// with a token, a request without it is refused.
+func TestControlAPIGuarded(t *testing.T) {
+	cn := startCaseNet(t, 86)
+	_, c := cn.worker(t, "guarded", nil, quick(&inProcess{}, ""))
+	for _, tc := range []struct {
+		token, send string
+		action      bool
+		want        int
+	}{
+		{"", "", false, http.StatusForbidden},
+		{"t0ken-0123456789abcdef", "", true, http.StatusUnauthorized},
+		{"t0ken-0123456789abcdef", "t0ken-0123456789abcdef", false, http.StatusForbidden},
+		{"", "", true, http.StatusOK},
+	} {
+		srv := httptest.NewServer(web.Guard(c.Handler("test"), tc.token))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/pause", nil)
+		if tc.action {
+			req.Header.Set(web.ActionHeader, "1")
+		}
+		if tc.send != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.send)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || c.Status().Paused != (tc.want == http.StatusOK) {
+			t.Fatalf("POST /api/pause (token %q, sent %q, action header %v): %d, paused %v; want %d",
+				tc.token, tc.send, tc.action, resp.StatusCode, c.Status().Paused, tc.want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/sandbox"
+	"github.com/up-pool/up/web"
 )
 
 func newClientCmd() *cobra.Command {
@@ -38,7 +40,8 @@ func newClientCmd() *cobra.Command {
 index, claims them, runs their applications under limits (only those the
 volunteer allowed) and returns sealed, signed results.`,
 	}
-	cmd.AddCommand(newClientInitCmd(), newClientRunCmd(), newClientStatusCmd())
+	cmd.AddCommand(newClientInitCmd(), newClientRunCmd(), newClientStatusCmd(), newClientExplainCmd(), newClientHistoryCmd(),
+		newClientActionCmd("pause"), newClientActionCmd("resume"), newClientActionCmd("attach"), newClientActionCmd("detach"))
 	return cmd
 }
 
@@ -246,7 +249,18 @@ which gives it its own work directory and nothing else (no network, no
 environment, no other file) and holds it to memory and time limits.
 Modules and blob inputs come from the overlay's blobs, fetched from their
 nodes in parallel, every chunk checked, and kept in DATA/blob-cache (up to
---blob-cache bytes) so the jobs that share one fetch it once.`,
+--blob-cache bytes) so the jobs that share one fetch it once.
+
+--http serves the local API: /status, /metrics, and the everyday
+controls ('up client pause', 'resume', 'attach', 'detach', 'explain',
+'history'). On a loopback address it needs no token; on any other, every
+request must carry the token of DATA/http.token (made at the first start;
+its path is printed). Pause, attach and detach are kept in
+DATA/controls.json and applied at start over the flags: a paused client
+starts paused; a project attached at run time stays attached, with its
+share, whether --project names it or not; a project detached at run time
+stays detached, even when --project names it, until 'up client attach'
+(or the file is removed).`,
 		Example: `  up client run --data w1 --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... \
       --project lhc:75 --project cms:25 --allow lhc=sixtrack,hashchain --allow cms='*' \
       --exec sixtrack=/opt/lhc/sixtrack --allow-wasm cms --http 127.0.0.1:8050`,
@@ -279,7 +293,7 @@ func bindClientRunFlags(f *pflag.FlagSet, fl *clientRunFlags) {
 	f.StringVar(&fl.blobCache, "blob-cache", fl.blobCache, "bytes of fetched blobs (inputs, modules) kept in DATA/blob-cache, e.g. 4GiB (default 4GiB)")
 	f.StringVar(&fl.bandwidth, "bandwidth", fl.bandwidth, "this machine's network bandwidth, e.g. 56kbit, 20Mbit, 1Gbit: rules out jobs needing more (bw:medium >= 1 Mbit/s, bw:high >= 10 Mbit/s); default unknown")
 	f.StringVar(&fl.work, "work", fl.work, "work directories' root (default DATA/work)")
-	f.StringVar(&fl.httpAddr, "http", fl.httpAddr, "address of the local HTTP API (/status, /metrics), e.g. 127.0.0.1:8050; off when empty")
+	f.StringVar(&fl.httpAddr, "http", fl.httpAddr, "address of the local HTTP API (/status, /metrics, /api/...), e.g. 127.0.0.1:8050; off when empty; off loopback it needs DATA/http.token")
 	f.IntVar(&fl.maxJobs, "max-jobs", fl.maxJobs, "stop after this many jobs (0: run until interrupted)")
 	f.DurationVar(&fl.backoffMax, "backoff-max", fl.backoffMax, "longest wait when a project has no work or the network fails")
 	f.StringVar(&fl.logLevel, "log-level", fl.logLevel, "log level: debug, info, warn, error")
@@ -337,7 +351,11 @@ func runClient(cmd *cobra.Command, fl clientRunFlags, setup clientSetup) error {
 		return err
 	}
 	if fl.httpAddr != "" {
-		srv, err := serveHTTP(fl.httpAddr, c.Handler(version))
+		token, err := apiToken(cmd.ErrOrStderr(), fl.data, fl.httpAddr)
+		if err != nil {
+			return err
+		}
+		srv, err := serveHTTP(fl.httpAddr, web.Guard(c.Handler(version), token))
 		if err != nil {
 			return err
 		}
@@ -389,7 +407,28 @@ func (f *clientRunFlags) clientConfig(setup clientSetup, a *agent.Agent, run *ru
 	return client.Config{Agent: a, Projects: setup.projects, Runner: run, Slots: f.slots,
 		Attributes: client.Attributes{Memory: setup.memory, Bandwidth: setup.bw, Exclude: f.exclude},
 		InputDir:   filepath.Join(f.data, "inputs"), MaxJobs: f.maxJobs, Logger: logger,
-		BackoffMin: min(time.Second, f.backoffMax), BackoffMax: f.backoffMax}
+		ControlFile: filepath.Join(f.data, controlFile),
+		BackoffMin:  min(time.Second, f.backoffMax), BackoffMax: f.backoffMax}
+}
+
+// controlFile is where a client keeps its controls changed at run time
+// (pause, attach, detach), in its data directory.
+const controlFile = "controls.json"
+
+// apiToken is the token the local API at addr requires: none on a
+// loopback address, else DATA/http.token's (made if missing), whose path
+// it prints to w.
+func apiToken(w io.Writer, data, addr string) (string, error) {
+	if web.Loopback(addr) {
+		return "", nil
+	}
+	path := filepath.Join(data, web.TokenFile)
+	token, err := web.LoadToken(path)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(w, "HTTP API on %s requires the token in %s (--token or $%s for 'up client ...'; ?token=... once in a browser)\n", addr, path, tokenEnv)
+	return token, nil
 }
 
 // serveHTTP serves h on addr until the returned server is closed.
@@ -404,7 +443,7 @@ func serveHTTP(addr string, h http.Handler) (*http.Server, error) {
 }
 
 func newClientStatusCmd() *cobra.Command {
-	var addr string
+	var fl clientAPIFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -413,11 +452,12 @@ func newClientStatusCmd() *cobra.Command {
   up client status --http http://127.0.0.1:8050 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := required("http", addr); err != nil {
+			api, err := fl.parse(os.Getenv)
+			if err != nil {
 				return err
 			}
 			var st client.Status
-			if err := fetchStatus(addr, "client", &st); err != nil {
+			if err := fetchStatusToken(fl.addr, "client", api.token, &st); err != nil {
 				return err
 			}
 			if asJSON {
@@ -426,7 +466,7 @@ func newClientStatusCmd() *cobra.Command {
 			return printClientStatus(cmd.OutOrStdout(), st)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", "", "the client's HTTP API: host:port or http(s)://host:port (required)")
+	bindClientAPIFlags(cmd.Flags(), &fl)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
 }

@@ -44,16 +44,31 @@ func statusURL(addr string) (string, error) {
 // that the party that answered has the role want (node or client): a
 // node's API and a client's look alike to HTTP.
 func fetchStatus(addr, want string, v any) error {
+	return fetchStatusToken(addr, want, "", v)
+}
+
+// fetchStatusToken is fetchStatus sending the API token ("": none).
+func fetchStatusToken(addr, want, token string, v any) error {
 	u, err := statusURL(addr)
 	if err != nil {
 		return err
 	}
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(u)
+	resp, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s status at %s: %w", want, u, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%s status at %s: HTTP %s: give the API token (--token or $%s)", want, u, resp.Status, tokenEnv)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s status at %s: HTTP %s: not a U.P. %s's HTTP API", want, u, resp.Status, want)
 	}
@@ -153,6 +168,9 @@ func printNodeStatus(w io.Writer, st node.Status) error {
 
 // printClientStatus writes a client's status as text.
 func printClientStatus(w io.Writer, st client.Status) error {
+	if st.Paused {
+		fmt.Fprintln(w, "paused: claiming no job ('up client resume')")
+	}
 	fmt.Fprintf(w, "jobs: %d done, %d failed, %d released, %d running\n", st.Done, st.Failed, st.Released, len(st.Running))
 	c := st.Claims
 	fmt.Fprintf(w, "claims: %d won, %d lost, %d unknown, %d failed (%d lookups)\n", c.Won, c.Lost, c.Unknown, c.Failed, c.Lookups)
@@ -167,7 +185,19 @@ func printClientStatus(w io.Writer, st client.Status) error {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.1f s\n", j.Job, j.Project, j.App, j.State, j.Elapsed)
 		}
 	}
-	if len(st.Debts) > 0 {
+	if len(st.Projects) > 0 {
+		fmt.Fprintln(tw, "projects:\tSHARE\tDEBT\tBACKOFF")
+		for _, p := range st.Projects {
+			back := "-"
+			switch {
+			case !p.Attached:
+				back = "detached"
+			case p.Backoff > 0:
+				back = fmt.Sprintf("%.1f s", p.Backoff)
+			}
+			fmt.Fprintf(tw, "  %s\t%g\t%+.1f s\t%s\n", p.Name, p.Share, p.Debt, back)
+		}
+	} else if len(st.Debts) > 0 {
 		fmt.Fprintln(tw, "projects:\tDEBT\tBACKOFF")
 		names := make([]string, 0, len(st.Debts))
 		for p := range st.Debts {
