@@ -10,5 +10,8 @@
 // between projects CPU time follows the volunteer's resource shares
 // (package client/sched); a project with no work, or a failing network, is
 // retried with exponential backoff and jitter. Each job's state changes
-// are logged at Info.
+// are logged at Info. The volunteer's everyday controls (Pause, Resume,
+// Attach, Detach; kept in Config.ControlFile) and what the client did and
+// why (Explain, History) are methods and routes of its local HTTP API
+// (Handler).
 package client

@@ -64,17 +64,16 @@ func printExplanation(w io.Writer, ex client.Explanation) error {
 		if !p.Attached {
 			state = "detached"
 		}
-		fmt.Fprintf(w, "%s (%s, share %g, debt %+.1f s", p.Name, state, p.Share, p.Debt)
-		if p.Backoff > 0 {
-			fmt.Fprintf(w, ", backing off %s", seconds(p.Backoff))
-		}
-		fmt.Fprintf(w, "): %s\n", p.Summary)
+		fmt.Fprintf(w, "%s (%s, share %g, debt %+.1f s): %s\n", p.Name, state, p.Share, p.Debt, p.Summary)
 		fmt.Fprintf(w, "  query: %s\n", p.Query)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		if len(p.Queries) > 0 {
 			fmt.Fprintln(tw, "  QUERIED\tFOUND\tERROR")
 			for _, q := range p.Queries[:min(len(p.Queries), explainShown)] {
 				fmt.Fprintf(tw, "  %s\t%d\t%s\n", q.At.Format("15:04:05"), q.Found, q.Error)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
 			}
 		}
 		if len(p.Jobs) > 0 {
