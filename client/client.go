@@ -360,6 +360,9 @@ func (c *Client) setApp(cid, app string) {
 	if j := c.jobs[cid]; j != nil {
 		j.App = app
 	}
+	if h := c.ctl.held[cid]; h != nil {
+		h.app = app
+	}
 }
 
 func (c *Client) untrack(cid string) {

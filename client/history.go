@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -48,6 +49,7 @@ type JobLimits struct {
 // release it on Detach, and what its run used.
 type heldJob struct {
 	cid, project string
+	app          string // once its spec is read
 	since        time.Time
 	ctx          context.Context
 	cancel       context.CancelCauseFunc
@@ -82,7 +84,7 @@ func (c *Client) end(h *heldJob, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.ctl.held, h.cid)
-	f := FinishedJob{Job: h.cid, Project: h.project, App: c.exp.app(h.project, h.cid), Outcome: "done",
+	f := FinishedJob{Job: h.cid, Project: h.project, App: cmp.Or(h.app, c.exp.app(h.project, h.cid)), Outcome: "done",
 		Finished: now, Elapsed: now.Sub(h.since).Seconds(), CPU: h.cpu.Seconds(), Wall: h.wall.Seconds()}
 	switch {
 	case err == nil:
