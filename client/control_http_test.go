@@ -81,6 +81,13 @@ func TestControlAPI(t *testing.T) {
 		t.Errorf("GET /api/pause: %d, want 405", code)
 	}
 
+	_, body = getBody(t, srv.URL+"/metrics")
+	for _, want := range []string{`up_client_paused 0`, `up_client_project_attached{project="cms"} 0`,
+		`up_client_project_attached{project="alice"} 1`, `up_client_debt_seconds{project="atlas"} 0`} {
+		if !strings.Contains(body, "\n"+want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	cn.submit(t, "echo-args", []string{"x"}, time.Hour)
 	if ran, err := c.RunOne(t.Context(), "lhc"); !ran || err != nil {
 		t.Fatalf("ran %v, err %v", ran, err)

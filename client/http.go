@@ -189,14 +189,46 @@ func (c *Client) registerMetrics(reg prometheus.Registerer) {
 		counter("up_client_queries_total", "Index queries by result: found (entries served), empty, error.",
 			"result", res, locked(func() float64 { return float64(c.queryCount[res]) }))
 	}
-	for _, p := range c.cfg.Projects {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "up_client_backoff_seconds", Help: "Seconds left before the project is asked for work again (0: not backing off).",
-			ConstLabels: prometheus.Labels{"project": p.Name},
-		}, func() float64 { return c.Status().Backoff[p.Name] }))
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "up_client_debt_seconds", Help: "The project's debt in CPU seconds (positive: it is owed time).",
-			ConstLabels: prometheus.Labels{"project": p.Name},
-		}, func() float64 { return c.Status().Debts[p.Name] }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "up_client_paused", Help: "1 while the client is paused (claims no job), else 0.",
+	}, locked(func() float64 {
+		if c.ctl.paused {
+			return 1
+		}
+		return 0
+	})))
+	reg.MustRegister(projectCollector{c})
+}
+
+// projectCollector exports the per-project gauges of every project the
+// client knows, those attached at run time included.
+type projectCollector struct{ c *Client }
+
+var (
+	backoffDesc = prometheus.NewDesc("up_client_backoff_seconds",
+		"Seconds left before the project is asked for work again (0: not backing off).", []string{"project"}, nil)
+	debtDesc = prometheus.NewDesc("up_client_debt_seconds",
+		"The project's debt in CPU seconds (positive: it is owed time).", []string{"project"}, nil)
+	attachedDesc = prometheus.NewDesc("up_client_project_attached",
+		"1 while the client takes the project's jobs, 0 once detached.", []string{"project"}, nil)
+)
+
+// Describe sends the gauges' descriptions.
+func (projectCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- backoffDesc
+	ch <- debtDesc
+	ch <- attachedDesc
+}
+
+// Collect sends each project's backoff, debt and attachment.
+func (pc projectCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range pc.c.Status().Projects {
+		attached := 0.0
+		if p.Attached {
+			attached = 1
+		}
+		ch <- prometheus.MustNewConstMetric(backoffDesc, prometheus.GaugeValue, p.Backoff, p.Name)
+		ch <- prometheus.MustNewConstMetric(debtDesc, prometheus.GaugeValue, p.Debt, p.Name)
+		ch <- prometheus.MustNewConstMetric(attachedDesc, prometheus.GaugeValue, attached, p.Name)
 	}
 }
