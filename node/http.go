@@ -43,6 +43,9 @@ type Status struct {
 	// DHTServer: the node serves the DHT now, so it sits in routing tables
 	// and may hold jobs and index entries; false for a client-mode node.
 	DHTServer bool `json:"dht_server"`
+	// Revocations are the serial numbers of the certificates revoked by
+	// the revocation list the node holds (number CRLNumber).
+	Revocations Revocations `json:"revocations"`
 }
 
 // Neighbour is a peer near the node's own position.
@@ -84,9 +87,11 @@ func (n *Node) Status() Status {
 	for _, a := range in.ep.Admission().Peers() {
 		st.Admitted[string(a.Role())]++
 	}
-	if rl := in.ep.Admission().Verifier().RevocationList(); rl != nil {
+	rl := in.ep.Admission().Verifier().RevocationList()
+	if rl != nil {
 		st.CRLNumber = rl.Number.Uint64()
 	}
+	st.Revocations = n.revocations(rl)
 	for _, p := range in.dht.NearestLocal(self, 9) {
 		if p == n.ID() {
 			continue
@@ -120,6 +125,11 @@ func (n *Node) serveHTTP() error {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(n.Evidence())
 	})
+	mux.HandleFunc("GET /api/series", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(n.Series())
+	})
+	mux.Handle("GET /{$}", n.page())
 	build := prometheus.NewRegistry()
 	build.MustRegister(overlay.BuildInfo(n.cfg.Version))
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
