@@ -127,7 +127,7 @@ func (n *Node) serveHTTP() error {
 	})
 	mux.HandleFunc("GET /api/series", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(n.Series())
+		_, _ = w.Write(n.series.AppendJSON(nil, n.cfg.Now()))
 	})
 	mux.Handle("GET /{$}", n.page())
 	build := prometheus.NewRegistry()

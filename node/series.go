@@ -1,7 +1,11 @@
 package node
 
 import (
+	"encoding/json"
 	"maps"
+	"math"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -47,10 +51,13 @@ type Series struct {
 	Samples []Sample `json:"samples"`
 }
 
-// sample is a recorded step: its time and what it served.
+// sample is a recorded step: its time, what it served, and that encoded
+// as JSON but for the age (from the first field's key on, closing brace
+// included), so an answer encodes no map.
 type sample struct {
 	at time.Time
 	Sample
+	tail []byte
 }
 
 // Sampler keeps a bounded time series of a node's readings: the caller
@@ -64,6 +71,7 @@ type Sampler struct {
 	mu       sync.Mutex
 	ring     []sample // ring buffer of at most max samples
 	head     int      // index of the oldest sample once the ring is full
+	size     int      // bytes of the samples' tails
 	prevAt   time.Time
 	prevInst string
 	prevRPC  map[string]float64
@@ -92,7 +100,7 @@ func (s *Sampler) Add(now time.Time, r Reading) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	smp := sample{at: now, Sample: Sample{
-		JobsHeld: r.JobsHeld, IndexEntries: r.IndexEntries, Load: r.Load,
+		JobsHeld: r.JobsHeld, IndexEntries: r.IndexEntries, Load: round(r.Load, 1e4),
 		Moves: r.Moves, Connections: r.Connections, RPC: map[string]float64{},
 	}}
 	if dt := now.Sub(s.prevAt).Seconds(); !s.prevAt.IsZero() && dt > 0 {
@@ -102,15 +110,18 @@ func (s *Sampler) Add(now time.Time, r Reading) {
 				prev = 0 // the counters restarted
 			}
 			if d := n - prev; d > 0 {
-				smp.RPC[proto] = d / dt
+				smp.RPC[proto] = max(round(d/dt, 1e3), 1e-3)
 			}
 		}
 	}
 	s.prevAt, s.prevInst, s.prevRPC = now, r.Instance, maps.Clone(r.RPC)
+	smp.tail = encodeTail(smp.Sample)
+	s.size += len(smp.tail)
 	if len(s.ring) < s.max {
 		s.ring = append(s.ring, smp)
 		return
 	}
+	s.size -= len(s.ring[s.head].tail)
 	s.ring[s.head] = smp
 	s.head = (s.head + 1) % s.max
 }
@@ -122,7 +133,8 @@ func (s *Sampler) Len() int {
 	return len(s.ring)
 }
 
-// Series is the samples, oldest first, aged at now. The rate maps are
+// Series is the samples, oldest first, aged at now (to the
+// millisecond). The rate maps are
 // shared with the sampler's: do not modify them.
 func (s *Sampler) Series(now time.Time) Series {
 	s.mu.Lock()
@@ -130,8 +142,46 @@ func (s *Sampler) Series(now time.Time) Series {
 	out := Series{Step: s.step.Seconds(), Samples: make([]Sample, 0, len(s.ring))}
 	for i := range s.ring {
 		smp := s.ring[(s.head+i)%len(s.ring)]
-		smp.Age = now.Sub(smp.at).Seconds()
+		smp.Age = round(now.Sub(smp.at).Seconds(), 1e3)
 		out.Samples = append(out.Samples, smp.Sample)
 	}
 	return out
+}
+
+// round rounds v to a multiple of 1/scale.
+func round(v, scale float64) float64 { return math.Round(v*scale) / scale }
+
+// encodeTail is smp's JSON without its age: `"jobs_held":…}`.
+func encodeTail(smp Sample) []byte {
+	b, err := json.Marshal(smp)
+	if err != nil { // a NaN or infinite load: served as 0
+		smp.Load = 0
+		b, _ = json.Marshal(smp)
+	}
+	// Age is the first field: drop `{"age_s":0,`.
+	const head = `{"age_s":0,`
+	return b[len(head):]
+}
+
+// AppendJSON appends the Series at now, as JSON, to dst: what
+// json.Marshal(s.Series(now)) gives, ages rounded to the millisecond,
+// without encoding a map.
+func (s *Sampler) AppendJSON(dst []byte, now time.Time) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dst = slices.Grow(dst, s.size+len(s.ring)*24+64)
+	dst = append(dst, `{"step_s":`...)
+	dst = strconv.AppendFloat(dst, s.step.Seconds(), 'f', -1, 64)
+	dst = append(dst, `,"samples":[`...)
+	for i := range s.ring {
+		smp := &s.ring[(s.head+i)%len(s.ring)]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"age_s":`...)
+		dst = strconv.AppendFloat(dst, round(now.Sub(smp.at).Seconds(), 1e3), 'f', -1, 64)
+		dst = append(dst, ',')
+		dst = append(dst, smp.tail...)
+	}
+	return append(dst, "]}\n"...)
 }

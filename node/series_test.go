@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"reflect"
 	"testing"
 	"time"
 
@@ -39,6 +40,15 @@ func TestSeriesRates(t *testing.T) {
 	}
 	if last.RPC["/p"] != 2 || last.RPC["/q"] != 1 || last.Load != 0.5 || last.Moves != 1 || last.Connections != 3 {
 		t.Fatalf("last sample %+v, want /p 2/s, /q 1/s, load 0.5, 1 move, 3 connections", last)
+	}
+	// The JSON served is the series encoded.
+	var served node.Series
+	b := s.AppendJSON(nil, t0.Add(7*time.Second))
+	if err := json.Unmarshal(b, &served); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if !reflect.DeepEqual(served, se) {
+		t.Fatalf("served %s, want %+v", b, se)
 	}
 }
 
