@@ -1,13 +1,21 @@
 package node
 
 import (
+	_ "embed"
 	"net/http"
+
+	"github.com/up-pool/up/web"
 )
 
-// page is the node's web page on GET /.
-func (n *Node) page() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte("<!doctype html><title>U.P. node</title><p>U.P. node: see <a href=\"/status\">/status</a>, <a href=\"/api/series\">/api/series</a>, <a href=\"/metrics\">/metrics</a>.\n"))
-	})
-}
+var (
+	//go:embed page/page.html
+	pageBody []byte
+	//go:embed page/page.js
+	pageScript []byte
+)
+
+// page serves the node's web page on GET /: reachability, its position on
+// the keyspace ring beside its neighbours, jobs held and index entries,
+// load, moves and request rates over time, peers and revocations, from
+// /status and /api/series.
+func (n *Node) page() http.Handler { return web.Page("U.P. node", pageBody, pageScript) }

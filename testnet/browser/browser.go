@@ -205,6 +205,42 @@ func (b *Browser) WaitText(selector string, ok func(string) bool, timeout time.D
 	}
 }
 
+// Count is how many elements selector (CSS) matches now.
+func (b *Browser) Count(selector string) int {
+	b.t.Helper()
+	ctx, cancel := b.action()
+	defer cancel()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, selector)))
+	if err != nil {
+		b.t.Fatalf("count %s: %v", selector, err)
+	}
+	return n
+}
+
+// WaitCount waits until selector matches at least min elements, within
+// timeout, and returns how many it matches.
+func (b *Browser) WaitCount(selector string, min int, timeout time.Duration) int {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	js := fmt.Sprintf(`document.querySelectorAll(%q).length`, selector)
+	n := 0
+	for {
+		if got, err := chromedp.Run(ctx, chromedp.Evaluate[int](js)); err == nil {
+			if n = got; n >= min {
+				return n
+			}
+		}
+		select {
+		case <-ctx.Done():
+			b.t.Fatalf("%s matches %d elements after %v, want at least %d", selector, n, timeout, min)
+		case <-tick.C:
+		}
+	}
+}
+
 // WaitMatch is WaitText until re matches the text.
 func (b *Browser) WaitMatch(selector string, re *regexp.Regexp, timeout time.Duration) string {
 	b.t.Helper()
