@@ -42,8 +42,10 @@ function zoom(self, neighbours) {
   });
   svg.append(svgEl("circle", {cx: C, cy: Y, r: 6, class: "ring-self"}));
   const bits = Math.round(-Math.log2(span));
-  svg.append(svgEl("text", {x: C, y: H - 4, "text-anchor": "middle", class: "axis"},
-    `the farthest neighbour is about 2^-${bits} of the ring away`));
+  const how = neighbours.length === 0 ? "no neighbours yet"
+    : bits <= 1 ? "the farthest neighbour is up to half the ring away"
+    : `the farthest neighbour is about 1/${2 ** bits} of the ring away`;
+  svg.append(svgEl("text", {x: C, y: H - 4, "text-anchor": "middle", class: "axis"}, how));
 }
 
 function reachText(r) {
