@@ -121,7 +121,7 @@ func (u *StuckUnit) reason() string {
 	case u.Results > 0 && pending > 0 && u.Results > u.Failed && u.Results-u.Failed >= Quorum(u.Copies):
 		parts = append(parts, fmt.Sprintf("copies disagree (%d results, no quorum): waiting for a tie-breaker", u.Results))
 	case u.Results > 0 && pending > 0:
-		parts = append(parts, fmt.Sprintf("%d of %d results: waiting for another copy", u.Results, Quorum(u.Copies)))
+		parts = append(parts, fmt.Sprintf("%d of %d successful results: waiting for another copy", u.Results-u.Failed, Quorum(u.Copies)))
 	}
 	if u.Failed > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s failed", u.Failed, plural(u.Failed, "copy", "copies")))
