@@ -43,7 +43,7 @@ func migrateStatusAt(db *sql.DB) error {
 		return fmt.Errorf("add units.status_at: %w", err)
 	}
 	for _, q := range []string{
-		fmt.Sprintf(qFillStatusAtValid, 0, "copies < 2"), // quorum 1: the first valid result
+		fmt.Sprintf(qFillStatusAtValid, 0, "copies < 2"),  // quorum 1: the first valid result
 		fmt.Sprintf(qFillStatusAtValid, 1, "copies >= 2"), // quorum 2: the second
 		qFillStatusAtLatest,
 	} {

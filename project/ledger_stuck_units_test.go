@@ -14,8 +14,8 @@ func TestReportStuckUnits(t *testing.T) {
 	l, _ := openTestLedger(t)
 	m := func(n int) time.Time { return reportT0.Add(time.Duration(n) * time.Minute) }
 	now := m(120)
-	fillAt(t, l, "prep", 1, 1, m(0)) // never acknowledged
-	sub, _ := fillAt(t, l, "sub", 1, 1, m(1))   // submitted, no result
+	fillAt(t, l, "prep", 1, 1, m(0))          // never acknowledged
+	sub, _ := fillAt(t, l, "sub", 1, 1, m(1)) // submitted, no result
 	submitAt(t, l, m(2), sub[0][0])
 	half, _ := fillAt(t, l, "half", 1, 2, m(3)) // one of two results
 	submitAt(t, l, m(4), half[0]...)
