@@ -113,15 +113,17 @@ func (l *Ledger) StuckUnits(now time.Time, after time.Duration, limit int) (Stuc
 // knows: the most telling first.
 func (u *StuckUnit) reason() string {
 	ago := func(d time.Duration) string { return roundAge(d) + " ago" }
-	pending := u.Prepared + u.Submitted
+	pending, ok := u.Prepared+u.Submitted, u.Results-u.Failed
+	disagree := u.Status == UnitInconclusive || (ok >= Quorum(u.Copies) && pending > 0)
 	var parts []string
 	switch {
-	case u.Status == UnitInconclusive:
-		parts = append(parts, fmt.Sprintf("copies disagree (%d results, no quorum): waiting for another copy to be issued", u.Results))
-	case u.Results > 0 && pending > 0 && u.Results > u.Failed && u.Results-u.Failed >= Quorum(u.Copies):
+	case disagree && pending > 0:
 		parts = append(parts, fmt.Sprintf("copies disagree (%d results, no quorum): waiting for a tie-breaker", u.Results))
+	case disagree:
+		parts = append(parts, fmt.Sprintf("copies disagree (%d results, no quorum), no copy waiting: "+
+			"the next harvest issues another, unless the unit has had its most copies (harvest --max-copies)", u.Results))
 	case u.Results > 0 && pending > 0:
-		parts = append(parts, fmt.Sprintf("%d of %d successful results: waiting for another copy", u.Results-u.Failed, Quorum(u.Copies)))
+		parts = append(parts, fmt.Sprintf("%d of %d successful results: waiting for another copy", ok, Quorum(u.Copies)))
 	}
 	if u.Failed > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s failed", u.Failed, plural(u.Failed, "copy", "copies")))
@@ -135,8 +137,8 @@ func (u *StuckUnit) reason() string {
 	case u.Submitted > 0:
 		parts = append(parts, fmt.Sprintf("submitted %s, no result", ago(u.Waiting)))
 	case u.Prepared > 0:
-		parts = append(parts, fmt.Sprintf("prepared %s, not acknowledged by its replicas: submit again", ago(u.Waiting)))
-	case u.Status != UnitInconclusive:
+		parts = append(parts, fmt.Sprintf("prepared %s, not acknowledged by its replicas: run 'up project submit' on %s again", ago(u.Waiting), u.Batch))
+	case !disagree:
 		parts = append(parts, "no copy waiting: the next harvest validates it")
 	}
 	return strings.Join(parts, "; ")

@@ -27,6 +27,11 @@ func TestReportStuckUnits(t *testing.T) {
 	if got := validateAt(t, l, m(33), disIDs[0]); got[0] != UnitInconclusive {
 		t.Fatalf("disagreeing unit: %s", got[0])
 	}
+	// The harvest that found them so issues a third copy.
+	if err := l.Prepare([]PreparedJob{{CID: "dis-u0-c2", Unit: disIDs[0], Copy: 2, Signed: []byte{1}, Listing: []byte{2}}}, m(34)); err != nil {
+		t.Fatal(err)
+	}
+	submitAt(t, l, m(60), "dis-u0-c2")
 	lost, _ := fillAt(t, l, "lost", 1, 1, m(7)) // lost, its replacement submitted
 	submitAt(t, l, m(8), lost[0][0])
 	if _, err := l.Unservable([]string{lost[0][0]}, m(20)); err != nil {
@@ -52,10 +57,10 @@ func TestReportStuckUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct{ batch, job, reason string }{
-		{"prep.yaml", "prep-u0-c0", "prepared 2h0m ago, not acknowledged by its replicas: submit again"},
+		{"prep.yaml", "prep-u0-c0", "prepared 2h0m ago, not acknowledged by its replicas: run 'up project submit' on prep.yaml again"},
 		{"sub.yaml", "sub-u0-c0", "submitted 1h58m ago, no result"},
 		{"half.yaml", "half-u0-c1", "1 of 2 successful results: waiting for another copy; submitted 1h56m ago, no result"},
-		{"dis.yaml", "dis-u0-c1", "copies disagree (2 results, no quorum): waiting for another copy to be issued"},
+		{"dis.yaml", "dis-u0-c2", "copies disagree (2 results, no quorum): waiting for a tie-breaker; submitted 1h0m ago, no result"},
 		{"lost.yaml", "lost-u0-c1", "1 copy lost (no node could serve the result); submitted 1h9m ago, no result"},
 		{"unserv.yaml", "unserv-u0-c0", "finished, but no node has served the result for 20m"},
 	}
@@ -97,6 +102,8 @@ func TestReportStuckReasons(t *testing.T) {
 		{StuckUnit{Status: UnitOpen, Copies: 1, Results: 1, Failed: 1},
 			"1 copy failed; no copy waiting: the next harvest validates it"},
 		{StuckUnit{Status: UnitOpen, Copies: 1, Submitted: 1, Waiting: 30 * time.Second}, "submitted 30s ago, no result"},
+		{StuckUnit{Status: UnitInconclusive, Copies: 2, Results: 4, Lost: 1},
+			"copies disagree (4 results, no quorum), no copy waiting: the next harvest issues another, unless the unit has had its most copies (harvest --max-copies); 1 copy lost (no node could serve the result)"},
 	} {
 		if got := c.u.reason(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.u, got, c.want)
