@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -133,7 +130,7 @@ func serveProject(ctx context.Context, s projectServeSetup, data string, out io.
 		return err
 	}
 	defer l.Close()
-	api := &projectAPI{l: l, name: projectName(data), now: time.Now, stuckAfter: s.stuckAfter}
+	api := newProjectAPI(l, projectName(data), s.stuckAfter)
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("HTTP API on %s: %w", s.addr, err)
@@ -165,180 +162,4 @@ func projectName(data string) string {
 		}
 	}
 	return filepath.Base(filepath.Clean(data))
-}
-
-// projectAPI serves the project page's JSON endpoints from a ledger.
-type projectAPI struct {
-	l          *project.Ledger
-	name       string
-	now        func() time.Time
-	stuckAfter time.Duration
-}
-
-// Bounds of the endpoints' lists.
-const (
-	defaultTopN    = 20  // credit, stuck: rows by default
-	maxTopN        = 100 // credit, stuck: rows at most
-	defaultPage    = 50  // results: rows per page by default
-	defaultBuckets = 60  // series: time buckets by default
-)
-
-// handler is the page, its assets and the API, behind web.Guard (token
-// "" for none).
-func (a *projectAPI) handler(token string) http.Handler {
-	mux := http.NewServeMux()
-	web.Mount(mux)
-	mux.Handle("GET /{$}", web.Page("U.P. project "+a.name, projectPageBody, projectPageScript))
-	mux.HandleFunc("GET /api/summary", a.summary)
-	mux.HandleFunc("GET /api/series", a.series)
-	mux.HandleFunc("GET /api/latency", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w)(a.l.Latency(0)) })
-	mux.HandleFunc("GET /api/validation", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w)(a.l.Validation()) })
-	mux.HandleFunc("GET /api/credit", a.credit)
-	mux.HandleFunc("GET /api/stuck", a.stuck)
-	mux.HandleFunc("GET /api/results", a.results)
-	mux.HandleFunc("GET /api/results/{job}", a.download)
-	mux.HandleFunc("GET /api/describe", a.describe)
-	return web.Guard(mux, token)
-}
-
-// writeJSON returns a function writing v as JSON, or err as a 500.
-func writeJSON(w http.ResponseWriter) func(v any, err error) {
-	return func(v any, err error) {
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(v)
-	}
-}
-
-// intParam is the query parameter name of r as an integer in [lo, hi],
-// def when absent; an error naming it otherwise.
-func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
-	s := r.URL.Query().Get(name)
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("%s=%q: want an integer from %d to %d", name, s, lo, hi)
-	}
-	return n, nil
-}
-
-// projectSummary is /api/summary: the project's name and the ledger's
-// counts.
-type projectSummary struct {
-	Project string `json:"project"`
-	project.Summary
-}
-
-func (a *projectAPI) summary(w http.ResponseWriter, _ *http.Request) {
-	s, err := a.l.Summary(a.now())
-	writeJSON(w)(projectSummary{Project: a.name, Summary: s}, err)
-}
-
-// series answers /api/series?buckets=N&span=DURATION: the timeline from
-// the first batch (or span before now, when later) to now.
-func (a *projectAPI) series(w http.ResponseWriter, r *http.Request) {
-	n, err := intParam(r, "buckets", defaultBuckets, 1, project.MaxBuckets)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	now := a.now()
-	from, err := a.l.Span(now)
-	if err != nil {
-		writeJSON(w)(nil, err)
-		return
-	}
-	if s := r.URL.Query().Get("span"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			http.Error(w, fmt.Sprintf("span=%q: want a positive duration such as 1h", s), http.StatusBadRequest)
-			return
-		}
-		if now.Add(-d).After(from) {
-			from = now.Add(-d)
-		}
-	}
-	writeJSON(w)(a.l.Timeline(from, now, n))
-}
-
-func (a *projectAPI) credit(w http.ResponseWriter, r *http.Request) {
-	n, err := intParam(r, "limit", defaultTopN, 0, maxTopN)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	writeJSON(w)(a.l.Leaderboard(n))
-}
-
-func (a *projectAPI) stuck(w http.ResponseWriter, r *http.Request) {
-	n, err := intParam(r, "limit", defaultTopN, 0, maxTopN)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	writeJSON(w)(a.l.StuckUnits(a.now(), a.stuckAfter, n))
-}
-
-func (a *projectAPI) results(w http.ResponseWriter, r *http.Request) {
-	limit, err := intParam(r, "limit", defaultPage, 1, project.MaxResultsPage)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	offset, err := intParam(r, "offset", 0, 0, 1<<31-1)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	writeJSON(w)(a.l.ResultsPage(offset, limit))
-}
-
-// download answers /api/results/{job}[?file=NAME]: the result's standard
-// output (unitNNNNNN-JOB.out, as 'up project results' names it), or the
-// output file NAME its job named, as an attachment.
-func (a *projectAPI) download(w http.ResponseWriter, r *http.Request) {
-	job := r.PathValue("job")
-	res, unit, err := a.l.ResultOf(job)
-	if errors.Is(err, project.ErrNoResult) {
-		http.Error(w, err.Error(), http.StatusNotFound)
-		return
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	stdout, files, err := unpackResult(res)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	body, name := stdout, fmt.Sprintf("unit%06d-%s.out", unit, res.CID)
-	if f := r.URL.Query().Get("file"); f != "" {
-		b, ok := files[f]
-		if !ok {
-			http.Error(w, fmt.Sprintf("job %s names no output file %q", job, f), http.StatusNotFound)
-			return
-		}
-		body, name = b, f
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(body)
-}
-
-// describe answers /api/describe?id=JOB|UNIT. Project.Describe is not in
-// this build yet: it says so with 501.
-func (a *projectAPI) describe(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("id") == "" {
-		http.Error(w, "describe: want ?id=JOB or ?id=UNIT", http.StatusBadRequest)
-		return
-	}
-	http.Error(w, "describe is not available in this version of up (Project.Describe has not landed yet)", http.StatusNotImplemented)
 }

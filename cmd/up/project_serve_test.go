@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -123,7 +124,7 @@ func TestProjectServeAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	api := &projectAPI{l: l, name: projectName(dir), now: time.Now, stuckAfter: 10 * time.Minute}
+	api := newProjectAPI(l, projectName(dir), 10*time.Minute)
 	srv := httptest.NewServer(api.handler(""))
 	defer srv.Close()
 
@@ -303,5 +304,59 @@ func TestProjectServeNoLedger(t *testing.T) {
 	code, _, errs := upRun(t, "project", "serve", "--data", t.TempDir(), "--http", "127.0.0.1:0")
 	if code != 1 || !strings.Contains(errs, "no ledger at") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestReportCache: an answer is kept reportFresh, or ten times what
+// computing it took when longer (the control: just after that it is
+// computed again); errors are not kept; the cache holds at most
+// reportCacheSize answers.
+func TestReportCache(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	c := newReportCache(func() time.Time { return now })
+	calls := 0
+	compute := func(cost time.Duration) func() ([]byte, error) {
+		return func() ([]byte, error) {
+			calls++
+			now = now.Add(cost)
+			return []byte(fmt.Sprint(calls)), nil
+		}
+	}
+	get := func(key string, cost time.Duration) string {
+		t.Helper()
+		b, err := c.get(key, compute(cost))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	steps := []struct {
+		advance time.Duration
+		cost    time.Duration
+		want    string
+	}{
+		{0, time.Millisecond, "1"},
+		{900 * time.Millisecond, 0, "1"},               // within reportFresh
+		{200 * time.Millisecond, 2 * time.Second, "2"}, // stale: computed again, in 2 s
+		{19 * time.Second, 0, "2"},                     // fresh for 10 × 2 s
+		{2 * time.Second, 0, "3"},
+	}
+	for i, s := range steps {
+		now = now.Add(s.advance)
+		if got := get("a", s.cost); got != s.want {
+			t.Fatalf("step %d: %s, want %s", i, got, s.want)
+		}
+	}
+	if _, err := c.get("b", func() ([]byte, error) { return nil, fmt.Errorf("boom") }); err == nil {
+		t.Fatal("error lost")
+	}
+	if got := get("b", 0); got != "4" {
+		t.Fatalf("after an error: %s, want a fresh answer", got)
+	}
+	for i := range 2 * reportCacheSize {
+		get(fmt.Sprint("k", i), 0)
+	}
+	if n := len(c.entries); n > reportCacheSize {
+		t.Fatalf("%d answers kept, want at most %d", n, reportCacheSize)
 	}
 }
