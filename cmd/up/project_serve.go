@@ -93,7 +93,7 @@ few seconds.
 other address, every request needs the token of DATA/http.token (created
 on first use, printed at start): open the page as /?token=TOKEN once, or
 send "Authorization: Bearer TOKEN".`,
-		Example: `  up project serve --data lhc                  # then open http://127.0.0.1:8060/
+		Example: `  up project serve --data lhc                       # then open http://127.0.0.1:8060/
   up project serve --data lhc --http 0.0.0.0:8060   # from other machines, with the token it prints`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
