@@ -220,7 +220,7 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 	c.track(cid, project, "claimed")
 	defer c.untrack(cid)
 	submitted := false
-	unit := "" // set once the job's unit is marked as run here
+	unit := ""             // set once the job's unit is marked as run here
 	step := wire.SkipFetch // the reason of a release in the step under way
 	defer func() {
 		if !submitted {
