@@ -220,7 +220,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	ep.Handle(wire.ProtoConfirm, 1<<20, clients, s.handleConfirm)
 	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
 	ep.Handle(wire.ProtoCertify, 1<<20, clients, s.handleCertify)
-	ep.Handle(wire.ProtoJobExplain, 256, explainers, s.handleExplain)
+	ep.Handle(wire.ProtoJobExplain, wire.MaxJobKeyLen+64, explainers, s.handleExplain)
 	return s, nil
 }
 

@@ -35,7 +35,7 @@ func (s *Server) declineLocked(keyword string, d declines, now int64) {
 var explainers = []certs.Role{certs.RoleProject, certs.RoleNode}
 
 func (s *Server) registerExplain() {
-	s.ep.Handle(wire.ProtoIndexExplain, 1024, explainers, s.handleExplain)
+	s.ep.Handle(wire.ProtoIndexExplain, wire.MaxQueryBytes+wire.MaxJobKeyLen+64, explainers, s.handleExplain)
 }
 
 // handleExplain answers ProtoIndexExplain. It changes nothing.
