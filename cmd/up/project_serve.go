@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,9 +36,11 @@ var (
 
 // projectServeFlags are the flags of 'up project serve'.
 type projectServeFlags struct {
-	data       string
-	http       string
-	stuckAfter time.Duration
+	data          string
+	http          string
+	stuckAfter    time.Duration
+	bootstrap     []string
+	bootstrapFile string
 }
 
 // projectServeSetup is what the flags of 'up project serve' ask for.
@@ -48,6 +51,9 @@ type projectServeSetup struct {
 	// stuckAfter is how long a unit goes without a canonical result
 	// before the page lists it as stuck.
 	stuckAfter time.Duration
+	// describe, when set (--bootstrap given), joins the overlay to
+	// answer /api/describe; nil: the page cannot describe.
+	describe *projectConn
 }
 
 // parse checks the flags: --data given, --http a host:port, --stuck-after
@@ -73,6 +79,13 @@ func (f projectServeFlags) parse() (projectServeSetup, error) {
 	if !web.Loopback(f.http) {
 		s.tokenFile = filepath.Join(f.data, web.TokenFile)
 	}
+	if len(f.bootstrap) > 0 || f.bootstrapFile != "" {
+		if _, err := parseBootstrap(f.bootstrap); err != nil {
+			return projectServeSetup{}, err
+		}
+		s.describe = &projectConn{data: f.data, bootstrap: f.bootstrap, bootstrapFile: f.bootstrapFile,
+			quiet: true, logLevel: "error", logFormat: "text"}
+	}
 	return s, nil
 }
 
@@ -89,12 +102,19 @@ func newProjectServeCmd() *cobra.Command {
 for the other, and it needs no network. The page updates itself every
 few seconds.
 
+With --bootstrap, the page also describes a job or unit (why it is not
+running, as 'up project describe'): each describe joins the overlay for
+its few seconds, as a project command would, so it waits while another
+project command runs (the data directory is locked) and that command
+waits for it.
+
 --http is 127.0.0.1:8060 by default: this machine only. Bound to any
 other address, every request needs the token of DATA/http.token (created
 on first use, printed at start): open the page as /?token=TOKEN once, or
 send "Authorization: Bearer TOKEN".`,
 		Example: `  up project serve --data lhc                       # then open http://127.0.0.1:8060/
-  up project serve --data lhc --http 0.0.0.0:8060   # from other machines, with the token it prints`,
+  up project serve --data lhc --http 0.0.0.0:8060   # from other machines, with the token it prints
+  up project serve --data lhc --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3Koo...   # and describe stuck units`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := f.parse()
@@ -110,6 +130,8 @@ send "Authorization: Bearer TOKEN".`,
 	fl.StringVar(&f.data, "data", "", "project data directory (required)")
 	fl.StringVar(&f.http, "http", f.http, "address to serve the page on, host:port; beyond loopback a token is required (DATA/http.token)")
 	fl.DurationVar(&f.stuckAfter, "stuck-after", f.stuckAfter, "list a unit as stuck when it has no canonical result this long after its first job was prepared")
+	fl.StringSliceVar(&f.bootstrap, "bootstrap", nil, bootstrapHelp+"; enables describe on the page")
+	fl.StringVar(&f.bootstrapFile, "bootstrap-file", "", bootstrapFileHelp)
 	return cmd
 }
 
@@ -131,6 +153,9 @@ func serveProject(ctx context.Context, s projectServeSetup, data string, out io.
 	}
 	defer l.Close()
 	api := newProjectAPI(l, projectName(data), s.stuckAfter)
+	if s.describe != nil {
+		api.describer = connDescriber(s.describe)
+	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("HTTP API on %s: %w", s.addr, err)
@@ -162,4 +187,20 @@ func projectName(data string) string {
 		}
 	}
 	return filepath.Base(filepath.Clean(data))
+}
+
+// connDescriber describes through c: it opens the project (data
+// directory lock, overlay), describes and closes, one describe at a time.
+func connDescriber(c *projectConn) describer {
+	var mu sync.Mutex
+	return func(ctx context.Context, id string) (*project.Description, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		p, l, done, err := c.open(ctx, io.Discard)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		return p.Describe(ctx, l, id)
+	}
 }

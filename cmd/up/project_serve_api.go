@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,17 @@ type projectAPI struct {
 	now        func() time.Time
 	stuckAfter time.Duration
 	cache      *reportCache
+	// describer answers /api/describe; nil when serve has no network
+	// (no --bootstrap).
+	describer describer
 }
+
+// describer describes a job or unit of the project ('up project
+// describe').
+type describer func(ctx context.Context, id string) (*project.Description, error)
+
+// describeTimeout bounds one describe from the page.
+const describeTimeout = 30 * time.Second
 
 func newProjectAPI(l *project.Ledger, name string, stuckAfter time.Duration) *projectAPI {
 	return &projectAPI{l: l, name: name, now: time.Now, stuckAfter: stuckAfter, cache: newReportCache(time.Now)}
@@ -198,14 +209,31 @@ func (a *projectAPI) download(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// describe answers /api/describe?id=JOB|UNIT. Project.Describe is not in
-// this build yet: it says so with 501.
+// describe answers /api/describe?id=JOB|UNIT with Project.Describe's
+// description; 501 when serve was started without --bootstrap.
 func (a *projectAPI) describe(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("id") == "" {
+	id := r.URL.Query().Get("id")
+	if id == "" {
 		http.Error(w, "describe: want ?id=JOB or ?id=UNIT", http.StatusBadRequest)
 		return
 	}
-	http.Error(w, "describe is not available in this version of up (Project.Describe has not landed yet)", http.StatusNotImplemented)
+	if a.describer == nil {
+		http.Error(w, "describe needs the network: start 'up project serve' with --bootstrap", http.StatusNotImplemented)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), describeTimeout)
+	defer cancel()
+	d, err := a.describer(ctx, id)
+	switch {
+	case errors.Is(err, project.ErrNotDescribed):
+		http.Error(w, fmt.Sprintf("describe: %v", err), http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, fmt.Sprintf("describe %s: %v", id, err), http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(d)
 }
 
 // Freshness of a cached report: at least reportFresh, and

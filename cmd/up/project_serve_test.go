@@ -115,8 +115,8 @@ func keys(m map[string]any) []string {
 
 // TestProjectServeAPI: every endpoint answers JSON of its shape from a
 // ledger of a few units; a result downloads as an attachment; bad
-// parameters are 400, an unknown job 404, describe 501 until
-// Project.Describe lands; the page and its assets are served.
+// parameters are 400, an unknown job 404, describe 501 without the
+// network (no --bootstrap); the page and its assets are served.
 func TestProjectServeAPI(t *testing.T) {
 	dir := servedLedger(t)
 	l, err := project.OpenLedgerReader(filepath.Join(dir, "ledger.db"))

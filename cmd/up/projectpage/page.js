@@ -56,16 +56,48 @@ up.poll("/api/credit?limit=20", 5000, c => {
   ], c.top, "no results yet");
 });
 
+// describe shows why a job (or each job of a unit) is not running: the
+// verdict with what would make it run, then what its replicas and index
+// nodes said, each attributed to its node.
 async function describe(id) {
-  const pre = document.getElementById("p-describe");
-  pre.hidden = false;
-  pre.textContent = "describe " + id + "…";
+  const out = document.getElementById("p-describe");
+  out.replaceChildren(up.el("p", {class: "muted"}, "describing " + id + "… (asking the job's nodes)"));
+  let d;
   try {
-    pre.textContent = JSON.stringify(await up.get("/api/describe?id=" + encodeURIComponent(id)), null, 2);
+    d = await up.get("/api/describe?id=" + encodeURIComponent(id));
   } catch (err) {
-    pre.textContent = String(err.message || err);
+    out.replaceChildren(up.el("p", {class: "bad"}, String(err.message || err)));
+    return;
+  }
+  out.replaceChildren();
+  for (const j of d.jobs || []) {
+    out.append(up.el("h3", {}, "job " + f.short(j.job, 24) + " (unit " + j.unit + ", copy " + j.copy + "): " + j.ledger_state + ", application " + j.app));
+    out.append(up.el("ul", {class: "verdict"}, ...(j.verdict || []).map(r =>
+      up.el("li", {"data-code": r.code}, up.el("strong", {}, r.why), r.fix ? up.el("span", {class: "muted"}, " → " + r.fix) : null))));
+    const replicas = up.el("div", {});
+    up.table(replicas, [
+      {key: "node", label: "replica", fmt: v => f.short(v)}, {key: "state", label: "state", fmt: (v, a) => a.error || v || (a.held ? "" : "not held")},
+      {key: "results", label: "results", cls: "num"}, {key: "releases", label: "releases", cls: "num"},
+      {key: "notes", label: "latest reasons", fmt: notes => (notes || []).map(n => n.reason).join("; ")},
+    ], j.replicas, "no replica answered");
+    const index = up.el("div", {});
+    up.table(index, [
+      {key: "keyword", label: "keyword"}, {key: "node", label: "index node", fmt: v => f.short(v)},
+      {key: "listed", label: "listed", fmt: (v, a) => a.error || (v ? "yes" : "no")},
+      {key: "queries", label: "queries", cls: "num"},
+      {key: "last_query_s", label: "last query", cls: "num", fmt: v => v < 0 ? "never" : f.ago(v)},
+      {key: "declines", label: "declines", cls: "num"},
+      {key: "notes", label: "latest reasons", fmt: notes => (notes || []).map(n => n.reason).join("; ")},
+    ], j.index, "no index node answered");
+    out.append(replicas, index);
   }
 }
+
+document.getElementById("p-describe-form").addEventListener("submit", ev => {
+  ev.preventDefault();
+  const id = document.getElementById("p-describe-id").value.trim();
+  if (id) describe(id);
+});
 
 function describeButton(id) {
   const b = up.el("button", {type: "button"}, "describe");
