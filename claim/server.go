@@ -26,6 +26,9 @@ type Server[K comparable] struct {
 	// (Changed with deleted), so the log is bounded by the jobs held.
 	claims map[K]*jobClaims
 	seq    uint64 // order of records across jobs, for Log
+	// released holds, per job still held, the releases it took
+	// (NoteRelease); they go with the job.
+	released map[K]*releaseNotes
 }
 
 // Record is one permanent claim a node made, for audit. Released is set
@@ -64,7 +67,7 @@ const maxTemps = 100000
 // and whose confirms allow tSkew ms between the client's claim start and
 // this node's clock.
 func NewServer[K comparable](tClaim, tSkew int64) *Server[K] {
-	return &Server[K]{tClaim: tClaim, tSkew: tSkew, temps: map[K]*Temp{}, claims: map[K]*jobClaims{}}
+	return &Server[K]{tClaim: tClaim, tSkew: tSkew, temps: map[K]*Temp{}, claims: map[K]*jobClaims{}, released: map[K]*releaseNotes{}}
 }
 
 // Grant is the answer to a claim request: the decision, and the start of
@@ -217,6 +220,7 @@ func (s *Server[K]) Changed(key K, st job.State, deleted bool, now int64) {
 	case deleted:
 		delete(s.claims, key)
 		delete(s.temps, key)
+		delete(s.released, key)
 	case st.Phase == job.Finished || st.Phase == job.Collected:
 		if jc := s.claims[key]; jc != nil {
 			jc.closed = true

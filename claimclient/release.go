@@ -17,14 +17,16 @@ import (
 // index entries and, seeing the job ready again, ends their quarantine at
 // once; released first, it would offer the job to clients that then lose
 // it at a replica still holding this claim, and the entry would stay
-// quarantined for T_quarantine.
-func (c *Claimer) Release(ctx context.Context, cl *Claim) {
+// quarantined for T_quarantine. why is the reason the replicas record
+// (attributed to this client) for the project to read.
+func (c *Claimer) Release(ctx context.Context, cl *Claim, why wire.SkipReason) {
 	c.releaseStarted(cl.Job)
 	defer c.drop(cl.Job)
 	if err := cl.Certified(ctx); err != nil {
 		return
 	}
 	req := c.releaseReq(cl.Job, cl.Start)
+	req.Reason = why
 	nodes := ids(cl.Nodes)
 	var errs []error
 	for _, part := range [][]string{nodes[min(1, len(nodes)):], nodes[:min(1, len(nodes))]} {

@@ -284,7 +284,7 @@ func TestSameClientClaimsOnce(t *testing.T) {
 			t.Fatalf("replica state %+v, want the claim started at %d", st, won.Start)
 		}
 	}
-	cl.Release(ctx, won)
+	cl.Release(ctx, won, wire.SkipUnknown)
 	cn.clock.Advance(time.Millisecond) // the release lapses the claim
 	again, err := cl.Claim(ctx, key)
 	if err != nil {

@@ -173,7 +173,7 @@ func TestSignedReleaseSyncs(t *testing.T) {
 	}
 	w := cn.winClaim(t, "winner", key)
 	cn.net.Node(deaf).Endpoint().Handle(wire.ProtoRelease, 1024, []certs.Role{certs.RoleClient}, refuse)
-	w.c.Release(context.Background(), w.cl)
+	w.c.Release(context.Background(), w.cl, wire.SkipUnknown)
 	for _, i := range hs {
 		if i != deaf {
 			cn.net.Node(i).Pool().RepublishRound(context.Background())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/wire"
 )
 
 // TestReleaseReachesTheNearestNodeLast: a released claim is given back at
@@ -56,7 +57,7 @@ func TestReleaseReachesTheNearestNodeLast(t *testing.T) {
 		seen = append(seen, others)
 		mu.Unlock()
 	})
-	cl.Release(ctx, won)
+	cl.Release(ctx, won, wire.SkipUnknown)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) == 0 {

@@ -220,6 +220,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	ep.Handle(wire.ProtoConfirm, 1<<20, clients, s.handleConfirm)
 	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
 	ep.Handle(wire.ProtoCertify, 1<<20, clients, s.handleCertify)
+	ep.Handle(wire.ProtoJobExplain, wire.MaxJobKeyLen+64, explainers, s.handleExplain)
 	return s, nil
 }
 
@@ -474,7 +475,8 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 		s.pool.Resync(req.Job)
 	}
 	if ok {
-		if rel, mine := claim.Release(h.State, client, s.now().UnixMilli()); mine {
+		rel, mine := claim.Release(h.State, client, s.now().UnixMilli())
+		if mine {
 			if _, err := s.pool.ApplyProven(req.Job, rel, s.releaseProof(req, rel, from)); err != nil {
 				return nil, err
 			}
@@ -482,6 +484,7 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 			s.srv.MarkReleased(string(req.Job), func(r claim.Record) bool { return string(r.Client) == string(client) })
 			s.mu.Unlock()
 		}
+		s.noteRelease(req, from, mine || (ended && req.Reason != wire.SkipUnknown))
 	}
 	return &wire.Ping{}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/wire"
 )
 
 // startSkewedClaimNet is startClaimNet with one clock per node (its claim
@@ -100,7 +101,7 @@ func TestClaimAfterFastClientReleased(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fast client's claim: %v", err)
 	}
-	fast.Release(ctx, cl)
+	fast.Release(ctx, cl, wire.SkipUnknown)
 	_, honest := cn.client(t, "true-clock")
 	cl2, err := honest.Claim(ctx, key)
 	if err != nil {

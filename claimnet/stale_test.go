@@ -54,7 +54,7 @@ func TestStaleClaimResynced(t *testing.T) {
 		func(context.Context, *overlay.Admitted, []byte) (any, error) {
 			return nil, overlay.StatusErr(wire.StatusInternal, errors.New("release lost"))
 		})
-	x.Release(ctx, won)
+	x.Release(ctx, won, wire.SkipUnknown)
 	if st, _ := stale.Pool().State(key); st.Phase != job.Claimed {
 		t.Fatalf("the stale replica holds %s, want the released claim still", st.Phase)
 	}

@@ -242,9 +242,7 @@ func (c *Client) Detach(name string) error {
 	c.pending = slices.DeleteFunc(c.pending, func(ph pendingHit) bool { return ph.project == name })
 	for cid, h := range c.ctl.held {
 		if j := c.jobs[cid]; h.project == name && (j == nil || j.State == "claimed" || j.State == "fetching") {
-			// The job's release then says why. TODO: reason: SkipStopping,
-			// once claimclient.Release takes a reason (errDetached is the
-			// context's cause).
+			// Its context ended, process releases it with SkipStopping.
 			h.cancel(errDetached)
 		}
 	}

@@ -159,7 +159,7 @@ func (c *Client) noteSeen(project string, key []byte, app string) {
 func (c *Client) noteSkip(project string, key []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.exp.decide(project, jobName(key), c.cfg.Now(), "skipped", skipReason(err), errText(err))
+	c.exp.decide(project, jobName(key), c.cfg.Now(), "skipped", decisionReason(err), errText(err))
 }
 
 // noteClaim records a claim's outcome: claimed, lost, or failed.

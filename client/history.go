@@ -92,7 +92,7 @@ func (c *Client) end(h *heldJob, err error) {
 		f.Outcome, f.Reason, f.Error = "failed", wire.SkipFailed.String(), err.Error()
 	default:
 		f.Outcome, f.Error = "released", err.Error()
-		f.Reason = skipReason(err)
+		f.Reason = decisionReason(err)
 		if stopped := context.Cause(h.ctx); stopped != nil && !errors.Is(err, ErrSameUnit) {
 			f.Reason = wire.SkipStopping.String()
 			if errors.Is(stopped, errDetached) {
@@ -107,16 +107,13 @@ func (c *Client) end(h *heldJob, err error) {
 	c.exp.decide(h.project, h.cid, now, f.Outcome, f.Reason, f.Error)
 }
 
-// skipReason names why a job was skipped or released, from the error
-// that stopped it, in wire.SkipReason's words.
-func skipReason(err error) string {
-	switch {
-	case errors.Is(err, ErrNotAllowed), errors.Is(err, runner.ErrNotAllowed):
-		return wire.SkipNotAllowed.String()
-	case errors.Is(err, ErrSameUnit):
-		return wire.SkipSameUnit.String()
-	case errors.Is(err, ErrNoBlobs):
-		return wire.SkipNoBlobs.String()
+// decisionReason names why a job was skipped or released, from the
+// error that stopped it, in wire.SkipReason's words (skipReason), or "job
+// of another project".
+func decisionReason(err error) string {
+	switch why := skipReason(err); {
+	case why != wire.SkipUnknown:
+		return why.String()
 	case errors.Is(err, errOtherProject):
 		return "job of another project"
 	case errors.Is(err, errStopping), errors.Is(err, errDetached), errors.Is(err, context.Canceled):

@@ -58,7 +58,7 @@ func (c *Client) RunOne(ctx context.Context, project string) (ran bool, err erro
 		if claimed != nil {
 			err := c.process(ctx, project, claimed.cl, claimed.v)
 			if isSkip(err) { // claimed unvetted, released: pass it over from now on
-				c.skip(project, claimed.cl.Job, "", "")
+				c.skip(project, claimed.cl.Job, "", "", skipReason(err))
 			}
 			return true, err
 		}
@@ -93,7 +93,7 @@ func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit)
 			if v != nil {
 				unit = v.unit
 			}
-			c.skip(project, h.Job, unit, ph.from)
+			c.skip(project, h.Job, unit, ph.from, skipReason(err))
 			c.noteSkip(project, h.Job, err)
 			c.log.Debug("job skipped", "job", jobName(h.Job), "project", project, "err", err)
 			skips++
@@ -227,14 +227,15 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 	c.track(cid, project, "claimed")
 	defer c.untrack(cid)
 	submitted := false
-	unit := "" // set once the job's unit is marked as run here
+	unit := ""             // set once the job's unit is marked as run here
+	step := wire.SkipFetch // the reason of a release in the step under way
 	defer func() {
 		if !submitted {
 			if unit != "" {
 				// Not run after all: another copy of the unit may run here.
 				c.forgetUnit(unit)
 			}
-			c.claimer.Release(context.WithoutCancel(ctx), cl)
+			c.claimer.Release(context.WithoutCancel(ctx), cl, releaseReason(ctx, err, step))
 			c.log.Info("job released", "job", cid, "project", project, "err", err)
 			c.mu.Lock()
 			c.released++
@@ -262,12 +263,14 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 		return fmt.Errorf("job %s: %w", cid, err)
 	}
 	c.track(cid, project, "running")
+	step = wire.SkipFailed
 	started := c.cfg.Now()
 	out, runErr := c.cfg.Runner.Run(ctx, c.task(spec, inputs, module))
 	if runErr != nil {
 		return fmt.Errorf("job %s: run %s: %w", cid, spec.App, runErr)
 	}
 	c.track(cid, project, "submitting")
+	step = wire.SkipUnknown
 	id := c.cfg.Agent.Identity()
 	inner := result.Inner{
 		Job: signed.Key(), ClientCert: id.Cert.Raw, Output: resultOutput(spec, out), ExitCode: int32(out.ExitCode),

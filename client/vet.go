@@ -9,6 +9,7 @@ import (
 
 	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/wire"
 )
 
@@ -71,20 +72,22 @@ type skipped struct {
 
 // skipping is, per project, what the next query passes over.
 type skipping struct {
-	jobs    []skipped            // oldest first, at most skipMax
-	at      []peer.ID            // the nodes with declines, in order
-	decline map[peer.ID][][]byte // jobs a node served and this client did not take
+	jobs    []skipped                     // oldest first, at most skipMax
+	at      []peer.ID                     // the nodes with declines, in order
+	decline map[peer.ID][][]byte          // jobs a node served and this client did not take
+	reasons map[peer.ID][]wire.SkipReason // why, parallel to decline
 }
 
 // skip remembers that this client will not take a job an index node
 // served it (from: "" when unknown): the next queries pass it over, and
-// from ends its quarantine, so another client gets it at once.
-func (c *Client) skip(project string, jobKey []byte, unit string, from peer.ID) {
+// from ends its quarantine, so another client gets it at once, and
+// records why (the project reads it with `up project describe`).
+func (c *Client) skip(project string, jobKey []byte, unit string, from peer.ID, why wire.SkipReason) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sk := c.skips[project]
 	if sk == nil {
-		sk = &skipping{decline: map[peer.ID][][]byte{}}
+		sk = &skipping{decline: map[peer.ID][][]byte{}, reasons: map[peer.ID][]wire.SkipReason{}}
 		c.skips[project] = sk
 	}
 	if len(sk.jobs) >= skipMax {
@@ -99,6 +102,7 @@ func (c *Client) skip(project string, jobKey []byte, unit string, from peer.ID) 
 	}
 	if len(sk.decline[from]) < wire.MaxQuerySkips-skipMax {
 		sk.decline[from] = append(sk.decline[from], jobKey)
+		sk.reasons[from] = append(sk.reasons[from], why)
 	}
 }
 
@@ -130,8 +134,9 @@ func (c *Client) skipping(project string) indexclient.Skipping {
 	}
 	var out indexclient.Skipping
 	if len(sk.at) > 0 {
-		out.Node, out.Decline = sk.at[0], sk.decline[sk.at[0]]
+		out.Node, out.Decline, out.Reasons = sk.at[0], sk.decline[sk.at[0]], sk.reasons[sk.at[0]]
 		delete(sk.decline, sk.at[0])
+		delete(sk.reasons, sk.at[0])
 		sk.at = sk.at[1:]
 	}
 	declined := map[string]bool{}
@@ -179,6 +184,33 @@ func (c *Client) find(ctx context.Context, project string) ([]pendingHit, error)
 // failure to vet it).
 func isSkip(err error) bool {
 	return errors.Is(err, ErrSameUnit) || errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrNoBlobs) || errors.Is(err, errOtherProject)
+}
+
+// skipReason is what this client tells the nodes of a job it skips or
+// gives back for err (SkipUnknown when err says nothing it knows).
+func skipReason(err error) wire.SkipReason {
+	switch {
+	case errors.Is(err, ErrSameUnit):
+		return wire.SkipSameUnit
+	case errors.Is(err, ErrNotAllowed), errors.Is(err, runner.ErrNotAllowed):
+		return wire.SkipNotAllowed
+	case errors.Is(err, ErrNoBlobs):
+		return wire.SkipNoBlobs
+	}
+	return wire.SkipUnknown
+}
+
+// releaseReason is the reason of a claimed job given back for err while
+// the step whose reason is step was under way: a reason err names, else
+// stopping when ctx ended, else the step's.
+func releaseReason(ctx context.Context, err error, step wire.SkipReason) wire.SkipReason {
+	switch why := skipReason(err); {
+	case why != wire.SkipUnknown:
+		return why
+	case ctx.Err() != nil:
+		return wire.SkipStopping
+	}
+	return step
 }
 
 // errOtherProject reports an entry of a project's query naming a job of

@@ -72,6 +72,12 @@ type Entry struct {
 	Expires  int64        // ms; rewriting extends it
 	Held     int64        // quarantined until, ms (0: never served)
 	Served   int64        // when last served, ms
+	// ServedN is how many times the entry was served; Declines how many
+	// declines of it clients sent, Notes the latest (at most MaxNotes,
+	// oldest first, copied on write). All kept while the entry is held.
+	ServedN  int
+	Declines int
+	Notes    []Note
 }
 
 func less(a, b *Entry) bool {
@@ -95,6 +101,7 @@ type Table struct {
 	cfg     Config
 	buckets map[string]*bucket
 	n       int
+	queried queryLog // clients' queries per keyword, for explanations
 }
 
 // NewTable returns an empty table.
@@ -148,6 +155,7 @@ func (t *Table) Put(e Entry, now int64) bool {
 		return false
 	}
 	e.Expires, e.Held, e.Served, e.WriterAt = now+t.cfg.Expiry, 0, 0, now
+	e.ServedN, e.Declines, e.Notes = 0, 0, nil
 	ep := &e
 	b.byJob[string(e.Job)] = ep
 	b.tree.ReplaceOrInsert(ep)
@@ -264,6 +272,7 @@ func (t *Table) Select(q *Query, keyword string, n int, now int64, rng *rand.Ran
 // reports (nil: none): they are passed over as if they did not match, so
 // the l oldest are drawn from the entries the asker may take.
 func (t *Table) SelectSkipping(q *Query, keyword string, n int, now int64, rng *rand.Rand, skip func(job []byte) bool) []Entry {
+	t.queried.add(keyword, now)
 	b := t.bucket(keyword, false)
 	if b == nil || n <= 0 {
 		return nil
@@ -287,6 +296,7 @@ func (t *Table) SelectSkipping(q *Query, keyword string, n int, now int64, rng *
 	out := make([]Entry, len(cands))
 	for i, e := range cands {
 		e.Held, e.Served = now+t.cfg.Quarantine, now
+		e.ServedN++
 		out[i] = *e
 	}
 	slices.SortFunc(out, func(a, b Entry) int {

@@ -82,6 +82,9 @@ type Skipping struct {
 	// Node, asked first, ends their quarantine (others skip them).
 	Decline [][]byte
 	Node    peer.ID
+	// Reasons are why each job of Decline is declined, in order (nil:
+	// not said); Node records them for the project to read.
+	Reasons []wire.SkipReason
 	// Wait, when set, is called before each query to a node (a client
 	// pacing itself under the nodes' per-client query limit); its error
 	// ends the search.
@@ -112,12 +115,15 @@ func (c *Client) FindSkipping(ctx context.Context, query string, n int, sk Skipp
 	asked := map[peer.ID]bool{}
 	for try := range c.tries {
 		at := sk.Node
-		req.Skip, req.Decline = sk.Skip, sk.Decline
+		req.Skip, req.Decline, req.Reasons = sk.Skip, sk.Decline, nil
+		if len(sk.Reasons) == len(sk.Decline) {
+			req.Reasons = sk.Reasons
+		}
 		if try > 0 || at == "" || c.d.IsMarkedDead(at) {
 			if _, at, err = c.regions.TargetAvoiding(ctx, primary, asked); err != nil {
 				return nil, "", err
 			}
-			req.Skip, req.Decline = append(slices.Clip(sk.Skip), sk.Decline...), nil // declined at sk.Node only
+			req.Skip, req.Decline, req.Reasons = append(slices.Clip(sk.Skip), sk.Decline...), nil, nil // declined at sk.Node only
 		}
 		asked[at] = true
 		if sk.Wait != nil {

@@ -2,6 +2,7 @@ package indexclient
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -191,4 +192,14 @@ func (r *Regions) TargetAvoiding(ctx context.Context, kw string, avoid map[peer.
 	}
 	at, _ := u.Target(skip)
 	return u.Point(), peer.ID(at.ID), nil
+}
+
+// RegionNodes returns every node that can hold part of keyword kw's
+// entries (the walk a harvest makes): the index nodes to ask about it.
+func (c *Client) RegionNodes(ctx context.Context, kw string) ([]peer.ID, error) {
+	nodes, _, err := c.walk(dht.DefaultPurpose(ctx, dht.PurposeHarvest), kw)
+	if err != nil {
+		return nil, fmt.Errorf("walk the region of keyword %q: %w", kw, err)
+	}
+	return nodes, nil
 }

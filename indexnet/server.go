@@ -137,6 +137,7 @@ func New(deps Deps, cfg ServerConfig) (*Server, error) {
 	ep.Handle(wire.ProtoIndexWithdraw, wire.MaxIndexFrame, nodes, s.handleWithdraw)
 	ep.Handle(wire.ProtoIndexQuery, 4<<10, nil, s.handleQuery)
 	ep.Handle(wire.ProtoIndexQuerySkip, wire.MaxQuerySkipFrame, nil, s.handleQuerySkip)
+	s.registerExplain()
 	if !cfg.DisableLoops {
 		s.wg.Add(1)
 		go func() {
@@ -453,12 +454,12 @@ func (s *Server) handleQuery(_ context.Context, from *overlay.Admitted, body []b
 
 // Query answers a query (the local form of the query protocol).
 func (s *Server) Query(req *wire.IndexQueryRequest) (*wire.IndexQueryResponse, error) {
-	return s.query(req, nil, nil)
+	return s.query(req, nil, declines{})
 }
 
 // query answers a query; a worker's (not paging) passes over the jobs in
-// skip and first ends the quarantine of those in decline.
-func (s *Server) query(req *wire.IndexQueryRequest, skip, decline [][]byte) (*wire.IndexQueryResponse, error) {
+// skip and first ends the quarantine of those it declines.
+func (s *Server) query(req *wire.IndexQueryRequest, skip [][]byte, d declines) (*wire.IndexQueryResponse, error) {
 	q, err := index.Parse(req.Query)
 	if err != nil {
 		return nil, err
@@ -481,9 +482,7 @@ func (s *Server) query(req *wire.IndexQueryRequest, skip, decline [][]byte) (*wi
 		}
 		hits, resp.More = s.table.Page(q, req.Keyword, after, int(req.N), now)
 	} else {
-		for _, k := range decline {
-			s.table.Unquarantine(req.Keyword, k)
-		}
+		s.declineLocked(req.Keyword, d, now)
 		hits = s.table.SelectSkipping(q, req.Keyword, int(req.N), now, s.rng, skipper(skip))
 	}
 	s.mu.Unlock()

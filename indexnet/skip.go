@@ -20,7 +20,7 @@ func (s *Server) handleQuerySkip(_ context.Context, from *overlay.Admitted, body
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
-	resp, err := s.QuerySkipping(&req)
+	resp, err := s.querySkipping(string(from.Identity.PublicKey), &req)
 	if err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
@@ -29,12 +29,20 @@ func (s *Server) handleQuerySkip(_ context.Context, from *overlay.Admitted, body
 
 // QuerySkipping answers a worker's query that names the jobs it will not
 // take (the local form of ProtoIndexQuerySkip): the declined entries'
-// quarantine ends, and no skipped or declined job is served.
+// quarantine ends, and no skipped or declined job is served. Its
+// declines are recorded as this node's own.
 func (s *Server) QuerySkipping(req *wire.IndexQuerySkipRequest) (*wire.IndexQueryResponse, error) {
+	return s.querySkipping(string(s.ep.ID()), req)
+}
+
+// querySkipping is QuerySkipping for a query of client (its public key:
+// declines are recorded attributed to it).
+func (s *Server) querySkipping(client string, req *wire.IndexQuerySkipRequest) (*wire.IndexQueryResponse, error) {
 	if req.Query.Page {
 		return nil, fmt.Errorf("query %q: a skipping query cannot page", req.Query.Query)
 	}
-	return s.query(&req.Query, append(req.Skip[:len(req.Skip):len(req.Skip)], req.Decline...), req.Decline)
+	d := declines{client: client, jobs: req.Decline, reasons: req.Reasons}
+	return s.query(&req.Query, append(req.Skip[:len(req.Skip):len(req.Skip)], req.Decline...), d)
 }
 
 // skipper reports the jobs of keys; nil when there are none.

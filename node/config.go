@@ -113,6 +113,10 @@ type Config struct {
 	LibP2PMetrics bool
 	// Version labels the up_build_info metric; empty: the module's version.
 	Version string
+	// SeriesStep is how often the node records a sample of its state
+	// (jobs, index entries, load, moves, connections, request rates) for
+	// GET /api/series, which keeps the last MaxSamples. Default 5 s.
+	SeriesStep time.Duration
 }
 
 func (c *Config) applyDefaults() {
@@ -146,6 +150,9 @@ func (c *Config) applyDefaults() {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
+	if c.SeriesStep == 0 {
+		c.SeriesStep = DefaultSeriesStep
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -163,7 +170,7 @@ func (c *Config) Validate() error {
 		v    time.Duration
 	}{
 		{"HelloTimeout", c.HelloTimeout}, {"CRLReload", c.CRLReload}, {"JoinBackoffMax", c.JoinBackoffMax},
-		{"PeerSaveInterval", c.PeerSaveInterval}, {"StoreSyncInterval", c.StoreSyncInterval},
+		{"PeerSaveInterval", c.PeerSaveInterval}, {"StoreSyncInterval", c.StoreSyncInterval}, {"SeriesStep", c.SeriesStep},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("node config: %s %s is negative", d.name, d.v)

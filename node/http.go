@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/web"
 )
 
 // Status is the node's /status document.
@@ -43,6 +45,9 @@ type Status struct {
 	// DHTServer: the node serves the DHT now, so it sits in routing tables
 	// and may hold jobs and index entries; false for a client-mode node.
 	DHTServer bool `json:"dht_server"`
+	// Revocations are the serial numbers of the certificates revoked by
+	// the revocation list the node holds (number CRLNumber).
+	Revocations Revocations `json:"revocations"`
 }
 
 // Neighbour is a peer near the node's own position.
@@ -84,9 +89,11 @@ func (n *Node) Status() Status {
 	for _, a := range in.ep.Admission().Peers() {
 		st.Admitted[string(a.Role())]++
 	}
-	if rl := in.ep.Admission().Verifier().RevocationList(); rl != nil {
+	rl := in.ep.Admission().Verifier().RevocationList()
+	if rl != nil {
 		st.CRLNumber = rl.Number.Uint64()
 	}
+	st.Revocations = n.revocations(rl)
 	for _, p := range in.dht.NearestLocal(self, 9) {
 		if p == n.ID() {
 			continue
@@ -99,20 +106,50 @@ func (n *Node) Status() Status {
 	return st
 }
 
+// serveHTTP listens on Config.HTTPAddr and serves the API behind
+// web.Guard: beyond loopback, every request must carry the token of
+// DATA/http.token (made at the first such start).
 func (n *Node) serveHTTP() error {
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("HTTP API on %s: %w", n.cfg.HTTPAddr, err)
 	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-		n.log.Warn("HTTP API is reachable beyond this machine", "addr", ln.Addr())
+	token := ""
+	if !web.Loopback(ln.Addr().String()) {
+		path := filepath.Join(n.cfg.DataDir, web.TokenFile)
+		if token, err = web.LoadToken(path); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("HTTP API on %s: %w", ln.Addr(), err)
+		}
+		n.log.Warn("HTTP API is reachable beyond this machine: requests must carry the token", "addr", ln.Addr(), "token_file", path)
 	}
+	n.httpLn = ln
+	n.httpSrv = &http.Server{Handler: web.Guard(n.apiMux(), token), ReadHeaderTimeout: 5 * time.Second}
+	n.goLoop(func() {
+		if err := n.httpSrv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			n.log.Error("HTTP API", "err", err)
+		}
+	})
+	n.log.Info("HTTP API listening", "addr", ln.Addr().String(), "page", "http://"+ln.Addr().String()+"/")
+	return nil
+}
+
+// apiMux routes the API: the page and its assets, /status, /api/series,
+// /evidence and /metrics. Each answer reads counters the node keeps; none
+// looks anything up on the network.
+func (n *Node) apiMux() *http.ServeMux {
 	mux := http.NewServeMux()
+	web.Mount(mux)
+	mux.Handle("GET /{$}", n.page())
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(n.Status())
+	})
+	mux.HandleFunc("GET /api/series", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(n.series.AppendJSON(nil, n.cfg.Now()))
 	})
 	mux.HandleFunc("GET /evidence", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -128,13 +165,5 @@ func (n *Node) serveHTTP() error {
 		g := prometheus.Gatherers{n.cur().ep.Metrics().Registry, build}
 		promhttp.HandlerFor(g, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 	})
-	n.httpLn = ln
-	n.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	n.goLoop(func() {
-		if err := n.httpSrv.Serve(ln); err != nil && err != http.ErrServerClosed {
-			n.log.Error("HTTP API", "err", err)
-		}
-	})
-	n.log.Info("HTTP API listening", "addr", ln.Addr().String())
-	return nil
+	return mux
 }

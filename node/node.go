@@ -43,6 +43,8 @@ type Node struct {
 	started time.Time
 	peers   peerBook
 	lb      *balancenet.Service
+	series  *Sampler                 // GET /api/series
+	revs    atomic.Pointer[revCache] // /status's revocations of the current list
 
 	mu   sync.RWMutex
 	inst *instance
@@ -74,6 +76,7 @@ func Open(cfg Config) (_ *Node, err error) {
 	}
 	log := cfg.Logger.With("node", id.Name)
 	n := &Node{cfg: cfg, id: id, log: log, started: cfg.Now(), env: overlay.Env{Now: cfg.Now, Seed: cfg.Seed, Logger: log}}
+	n.series = NewSampler(cfg.SeriesStep, MaxSamples)
 	if n.lb, err = n.newBalance(); err != nil {
 		return nil, err
 	}
@@ -141,6 +144,8 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 	in := n.cur()
+	n.Sample() // the series' first sample, whose request rates are unknown
+	n.goLoop(n.sampleLoop)
 	n.running.Store(true)
 	n.log.Info("node started", "peer", n.ID(), "position", in.dht.Self().Short(),
 		"addrs", in.host.Addrs(), "routing_table", in.dht.RoutingTableSize())

@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS units(
 	copies    INTEGER NOT NULL,
 	status    TEXT NOT NULL DEFAULT 'open',
 	canonical TEXT,
+	status_at INTEGER,
 	UNIQUE(batch, idx));
 CREATE INDEX IF NOT EXISTS units_status ON units(status);
 CREATE TABLE IF NOT EXISTS jobs(
@@ -155,8 +156,11 @@ const (
 	qQueueUnits    = `INSERT INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON j.cid = e.value
 		WHERE true ON CONFLICT(unit) DO NOTHING`
 	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2 WHERE cid IN (SELECT value FROM json_each(?3)) AND +state = ?4`
-	// [[unit, status, canonical or null], ...]
-	qSetStatus = `UPDATE units SET status = e.value->>1, canonical = e.value->>2 FROM json_each(?) e WHERE units.id = e.value->>0`
+	// [[unit, status, canonical or null, now], ...]: status_at moves
+	// only when the status changes.
+	qSetStatus = `UPDATE units SET status = e.value->>1, canonical = e.value->>2,
+		status_at = CASE WHEN units.status = e.value->>1 THEN units.status_at ELSE e.value->>3 END
+		FROM json_each(?) e WHERE units.id = e.value->>0`
 	// [[cid, 0 or 1], ...]
 	qGrade = `UPDATE results SET valid = e.value->>1 FROM json_each(?) e WHERE results.cid = e.value->>0`
 	// [[unit, results], ...]: each unit leaves to_validate unless it has

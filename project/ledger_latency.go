@@ -28,25 +28,9 @@ const qHarvestLatencies = `SELECT r.harvested - j.submitted FROM results r CROSS
 // memory (8 bytes a result). Its cost is bounded by the window, whatever
 // the size of the ledger.
 func (l *Ledger) harvestLatency(s *Stats, window int) error {
-	st, err := l.stmt(qHarvestLatencies)
+	ms, err := l.harvestLatencies(window)
 	if err != nil {
 		return err
-	}
-	rows, err := st.Query(window)
-	if err != nil {
-		return fmt.Errorf("ledger: submit→harvest latencies: %w", err)
-	}
-	defer rows.Close()
-	var ms []int64
-	for rows.Next() {
-		var d int64
-		if err := rows.Scan(&d); err != nil {
-			return fmt.Errorf("ledger: submit→harvest latencies: %w", err)
-		}
-		ms = append(ms, d)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("ledger: submit→harvest latencies: %w", err)
 	}
 	s.HarvestTimed = len(ms)
 	if len(ms) == 0 {
@@ -56,6 +40,32 @@ func (l *Ledger) harvestLatency(s *Stats, window int) error {
 	at := func(q float64) time.Duration { return time.Duration(ms[nearestRank(len(ms), q)]) * time.Millisecond }
 	s.HarvestP50, s.HarvestP99 = at(0.50), at(0.99)
 	return nil
+}
+
+// harvestLatencies returns the submit→harvest latencies, in ms, of the
+// latest window results of jobs with a submitted time, latest first.
+func (l *Ledger) harvestLatencies(window int) ([]int64, error) {
+	st, err := l.stmt(qHarvestLatencies)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.Query(window)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: submit→harvest latencies: %w", err)
+	}
+	defer rows.Close()
+	var ms []int64
+	for rows.Next() {
+		var d int64
+		if err := rows.Scan(&d); err != nil {
+			return nil, fmt.Errorf("ledger: submit→harvest latencies: %w", err)
+		}
+		ms = append(ms, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: submit→harvest latencies: %w", err)
+	}
+	return ms, nil
 }
 
 // nearestRank returns the index, in ascending order, of the nearest-rank

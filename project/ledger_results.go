@@ -123,13 +123,17 @@ func (l *Ledger) resultClients(tx *sql.Tx, list string) (map[string][]byte, erro
 }
 
 // migrate brings a ledger written by an older version up to the schema:
-// results.killed, filled from the error text of the results it holds, and
-// jobs.unservable_since (migrateUnservable).
+// results.killed, filled from the error text of the results it holds,
+// jobs.unservable_since (migrateUnservable) and units.status_at
+// (migrateStatusAt).
 func migrate(db *sql.DB) error {
 	if err := migrateKilled(db); err != nil {
 		return err
 	}
-	return migrateUnservable(db)
+	if err := migrateUnservable(db); err != nil {
+		return err
+	}
+	return migrateStatusAt(db)
 }
 
 // migrateKilled adds results.killed to a ledger without it, filled from

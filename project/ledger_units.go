@@ -168,26 +168,28 @@ func (l *Ledger) queuedUnits(after int64, limit int) ([]*unitState, error) {
 	return out, rows.Err()
 }
 
-// SetVerdict records a unit's validation.
+// SetVerdict records a unit's validation, at the time of the machine's
+// clock.
 func (l *Ledger) SetVerdict(unit int64, v Verdict) error {
 	tx, err := l.db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := l.setVerdict(tx, unit, v); err != nil {
+	if err := l.setVerdict(tx, unit, v, time.Now()); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-func (l *Ledger) setVerdict(tx *sql.Tx, unit int64, v Verdict) error {
-	return l.setVerdicts(tx, []unitVerdict{{unit: unit, verdict: &v}})
+func (l *Ledger) setVerdict(tx *sql.Tx, unit int64, v Verdict, now time.Time) error {
+	return l.setVerdicts(tx, []unitVerdict{{unit: unit, verdict: &v}}, now)
 }
 
-// setVerdicts records validations: units' statuses and results' grades,
-// and drops the units that are done from to_validate.
-func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict) error {
+// setVerdicts records validations: units' statuses (with now as
+// status_at where the status changes) and results' grades, and drops the
+// units that are done from to_validate.
+func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict, now time.Time) error {
 	var statuses, grades, done [][]any
 	for _, v := range vs {
 		if v.verdict != nil {
@@ -195,7 +197,7 @@ func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict) error {
 			if v.verdict.Canonical != "" {
 				canonical = v.verdict.Canonical
 			}
-			statuses = append(statuses, []any{v.unit, v.verdict.Status, canonical})
+			statuses = append(statuses, []any{v.unit, v.verdict.Status, canonical, now.UnixMilli()})
 			for cid, ok := range v.verdict.Valid {
 				grade := gradeInvalid
 				switch {
@@ -258,7 +260,7 @@ func (l *Ledger) settle(collected []string, vs []unitVerdict, now time.Time) err
 		if err := l.markCollected(tx, collected, now); err != nil {
 			return err
 		}
-		return l.setVerdicts(tx, vs)
+		return l.setVerdicts(tx, vs, now)
 	})
 }
 

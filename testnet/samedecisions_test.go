@@ -17,6 +17,7 @@ import (
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/testnet/sim"
+	"github.com/up-pool/up/wire"
 )
 
 // scriptStep is one step of a claim script: a client claims the job, or
@@ -194,7 +195,7 @@ func runNodeScript(t *testing.T, seed uint64, deny []int, clocks map[int]time.Du
 				won[st.client] = c
 			}
 		case "release":
-			cl.Release(ctx, won[st.client])
+			cl.Release(ctx, won[st.client], wire.SkipUnknown)
 			delete(won, st.client)
 		}
 	}

@@ -62,7 +62,7 @@ func (r SkipReason) Valid() bool { return r < maxSkipReason }
 // clock: a duration, never a time).
 type ExplainNote struct {
 	_      struct{} `cbor:",toarray"`
-	Client []byte   // peer ID of the client that released or declined
+	Client []byte   // the client that released or declined: its certificate's public key, as job states name clients
 	Reason SkipReason
 	AgeMS  int64
 }
@@ -96,7 +96,8 @@ type JobExplainResponse struct {
 	// State is the replica's state of the job: "open", "granted",
 	// "claimed", "done" (a result held), "collected".
 	State string
-	// Claimant is the client holding the claim (peer ID; empty if none),
+	// Claimant is the client holding the claim (its public key, as in
+	// job.State.Client; empty if none),
 	// ClaimAgeMS how long ago its claim started on this node's clock.
 	Claimant   []byte
 	ClaimAgeMS int64

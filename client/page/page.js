@@ -41,7 +41,7 @@ function showStatus(st) {
   up.table("c-running", [
     {key: "project", label: "project"}, {key: "app", label: "application"}, {key: "state", label: "state"},
     {key: "elapsed_s", label: "elapsed", cls: "num", fmt: f.dur},
-    {key: "limits", label: "limits (wall, CPU, memory)", fmt: l => l ? f.dur(l.wall_s) + ", " + f.dur(l.cpu_s) + ", " + f.bytes(l.memory) : ""},
+    {key: "limits", label: "limits (wall, CPU, memory)", fmt: l => l ? f.dur(l.wall_s) + ", " + f.dur(l.cpu_s) + ", " + (l.memory_bytes ? f.bytes(l.memory_bytes) : "no memory bound") : ""},
     {key: "job", label: "job", fmt: f.short},
   ], st.running, "no job running");
   const projects = st.projects || Object.keys(st.debts_s || {}).map(name => ({name, attached: true, debt_s: st.debts_s[name]}));
@@ -62,11 +62,15 @@ function showExplain(ex) {
   const rows = [];
   for (const p of ex.projects || []) {
     for (const j of p.jobs || []) rows.push(Object.assign({project: p.name}, j));
-    if (!(p.jobs || []).length) rows.push({project: p.name, decision: p.summary || "nothing seen yet"});
+    if (!(p.jobs || []).length) rows.push({project: p.name, decision: "no job seen yet"});
+  }
+  const sums = document.getElementById("c-explain-summary");
+  if (sums) {
+    sums.replaceChildren(...(ex.projects || []).map(p => up.el("li", {}, up.el("strong", {}, p.name + ": "), p.summary || "")));
   }
   up.table("c-explain", [
     {key: "project", label: "project"}, {key: "job", label: "job", fmt: f.short},
-    {key: "app", label: "application"}, {key: "decision", label: "decision"}, {key: "reason", label: "why"},
+    {key: "app", label: "application"}, {key: "decision", label: "decision"}, {key: "reason", label: "why", fmt: (v, j) => v || j.detail || ""},
     {key: "age_s", label: "when", cls: "num", fmt: v => v === undefined ? "" : f.ago(v)},
   ], rows, "nothing queried yet");
 }
@@ -78,7 +82,8 @@ function showHistory(h) {
     {key: "cpu_s", label: "CPU", cls: "num", fmt: f.dur},
     {key: "age_s", label: "finished", cls: "num", fmt: v => v === undefined ? "" : f.ago(v)},
     {key: "job", label: "job", fmt: f.short},
-  ], (h.jobs || h || []).slice().reverse(), "no job finished yet");
+    {key: "reason", label: "why given back", fmt: (v, j) => v || j.error || ""},
+  ], h.jobs || [], "no job finished yet");
 }
 
 const refresh = up.poll("/status", 2000, showStatus);

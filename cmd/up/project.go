@@ -30,7 +30,7 @@ results later; its data directory holds its keys and the ledger
 (ledger.db, SQLite), which records every job and result durably, so a
 crashed or interrupted command can simply be run again.`,
 	}
-	cmd.AddCommand(newProjectInitCmd(), newProjectSubmitCmd(), newProjectHarvestCmd(), newProjectStatusCmd(), newProjectResultsCmd())
+	cmd.AddCommand(newProjectInitCmd(), newProjectSubmitCmd(), newProjectHarvestCmd(), newProjectStatusCmd(), newProjectResultsCmd(), newProjectServeCmd(), newProjectDescribeCmd())
 	return cmd
 }
 

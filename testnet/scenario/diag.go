@@ -129,7 +129,7 @@ func (rr *realRun) claimViewDiag(ctx context.Context, b *strings.Builder, nameOf
 		cl, err := probe.ClaimAt(ctx, key, nil)
 		if err == nil {
 			fmt.Fprintf(b, "  a claim by client 1 now: won, asked %s\n", names(cl.Nodes))
-			probe.Release(ctx, cl)
+			probe.Release(ctx, cl, wire.SkipUnknown)
 		} else {
 			fmt.Fprintf(b, "  a claim by client 1 now: %v\n", err)
 		}

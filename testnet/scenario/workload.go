@@ -18,6 +18,7 @@ import (
 	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
+	"github.com/up-pool/up/wire"
 )
 
 // idle is how long a run may go without a submission, claim, result or
@@ -284,7 +285,7 @@ func (rr *realRun) won(ctx context.Context, c int, w *party, cl *claimclient.Cla
 		if ctx.Err() == nil {
 			rr.addErr("client %d: %v", c+1, err)
 		}
-		w.claimer.Release(context.WithoutCancel(ctx), cl)
+		w.claimer.Release(context.WithoutCancel(ctx), cl, wire.SkipUnknown)
 		rr.ended(cl.Job, c)
 		rr.mu.Lock()
 		if rr.heldJobs[string(cl.Job)] {
