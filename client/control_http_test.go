@@ -77,6 +77,9 @@ func TestControlAPI(t *testing.T) {
 	if code, v := postJSON(t, srv.URL+"/api/detach", `{"project": "cms"}`); code != http.StatusOK || !strings.Contains(mustJSON(v), `{"attached":false,"name":"cms","share":25}`) {
 		t.Fatalf("detach: %d %v", code, v)
 	}
+	if code, body := getBody(t, srv.URL+"/"); code != http.StatusOK || !strings.Contains(body, "/api/explain") && !strings.Contains(body, "<script") {
+		t.Errorf("GET /: %d %.200s; want the client's page", code, body)
+	}
 	if code, _ := getBody(t, srv.URL+"/api/pause"); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /api/pause: %d, want 405", code)
 	}

@@ -33,7 +33,8 @@ func (c *Client) countQuery(n int, err error) {
 	c.mu.Unlock()
 }
 
-// Handler serves the client's local HTTP API: GET /status (the Status as
+// Handler serves the client's local HTTP API: GET / (the client's web
+// page), GET /status (the Status as
 // JSON), GET /metrics (Prometheus: the client's counters and claim
 // latency histogram, its overlay endpoint's and up_build_info labelled
 // with version), and the everyday controls (see apiRoutes); 404
@@ -47,6 +48,7 @@ func (c *Client) Handler(version string) http.Handler {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Status()) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
 	c.apiRoutes(mux)
+	mux.Handle("GET /{$}", page())
 	return mux
 }
 
