@@ -13,6 +13,7 @@ import (
 
 	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/web"
 )
 
 // countQuery counts an index query by its result: found (n entries),
@@ -49,6 +50,7 @@ func (c *Client) Handler(version string) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
 	c.apiRoutes(mux)
 	mux.Handle("GET /{$}", page())
+	web.Mount(mux)
 	return mux
 }
 

@@ -257,6 +257,17 @@ func (b *Browser) Click(selector string) {
 	}
 }
 
+// SetValue sets the value of the first input selector matches, as if
+// typed.
+func (b *Browser) SetValue(selector, value string) {
+	b.t.Helper()
+	ctx, cancel := b.action()
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(selector), value)); err != nil {
+		b.t.Fatalf("set %s: %v", selector, err)
+	}
+}
+
 // Screenshot writes a PNG of the whole page to path.
 func (b *Browser) Screenshot(path string) {
 	b.t.Helper()
