@@ -71,7 +71,9 @@ func startPagesRun(t *testing.T, ctx context.Context) *pagesRun {
 	}
 	t.Cleanup(func() { reader.Close() })
 	api := newProjectAPI(reader, "pages", time.Minute)
-	api.describer = func(ctx context.Context, id string) (*project.Description, error) { return r.p.Describe(ctx, r.ledger, id) }
+	api.describer = func(ctx context.Context, id string) (*project.Description, error) {
+		return r.p.Describe(ctx, r.ledger, id)
+	}
 	r.proj = serveTest(t, api.handler(""))
 	r.startClient(filepath.Join(dir, "volunteer"))
 	return r
