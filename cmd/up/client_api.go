@@ -18,6 +18,24 @@ import (
 // --token is not set.
 const tokenEnv = "UP_TOKEN"
 
+// tokenHelp is the help of every --token flag.
+const tokenHelp = "the API's token (DATA/" + web.TokenFile + "), needed when the API is not on loopback; default $" + tokenEnv
+
+// apiTokenOr is flag, or else the token in getenv(tokenEnv).
+func apiTokenOr(flag string, getenv func(string) string) string {
+	if flag != "" {
+		return flag
+	}
+	return strings.TrimSpace(getenv(tokenEnv))
+}
+
+// nodeAPI is a running node's HTTP API: its address (host:port or URL)
+// and token ("": none sent).
+type nodeAPI struct {
+	addr  string
+	token string
+}
+
 // clientAPIFlags are the flags that reach a running client's HTTP API.
 type clientAPIFlags struct {
 	addr  string
@@ -27,7 +45,7 @@ type clientAPIFlags struct {
 // bindClientAPIFlags registers --http and --token on f.
 func bindClientAPIFlags(f *pflag.FlagSet, fl *clientAPIFlags) {
 	f.StringVar(&fl.addr, "http", fl.addr, "the client's HTTP API: host:port or http(s)://host:port (required)")
-	f.StringVar(&fl.token, "token", fl.token, "the API's token (DATA/"+web.TokenFile+"), needed when the API is not on loopback; default $"+tokenEnv)
+	f.StringVar(&fl.token, "token", fl.token, tokenHelp)
 }
 
 // clientAPI is a running client's HTTP API: its base URL and token.
@@ -46,11 +64,7 @@ func (f clientAPIFlags) parse(getenv func(string) string) (clientAPI, error) {
 	if err != nil {
 		return clientAPI{}, err
 	}
-	tok := f.token
-	if tok == "" {
-		tok = strings.TrimSpace(getenv(tokenEnv))
-	}
-	return clientAPI{base: strings.TrimSuffix(u, "/status"), token: tok}, nil
+	return clientAPI{base: strings.TrimSuffix(u, "/status"), token: apiTokenOr(f.token, getenv)}, nil
 }
 
 // get reads the JSON document at path into v.

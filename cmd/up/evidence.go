@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,7 +16,7 @@ import (
 )
 
 func newNodeEvidenceCmd() *cobra.Command {
-	var addr string
+	var addr, token string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "evidence",
@@ -32,7 +33,7 @@ node keeps the last 1,000.`,
 			if err := required("http", addr); err != nil {
 				return err
 			}
-			rep, err := fetchEvidence(addr)
+			rep, err := fetchEvidence(nodeAPI{addr, apiTokenOr(token, os.Getenv)})
 			if err != nil {
 				return err
 			}
@@ -43,24 +44,35 @@ node keeps the last 1,000.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "the node's HTTP API: host:port or http(s)://host:port (required)")
+	cmd.Flags().StringVar(&token, "token", "", tokenHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as JSON")
 	return cmd
 }
 
 // fetchEvidence gets a node's refused forgeries from its HTTP API.
-func fetchEvidence(addr string) (node.EvidenceReport, error) {
+func fetchEvidence(api nodeAPI) (node.EvidenceReport, error) {
 	var rep node.EvidenceReport
-	u, err := statusURL(addr)
+	u, err := statusURL(api.addr)
 	if err != nil {
 		return rep, err
 	}
 	u = strings.TrimSuffix(u, "/status") + "/evidence"
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return rep, err
+	}
+	if api.token != "" {
+		req.Header.Set("Authorization", "Bearer "+api.token)
+	}
 	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(u)
+	resp, err := c.Do(req)
 	if err != nil {
 		return rep, fmt.Errorf("node evidence at %s: %w", u, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return rep, fmt.Errorf("node evidence at %s: HTTP %s: give the API token (--token or $%s)", u, resp.Status, tokenEnv)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return rep, fmt.Errorf("node evidence at %s: HTTP %s: not a U.P. node's HTTP API", u, resp.Status)
 	}

@@ -323,7 +323,7 @@ func newNodeRunCmd() *cobra.Command {
 }
 
 func newNodeStatusCmd() *cobra.Command {
-	var addr string
+	var addr, token string
 	var asJSON bool
 	var wait time.Duration
 	var peers int
@@ -337,7 +337,8 @@ until its routing table holds N nodes), for at most that long: what a
 script that has just started a node runs before it goes on.`,
 		Example: `  up node status --http 127.0.0.1:8040
   up node status --http http://127.0.0.1:8040 --json
-  up node status --http 127.0.0.1:8040 --wait 30s --peers 4`,
+  up node status --http 127.0.0.1:8040 --wait 30s --peers 4
+  up node status --http 10.0.0.5:8040 --token "$(cat n1/http.token)"   # an API beyond loopback`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required("http", addr); err != nil {
@@ -346,7 +347,7 @@ script that has just started a node runs before it goes on.`,
 			if wait < 0 || peers < 0 || (peers > 0 && wait == 0) {
 				return usageError{fmt.Errorf("--wait %s --peers %d: want a positive --wait, and --peers only with it", wait, peers)}
 			}
-			st, err := waitNodeStatus(cmd.Context(), addr, wait, peers)
+			st, err := waitNodeStatus(cmd.Context(), nodeAPI{addr, apiTokenOr(token, os.Getenv)}, wait, peers)
 			if err != nil {
 				return err
 			}
@@ -357,6 +358,7 @@ script that has just started a node runs before it goes on.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "the node's HTTP API: host:port or http(s)://host:port (required)")
+	cmd.Flags().StringVar(&token, "token", "", tokenHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "keep asking until the node answers, for at most this long (0: ask once)")
 	cmd.Flags().IntVar(&peers, "peers", 0, "with --wait: also wait until the node's routing table holds this many nodes")
@@ -366,11 +368,12 @@ script that has just started a node runs before it goes on.`,
 // waitNodeStatus fetches the node's status at addr; with wait > 0 it asks
 // again every 200 ms while the node does not answer or its routing table
 // holds fewer than peers nodes, and fails with the last reason after wait.
-func waitNodeStatus(ctx context.Context, addr string, wait time.Duration, peers int) (node.Status, error) {
+func waitNodeStatus(ctx context.Context, api nodeAPI, wait time.Duration, peers int) (node.Status, error) {
 	deadline := time.Now().Add(wait)
+	addr := api.addr
 	for {
 		var st node.Status
-		err := fetchStatus(addr, "node", &st)
+		err := fetchStatusToken(addr, "node", api.token, &st)
 		if err == nil && st.RoutingTable < peers {
 			err = fmt.Errorf("node at %s: routing table holds %d nodes, want %d", addr, st.RoutingTable, peers)
 		}

@@ -23,11 +23,11 @@ func TestNodeStatusWait(t *testing.T) {
 		fmt.Fprintf(w, `{"role":"node","peer_id":"P","routing_table":%d}`, n)
 	}))
 	defer node.Close()
-	st, err := waitNodeStatus(context.Background(), node.URL, 10*time.Second, 3)
+	st, err := waitNodeStatus(context.Background(), nodeAPI{addr: node.URL}, 10*time.Second, 3)
 	if err != nil || st.RoutingTable < 3 {
 		t.Fatalf("wait for 3 peers = %d, %v", st.RoutingTable, err)
 	}
-	if _, err := waitNodeStatus(context.Background(), node.URL, 300*time.Millisecond, 1000); err == nil ||
+	if _, err := waitNodeStatus(context.Background(), nodeAPI{addr: node.URL}, 300*time.Millisecond, 1000); err == nil ||
 		!strings.Contains(err.Error(), "want 1000") {
 		t.Fatalf("a table that never fills = %v, want an error naming the wanted size", err)
 	}
@@ -37,7 +37,7 @@ func TestNodeStatusWait(t *testing.T) {
 	}))
 	defer client.Close()
 	start := time.Now()
-	if _, err := waitNodeStatus(context.Background(), client.URL, time.Minute, 0); err == nil ||
+	if _, err := waitNodeStatus(context.Background(), nodeAPI{addr: client.URL}, time.Minute, 0); err == nil ||
 		!strings.Contains(err.Error(), "a client answered") || time.Since(start) > 10*time.Second {
 		t.Fatalf("a client's API = %v after %s, want the wrong-role error at once", err, time.Since(start))
 	}
