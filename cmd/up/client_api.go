@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -133,4 +134,21 @@ func apiMessage(raw []byte, code int) string {
 		msg += " (give the token: --token or $" + tokenEnv + ", from the client's DATA/" + web.TokenFile + ")"
 	}
 	return msg
+}
+
+// runClientGet reads the JSON document at path of the client's API into
+// a T and prints it: as JSON, or with print.
+func runClientGet[T any](w io.Writer, fl clientAPIFlags, path string, asJSON bool, print func(io.Writer, T) error) error {
+	api, err := fl.parse(os.Getenv)
+	if err != nil {
+		return err
+	}
+	var v T
+	if err := api.get(path, &v); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(w, v)
+	}
+	return print(w, v)
 }

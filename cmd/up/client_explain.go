@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -28,18 +27,7 @@ summary per project covers the last 5 minutes.`,
   up client explain --http 127.0.0.1:8050 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := fl.parse(os.Getenv)
-			if err != nil {
-				return err
-			}
-			var ex client.Explanation
-			if err := api.get("/api/explain", &ex); err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), ex)
-			}
-			return printExplanation(cmd.OutOrStdout(), ex)
+			return runClientGet(cmd.OutOrStdout(), fl, "/api/explain", asJSON, printExplanation)
 		},
 	}
 	bindClientAPIFlags(cmd.Flags(), &fl)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -25,18 +24,7 @@ elapsed and CPU time.`,
   up client history --http 127.0.0.1:8050 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := fl.parse(os.Getenv)
-			if err != nil {
-				return err
-			}
-			var h client.History
-			if err := api.get("/api/history", &h); err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), h)
-			}
-			return printHistory(cmd.OutOrStdout(), h)
+			return runClientGet(cmd.OutOrStdout(), fl, "/api/history", asJSON, printHistory)
 		},
 	}
 	bindClientAPIFlags(cmd.Flags(), &fl)
