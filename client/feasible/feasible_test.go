@@ -95,7 +95,7 @@ func TestShouldRelease(t *testing.T) {
 		ran, elapsed time.Duration
 		release      bool
 	}{
-		{"just claimed", 0, 0, false},                      // 4 h expected of 12
+		{"just claimed", 0, 0, false},                       // 4 h expected of 12
 		{"slept 9 h before it ran", 0, 9 * time.Hour, true}, // 9 + 4 > 12
 		{"slept 9 h, nearly done", 50 * time.Minute, 9 * time.Hour, false},
 		{"past its estimate, near T_finish", 2 * time.Hour, 11*time.Hour + 50*time.Minute, true},
