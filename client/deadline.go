@@ -21,7 +21,8 @@ var ErrDeadline = errors.New("cannot finish before the deadline")
 
 // deadlineEvery is how often a running job is checked against its
 // T_finish (wall-clock time): a machine that slept is noticed within it.
-const deadlineEvery = time.Minute
+// A variable for the tests only.
+var deadlineEvery = time.Minute
 
 // loadFeasible is the estimator of cfg, with the state Config.FeasibleFile
 // keeps (none, or path "": nothing known yet).
