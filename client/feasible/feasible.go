@@ -30,8 +30,11 @@
 // longest of its latest finished runs (per operation times the job's
 // operations when the spec carries an estimate, estOps > 0; job.Spec has
 // no such field yet, so the client passes 0). An application never run
-// here is optimistic: its first guess is Config.FirstGuess (claim it,
-// learn from it), so a new application is tried once rather than never.
+// here is optimistic: its first guess is Config.FirstGuess, and at most
+// T_finish / (2 × Margin), so a client whose availability allows it
+// claims the job whatever its T_finish, and learns the application's
+// speed from it (claim it, learn from it): a new application is tried
+// rather than refused for ignorance.
 package feasible
 
 import (
@@ -49,7 +52,7 @@ type Config struct {
 	// active fraction. Default 7 days.
 	Window time.Duration
 	// FirstGuess is the run time assumed for an application never run
-	// here. Default 10 min.
+	// here, at most T_finish / (2 × Margin). Default 10 min.
 	FirstGuess time.Duration
 	// MinFraction is the least active fraction assumed (> 0), so a
 	// client on for a moment in a week still divides by something sane.
@@ -233,6 +236,16 @@ func (e *Estimator) RunTime(app string, estOps float64) (run time.Duration, know
 	return seconds(maxOf(a.Runs)), true
 }
 
+// guess is RunTime, with the first guess of an unknown application at
+// most tFinish / (2 × Margin).
+func (e *Estimator) guess(app string, estOps float64, tFinish time.Duration) (time.Duration, bool) {
+	run, known := e.RunTime(app, estOps)
+	if !known {
+		run = min(run, seconds(tFinish.Seconds()/(2*e.cfg.Margin)))
+	}
+	return run, known
+}
+
 func maxOf(xs []float64) float64 {
 	m := 0.0
 	for _, x := range xs {
@@ -316,7 +329,7 @@ func (e *Estimator) Wall(run time.Duration, now time.Time) (wall time.Duration, 
 // expected wall time (Wall) times Config.Margin is at most tFinish. est
 // is that time with the margin; reason says why not ("" when ok).
 func (e *Estimator) Feasible(app string, estOps float64, tFinish time.Duration, now time.Time) (ok bool, est time.Duration, reason string) {
-	run, known := e.RunTime(app, estOps)
+	run, known := e.guess(app, estOps, tFinish)
 	wall, bound := e.Wall(run, now)
 	est = seconds(wall.Seconds() * e.cfg.Margin)
 	if est <= tFinish {
@@ -338,7 +351,7 @@ func (e *Estimator) Feasible(app string, estOps float64, tFinish time.Duration, 
 // over tFinish. No margin and no off bound: a claim under way is given
 // back only when it is expected to be late, not when it might be.
 func (e *Estimator) ShouldRelease(app string, estOps float64, ran, elapsed, tFinish time.Duration, now time.Time) (bool, string) {
-	run, _ := e.RunTime(app, estOps)
+	run, _ := e.guess(app, estOps, tFinish)
 	left := max(run-ran, run/10)
 	wall := seconds(left.Seconds() / e.Availability(now).Fraction)
 	if elapsed+wall <= tFinish {
