@@ -75,6 +75,15 @@ var purePackages = []purePackage{
 		standardOnly: true,
 	},
 	{
+		// Whether the client can finish a job before its deadline: pure,
+		// standard library only; time is an argument (time.Time values,
+		// never the clock).
+		path:           module + "/client/feasible",
+		allowed:        []string{"fmt", "math", "time"},
+		standardOnly:   true,
+		allowedInTests: []string{"encoding/json", "math/rand/v2", "strings", "testing"},
+	},
+	{
 		// The package is pure: nothing it depends on, transitively, may be
 		// outside the standard library.
 		path: module + "/dht/keyspace",

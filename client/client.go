@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/up-pool/up/claimclient"
+	"github.com/up-pool/up/client/feasible"
 	"github.com/up-pool/up/client/sched"
 	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/wire"
@@ -30,6 +31,7 @@ type Client struct {
 	exp     explainLog        // queries and decisions, for Explain (explain.go)
 	hist    []FinishedJob     // the latest finished jobs, oldest first (history.go)
 	sched   *sched.Scheduler
+	feas    *feasible.Estimator // on/off periods and run times (deadline.go)
 	rng     *rand.Rand
 	backoff map[string]backoff
 	jobs    map[string]*JobStatus // by job CID, while in progress
@@ -85,9 +87,13 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	feas, err := loadFeasible(cfg)
+	if err != nil {
+		return nil, err
+	}
 	a := cfg.Agent
 	*c = Client{
-		cfg: cfg, log: cfg.Logger, queries: c.queries, sched: s, ctl: ctl,
+		cfg: cfg, log: cfg.Logger, queries: c.queries, sched: s, ctl: ctl, feas: feas,
 		claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), cfg.Now, 0),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0xc11e)),
 		backoff: map[string]backoff{},
@@ -106,8 +112,10 @@ func New(cfg Config) (*Client, error) {
 
 // Run works until ctx ends or MaxJobs jobs ran: Slots workers each pick a
 // project by the debt scheduler, find and claim a job, run it and submit
-// its result.
+// its result. The client's on and off periods are recorded from Run's
+// start to its return (package client/feasible).
 func (c *Client) Run(ctx context.Context) error {
+	defer c.onOff()()
 	var wg sync.WaitGroup
 	for range c.cfg.Slots {
 		wg.Add(1)

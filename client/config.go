@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/client/feasible"
 	"github.com/up-pool/up/runner"
 )
 
@@ -68,6 +69,17 @@ type Config struct {
 	// applies over Projects (a project it names is attached or detached
 	// as it says, with its share). "": kept in memory only.
 	ControlFile string
+	// FeasibleFile keeps what the client learnt of its availability (its
+	// on and off periods: Run's start and return) and of each
+	// application's run times across restarts: a JSON file, written
+	// atomically at each change (package client/feasible). "": kept in
+	// memory only.
+	FeasibleFile string
+	// Feasible are the parameters of the check that skips a job the
+	// client cannot finish before its T_finish (margin ×1.2, window 7
+	// days, first guess 10 min for an application never run here: see
+	// feasible.Config).
+	Feasible feasible.Config
 	// MaxJobs stops Run after this many jobs ran (0: run until stopped).
 	MaxJobs int
 	// Pace is how many requests a second (index queries and claim

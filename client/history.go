@@ -100,6 +100,9 @@ func (c *Client) end(h *heldJob, err error) {
 			}
 		}
 	}
+	if h.ran {
+		c.noteRunLocked(h.project, f.App, h.wall) // its run time, for the deadline check
+	}
 	c.hist = append(c.hist, f)
 	if len(c.hist) > historyMax {
 		c.hist = append(c.hist[:0], c.hist[len(c.hist)-historyMax:]...)

@@ -239,7 +239,7 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 			c.log.Info("job released", "job", cid, "project", project, "err", err)
 			c.mu.Lock()
 			c.released++
-			if !errors.Is(err, ErrSameUnit) {
+			if !errors.Is(err, ErrSameUnit) && !errors.Is(err, ErrDeadline) {
 				c.failed++
 			}
 			c.mu.Unlock()
@@ -265,9 +265,11 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 	c.track(cid, project, "running")
 	step = wire.SkipFailed
 	started := c.cfg.Now()
-	out, runErr := c.cfg.Runner.Run(ctx, c.task(spec, inputs, module))
+	runCtx, stopWatch := c.watchDeadline(ctx, spec) // given back once it cannot end in time
+	out, runErr := c.cfg.Runner.Run(runCtx, c.task(spec, inputs, module))
+	stopWatch()
 	if runErr != nil {
-		return fmt.Errorf("job %s: run %s: %w", cid, spec.App, runErr)
+		return fmt.Errorf("job %s: run %s: %w", cid, spec.App, lateCause(runCtx, runErr))
 	}
 	c.track(cid, project, "submitting")
 	step = wire.SkipUnknown
@@ -322,6 +324,11 @@ func (c *Client) fetchChecked(ctx context.Context, project string, cl *claimclie
 	if err := c.refusal(cid, spec); err != nil {
 		c.forgetUnit(key)
 		c.log.Warn("job released: not run here", "job", cid, "project", spec.Project, "app", spec.App, "err", err)
+		return nil, nil, "", err
+	}
+	if err := c.feasible(cid, spec); err != nil {
+		c.forgetUnit(key)
+		c.log.Info("job released: cannot finish in time", "job", cid, "project", spec.Project, "app", spec.App, "err", err)
 		return nil, nil, "", err
 	}
 	return signed, spec, key, nil

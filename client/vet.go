@@ -26,7 +26,8 @@ type vetted struct {
 // of a unit the client ran (ErrSameUnit: a redundant copy must come from
 // another client), nor when its application, or for a WebAssembly module
 // its project's modules, is not allowed (ErrNotAllowed), nor when it
-// names blobs and the client has no Blobs (ErrNoBlobs). A job it runs
+// names blobs and the client has no Blobs (ErrNoBlobs), nor when it
+// cannot finish it before its T_finish (ErrDeadline). A job it runs
 // marks its unit as run here. When no node
 // the entry names sends the spec, v is nil: the job is claimed unvetted
 // and checked once claimed.
@@ -45,6 +46,9 @@ func (c *Client) vet(ctx context.Context, project string, h wire.IndexHit) (v *v
 			return nil, fmt.Errorf("job %s is of project %q, asked %q: %w", cid, spec.Project, project, errOtherProject)
 		}
 		if err := c.refusal(cid.String(), spec); err != nil {
+			return nil, err
+		}
+		if err := c.feasible(cid.String(), spec); err != nil {
 			return nil, err
 		}
 		seen, unit := c.seenUnit(spec)
@@ -183,7 +187,8 @@ func (c *Client) find(ctx context.Context, project string) ([]pendingHit, error)
 // isSkip reports an error of vet that skips the job (rather than a
 // failure to vet it).
 func isSkip(err error) bool {
-	return errors.Is(err, ErrSameUnit) || errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrNoBlobs) || errors.Is(err, errOtherProject)
+	return errors.Is(err, ErrSameUnit) || errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrNoBlobs) || errors.Is(err, errOtherProject) ||
+		errors.Is(err, ErrDeadline)
 }
 
 // skipReason is what this client tells the nodes of a job it skips or
@@ -196,6 +201,8 @@ func skipReason(err error) wire.SkipReason {
 		return wire.SkipNotAllowed
 	case errors.Is(err, ErrNoBlobs):
 		return wire.SkipNoBlobs
+	case errors.Is(err, ErrDeadline):
+		return wire.SkipDeadline
 	}
 	return wire.SkipUnknown
 }

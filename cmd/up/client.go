@@ -260,7 +260,10 @@ DATA/controls.json and applied at start over the flags: a paused client
 starts paused; a project attached at run time stays attached, with its
 share, whether --project names it or not; a project detached at run time
 stays detached, even when --project names it, until 'up client attach'
-(or the file is removed).`,
+(or the file is removed). The client claims only jobs it can finish
+before their T_finish, judged from its on and off periods and each
+application's run times, kept in DATA/feasible.json; a job it can no
+longer finish in time is given back early.`,
 		Example: `  up client run --data w1 --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... \
       --project lhc:75 --project cms:25 --allow lhc=sixtrack,hashchain --allow cms='*' \
       --exec sixtrack=/opt/lhc/sixtrack --allow-wasm cms --http 127.0.0.1:8050`,
@@ -407,13 +410,17 @@ func (f *clientRunFlags) clientConfig(setup clientSetup, a *agent.Agent, run *ru
 	return client.Config{Agent: a, Projects: setup.projects, Runner: run, Slots: f.slots,
 		Attributes: client.Attributes{Memory: setup.memory, Bandwidth: setup.bw, Exclude: f.exclude},
 		InputDir:   filepath.Join(f.data, "inputs"), MaxJobs: f.maxJobs, Logger: logger,
-		ControlFile: filepath.Join(f.data, controlFile),
-		BackoffMin:  min(time.Second, f.backoffMax), BackoffMax: f.backoffMax}
+		ControlFile: filepath.Join(f.data, controlFile), FeasibleFile: filepath.Join(f.data, feasibleFile),
+		BackoffMin: min(time.Second, f.backoffMax), BackoffMax: f.backoffMax}
 }
 
 // controlFile is where a client keeps its controls changed at run time
 // (pause, attach, detach), in its data directory.
 const controlFile = "controls.json"
+
+// feasibleFile is where a client keeps what it learnt of its on and off
+// periods and its applications' run times, in its data directory.
+const feasibleFile = "feasible.json"
 
 // apiToken is the token the local API at addr requires: none on a
 // loopback address, else DATA/http.token's (made if missing), whose path
