@@ -47,7 +47,11 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 		w.planJob(h, rankOf(h.Pos), rewrite, now, pl)
 	}
 	w.planGone(held, gone, pl)
-	return w.send(ctx, pl)
+	stats := w.send(ctx, pl)
+	if err := w.savePlacements(); err != nil {
+		stats.Failed++
+	}
+	return stats
 }
 
 // rankFunc returns this node's rank among the live nodes nearest a point.
@@ -105,6 +109,7 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 		at := st.where[kw].at
 		pl.withdraws[at] = append(pl.withdraws[at], op{key: k, keyword: kw, final: index.RuledOut(h.State, kw, h.Project)})
 		delete(st.where, kw)
+		w.markPlaced(k)
 	}
 	tmpl.key = k
 	for _, kw := range r.Place {
@@ -122,6 +127,7 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 	}
 	if r.Forget {
 		delete(w.state, k)
+		w.markPlaced(k)
 	}
 }
 
@@ -162,6 +168,7 @@ func (w *Writer) planGone(held, gone map[string]bool, pl *plan) {
 				pl.withdraws[p.at] = append(pl.withdraws[p.at], op{key: k, keyword: kw})
 			}
 			delete(w.state, k)
+			w.markPlaced(k)
 		}
 	}
 }
@@ -234,8 +241,12 @@ func (w *Writer) recordWrite(o op, at peer.ID, ok bool, stats *WriteStats) {
 		} else {
 			stats.Written++
 		}
-		st.where[o.keyword] = placed{at: at, point: o.point}
+		if st.where[o.keyword] != (placed{at: at, point: o.point}) {
+			st.where[o.keyword] = placed{at: at, point: o.point}
+			w.markPlaced(o.key)
+		}
 	default:
 		delete(st.where, o.keyword)
+		w.markPlaced(o.key)
 	}
 }
