@@ -30,11 +30,10 @@
 // longest of its latest finished runs (per operation times the job's
 // operations when the spec carries an estimate, estOps > 0; job.Spec has
 // no such field yet, so the client passes 0). An application never run
-// here is optimistic: its first guess is Config.FirstGuess, and at most
-// T_finish / (2 × Margin), so a client whose availability allows it
-// claims the job whatever its T_finish, and learns the application's
-// speed from it (claim it, learn from it): a new application is tried
-// rather than refused for ignorance.
+// here is always claimed (claim it, learn from it): a new application is
+// tried rather than refused for ignorance; its first guess
+// (Config.FirstGuess, at most T_finish / (2 × Margin)) only serves the
+// early release of a run that turns out late.
 package feasible
 
 import (
@@ -332,7 +331,12 @@ func (e *Estimator) Feasible(app string, estOps float64, tFinish time.Duration, 
 	run, known := e.guess(app, estOps, tFinish)
 	wall, bound := e.Wall(run, now)
 	est = seconds(wall.Seconds() * e.cfg.Margin)
-	if est <= tFinish {
+	if est <= tFinish || !known {
+		// An application never run here is claimed whatever the
+		// estimate says: its run time is a guess, and refusing it would
+		// never learn better (a client on in short sessions refused
+		// every new application, its first guess spread over many off
+		// periods). ShouldRelease gives it back if it runs late.
 		return true, est, ""
 	}
 	guess := "run time"

@@ -55,8 +55,9 @@ func TestFeasible(t *testing.T) {
 		// 5 h + 1 × 18 h, ×1.2 = 27.6 h.
 		{"long, a day", e, "long", 24 * time.Hour, false, "off periods"},
 		{"unknown: first guess, a day", e, "new", 24 * time.Hour, true, ""},
-		// 25 min (T_finish / 2.4) + 18 h: the off periods refuse it.
-		{"unknown: first guess, an hour", e, "new", time.Hour, false, "first guess"},
+		// 25 min (T_finish / 2.4) + 18 h would refuse it: a new
+		// application is claimed all the same, to learn its run time.
+		{"unknown: first guess, an hour", e, "new", time.Hour, true, ""},
 		// Nothing known of the client either: 1 s / 2.4, ×1.2 = 0.5 s.
 		{"unknown, nothing known: a second", New(Config{}, State{}), "new", time.Second, true, ""},
 		// Negative control: BOINC's mean alone claims what the off bound refuses.
