@@ -117,7 +117,7 @@ type Config struct {
 	// writer forgets the entries it wrote, which stay at their index
 	// nodes until they expire.
 	ForgetPlacements bool
-	Partition        Partition // an optional partition
+	Partition    Partition // an optional partition
 
 	// Fault model (issue 17; fault.go). Node slots are drawn from their
 	// own seeded stream.
