@@ -112,11 +112,6 @@ type Config struct {
 	// position, its jobs and claim log kept (its index entries, caches
 	// and views are not). Off: it comes back as a new node with no data.
 	ChurnRestart bool
-	// ForgetPlacements models writers that keep their placements in
-	// memory only (indexwriter.Config.ForgetPlacements): a restarted
-	// writer forgets the entries it wrote, which stay at their index
-	// nodes until they expire.
-	ForgetPlacements bool
 	Partition    Partition // an optional partition
 
 	// Fault model (issue 17; fault.go). Node slots are drawn from their

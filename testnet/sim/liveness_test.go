@@ -59,10 +59,8 @@ func TestRoundProbesUnheardPeers(t *testing.T) {
 
 // TestRestartLosesIndexState: an index node that restarts lost its table,
 // so the writer no longer counts its entry as written there; a writer
-// that restarts reads back where it placed its entries (persisted) and
-// looks at its jobs at its first tick. Controls: before the restarts the
-// entry counts as written; with ForgetPlacements a restarted writer
-// remembers no entry.
+// that restarts remembers no entry and looks at its jobs at its first
+// tick. Control: before the restarts the entry counts as written.
 func TestRestartLosesIndexState(t *testing.T) {
 	c := shortStatic(16, 10)
 	c.ChurnRestart = true
@@ -81,18 +79,11 @@ func TestRestartLosesIndexState(t *testing.T) {
 	s.nodes[3].jobs[0] = &replica{st: job.State{Phase: job.Ready}}
 	s.crash(3)
 	s.join(3)
-	if r.wKw != 0 || !s.writes(3, 0) {
-		t.Fatal("a restarted writer forgot the entry it placed (indexwriter persists its placements)")
+	if r.wKw != -1 {
+		t.Fatal("a restarted writer still counts the entry it wrote before the restart")
 	}
 	if len(s.nodes[3].wq) != 1 || s.nodes[3].wq[0].job != 0 {
 		t.Fatalf("a restarted writer queued %v for its first tick; want its job", s.nodes[3].wq)
-	}
-	// Control: a writer that keeps placements in memory only forgets it.
-	s.c.ForgetPlacements = true
-	s.crash(3)
-	s.join(3)
-	if r.wKw != -1 {
-		t.Fatal("with ForgetPlacements, a restarted writer still counts the entry it wrote before the restart")
 	}
 }
 

@@ -330,16 +330,13 @@ func (s *Sim) join(id int32) {
 		n.crashAt = now + s.e.exp(ms(s.c.ChurnLife))
 	}
 	s.timers(id)
-	// A node restarted with its jobs: its writer reads back where it
-	// placed their entries (indexwriter's persisted placements; with
-	// ForgetPlacements it remembers none), and its first tick is a full
-	// round (indexwriter.Round), which withdraws the entries of jobs
-	// claimed meanwhile, rewrites the others where they are and lists the
-	// jobs it is now the closest to; the republish round that would
-	// otherwise notice comes 20–30 periods later, often after the node
-	// has crashed again.
+	// A node restarted with its jobs: its writer remembers no entry it
+	// wrote, and its first tick is a full round (indexwriter.Round), which
+	// lists the jobs it is now the closest to; the republish round that
+	// would otherwise notice comes 20–30 periods later, often after the
+	// node has crashed again.
 	for _, j := range sortedKeys(n.jobs) {
-		if r := &s.jobs[j]; r.wBy == id && s.c.ForgetPlacements {
+		if r := &s.jobs[j]; r.wBy == id {
 			r.wKw = -1
 		}
 		s.enqueue(id, wop{job: j})
