@@ -159,7 +159,7 @@ type Writer struct {
 	// placedDirty are the jobs whose placements changed since they were
 	// last persisted (Deps.Store set).
 	placedDirty map[string]bool
-	kick        chan struct{}
+	kick    chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
