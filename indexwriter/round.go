@@ -47,11 +47,7 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 		w.planJob(h, rankOf(h.Pos), rewrite, now, pl)
 	}
 	w.planGone(held, gone, pl)
-	stats := w.send(ctx, pl)
-	if err := w.savePlacements(); err != nil {
-		stats.Failed++
-	}
-	return stats
+	return w.send(ctx, pl)
 }
 
 // rankFunc returns this node's rank among the live nodes nearest a point.
@@ -109,7 +105,6 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 		at := st.where[kw].at
 		pl.withdraws[at] = append(pl.withdraws[at], op{key: k, keyword: kw, final: index.RuledOut(h.State, kw, h.Project)})
 		delete(st.where, kw)
-		w.markPlaced(k)
 	}
 	tmpl.key = k
 	for _, kw := range r.Place {
@@ -127,7 +122,6 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 	}
 	if r.Forget {
 		delete(w.state, k)
-		w.markPlaced(k)
 	}
 }
 
@@ -168,7 +162,6 @@ func (w *Writer) planGone(held, gone map[string]bool, pl *plan) {
 				pl.withdraws[p.at] = append(pl.withdraws[p.at], op{key: k, keyword: kw})
 			}
 			delete(w.state, k)
-			w.markPlaced(k)
 		}
 	}
 }
@@ -241,12 +234,8 @@ func (w *Writer) recordWrite(o op, at peer.ID, ok bool, stats *WriteStats) {
 		} else {
 			stats.Written++
 		}
-		if st.where[o.keyword] != (placed{at: at, point: o.point}) {
-			st.where[o.keyword] = placed{at: at, point: o.point}
-			w.markPlaced(o.key)
-		}
+		st.where[o.keyword] = placed{at: at, point: o.point}
 	default:
 		delete(st.where, o.keyword)
-		w.markPlaced(o.key)
 	}
 }

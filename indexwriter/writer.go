@@ -18,7 +18,6 @@ import (
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
-	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
 
@@ -47,11 +46,6 @@ type Config struct {
 	BackupDelay time.Duration
 	// DisableLoops turns off the background rounds (tests call Round).
 	DisableLoops bool
-	// ForgetPlacements keeps placements in memory only, even with a
-	// Deps.Store: a restarted writer places its entries anew and leaves
-	// the old ones to expire (the behaviour before placements were
-	// persisted; for comparisons).
-	ForgetPlacements bool
 }
 
 // Deps is what a Writer needs of the node that runs it.
@@ -66,10 +60,6 @@ type Deps struct {
 	// Local is the node's own index server, written to without an RPC
 	// when this node holds the entry; nil: always by RPC.
 	Local *indexnet.Server
-	// Store keeps where the entries are across restarts (namespace
-	// idxplaced); nil: in memory only, and a restarted writer places its
-	// entries anew, leaving the old ones to expire.
-	Store *store.Store
 	// Env is the node's clock and its seed (the rewrite jitter).
 	Env overlay.Env
 }
@@ -143,7 +133,6 @@ type Writer struct {
 	ep      *overlay.Endpoint
 	regions *indexclient.Regions
 	local   *indexnet.Server
-	st      *store.Store
 
 	// busy serialises Flush and Round: a caller's Flush waits for a
 	// background flush already sending, instead of finding the dirty set
@@ -156,9 +145,6 @@ type Writer struct {
 	dirty   map[string]bool
 	claimed map[string]bool  // jobs whose entries' quarantine is reset when next written ready: left Ready (onChange), or a claim attempt ended unclaimed (Unquarantine)
 	backups map[string]int64 // ms: since when this node, a backup lister of the job, has seen it listable
-	// placedDirty are the jobs whose placements changed since they were
-	// last persisted (Deps.Store set).
-	placedDirty map[string]bool
 	kick    chan struct{}
 
 	ctx    context.Context
@@ -203,14 +189,6 @@ func New(deps Deps, cfg Config) (*Writer, error) {
 		claimed: map[string]bool{},
 		backups: map[string]int64{},
 		kick:    make(chan struct{}, 1),
-
-		placedDirty: map[string]bool{},
-	}
-	if !cfg.ForgetPlacements {
-		w.st = deps.Store
-	}
-	if err := w.loadPlacements(); err != nil {
-		return nil, fmt.Errorf("index writer: read placements: %w", err)
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	p.OnChange(w.onChange)
@@ -358,11 +336,10 @@ func (w *Writer) dropDeadTargets(ctx context.Context, probe *dht.Prober) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for k, st := range w.state {
+	for _, st := range w.state {
 		for kw, pl := range st.where {
 			if dead[pl.at] {
 				delete(st.where, kw)
-				w.markPlaced(k)
 				w.regions.Invalidate(kw)
 			}
 		}

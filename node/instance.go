@@ -227,7 +227,7 @@ func (n *Node) openIndex(in *instance) (err error) {
 	// The region points' seed is the node's seed + 1, apart from the
 	// writer's jitter (the agents' is Index.Seed + 3).
 	regions := indexclient.NewRegions(in.dht, ic.RegionBits, ic.RegionTTL, keyspace.Seed([]byte(n.id.PeerID), n.env.Seed+1), n.env.Now)
-	if in.writer, err = indexwriter.New(indexwriter.Deps{Pool: in.pool, DHT: in.dht, Regions: regions, Local: in.index, Store: n.store, Env: n.env}, n.cfg.IndexWriter); err != nil {
+	if in.writer, err = indexwriter.New(indexwriter.Deps{Pool: in.pool, DHT: in.dht, Regions: regions, Local: in.index, Env: n.env}, n.cfg.IndexWriter); err != nil {
 		return err
 	}
 	in.finder = indexclient.NewClient(in.dht, regions, in.index, ic.FindTries)
