@@ -187,9 +187,12 @@ func TestPagesInBrowser(t *testing.T) {
 	go r.harvestLoop(hctx)
 	r.submitUnits(12)
 
-	// The client's page: live figures rise as jobs complete.
+	// The client's page: live figures rise as jobs complete (more are
+	// submitted once the page shows some: the first may all be done by
+	// the time it loads).
 	b.Open(r.client + "/")
 	first := number(t, b.WaitText("#c-done", atLeast(1), pagesWait))
+	r.submitUnits(6)
 	b.WaitText("#c-done", atLeast(first+1), pagesWait)
 	b.WaitText("#c-history", func(s string) bool { return strings.Contains(s, "hashchain") && strings.Contains(s, "done") }, pagesWait)
 
