@@ -312,22 +312,7 @@ type Stats struct {
 // unit, counted apart).
 func (l *Ledger) Stats(now time.Time) (Stats, error) {
 	s := Stats{Jobs: map[string]int{}, Units: map[string]int{}}
-	count := func(q string, into map[string]int) error {
-		rows, err := l.db.Query(q)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k string
-			var n int
-			if err := rows.Scan(&k, &n); err != nil {
-				return err
-			}
-			into[k] = n
-		}
-		return rows.Err()
-	}
+	count := func(q string, into map[string]int) error { return countBy(l.db, q, into) }
 	if err := count(`SELECT state, COUNT(*) FROM jobs GROUP BY state`, s.Jobs); err != nil {
 		return s, err
 	}
