@@ -223,7 +223,7 @@ var shellRules = []dependencyRule{
 		// built on it must not leak back into it.
 		name:       ruleOverlay,
 		from:       treeOf("overlay"),
-		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"), treeOf("balancenet"), treeOf("blobnet")},
+		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"), treeOf("balancenet"), treeOf("blobnet"), treeOf("creditnet")},
 		transitive: true,
 	},
 	{
@@ -242,9 +242,9 @@ var shellRules = []dependencyRule{
 		// fetcher and cache, and the blob protocols' caller side are
 		// client-side too.
 		name: ruleClientSide,
-		from: treeOf("agent", "client", "project", "claimclient", "indexclient", "blob", "blobclient"),
+		from: treeOf("agent", "client", "project", "claimclient", "indexclient", "blob", "blobclient", "credit", "creditclient"),
 		forbidden: []packageSet{treeOf("store"), treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"),
-			treeOf("blobnet"), treeOf("balancenet"), externalTree("pebble", "github.com/cockroachdb/pebble")},
+			treeOf("blobnet"), treeOf("creditnet"), treeOf("balancenet"), externalTree("pebble", "github.com/cockroachdb/pebble")},
 		transitive: true,
 	},
 	{
