@@ -30,6 +30,7 @@ type Client struct {
 	ctl     controls          // paused, projects attached and detached, jobs held (control.go)
 	exp     explainLog        // queries and decisions, for Explain (explain.go)
 	hist    []FinishedJob     // the latest finished jobs, oldest first (history.go)
+	credit  creditCache       // the latest gathering of this client's credit (credit.go)
 	sched   *sched.Scheduler
 	feas    *feasible.Estimator // on/off periods and run times (deadline.go)
 	rng     *rand.Rand

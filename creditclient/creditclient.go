@@ -50,7 +50,8 @@ type Published struct {
 }
 
 // Majority is how many of r nodes must take a client's receipts for them
-// to count as published: ⌊r/2⌋+1, as for a result.
+// to count as published: ⌊r/2⌋+1, as for a result (r is the nodes the
+// lookup found, when the network has fewer than the replication factor).
 func Majority(r int) int { return r/2 + 1 }
 
 // Publish puts the encoded receipts of one client on the r nodes closest
@@ -83,7 +84,7 @@ func Publish(ctx context.Context, ep *overlay.Endpoint, d *dht.DHT, client ed255
 	if len(out.Errors) > 0 {
 		d.Invalidate(key)
 	}
-	if need := Majority(d.Replication()); out.Took < need {
+	if need := Majority(min(d.Replication(), max(len(ps), 1))); out.Took < need {
 		return out, fmt.Errorf("publish credit of client %x: %d of %d nodes took its receipts, want %d: %w",
 			client[:6], out.Took, len(ps), need, errors.Join(out.Errors...))
 	}
