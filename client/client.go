@@ -106,6 +106,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.claimer.SetPace(c.pace.Wait)
 	c.claimer.SetSigner(a.Identity().Key)
+	if cfg.TicketHold > 0 {
+		c.claimer.SetTickets(cfg.TicketHold)
+	}
 	c.claimHist = newClaimHistogram()
 	c.cfg.Runner = recorder{Executor: cfg.Runner, c: c}
 	return c, nil

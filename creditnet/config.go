@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/quota"
 	"github.com/up-pool/up/store"
 )
 
@@ -31,6 +33,10 @@ type Config struct {
 	// RPCTimeout bounds one put this node makes in a repair round.
 	// Default 10 s.
 	RPCTimeout time.Duration
+	// Quota bounds the jobs in progress of the clients whose record node
+	// this is (package quota): initial 8, halved on each failure, doubled
+	// on each valid result, 1..64.
+	Quota quota.Config
 	// DisableLoops turns off the background repair round; tests drive it
 	// with RepairRound.
 	DisableLoops bool
@@ -53,6 +59,7 @@ func (c *Config) ApplyDefaults() {
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 10 * time.Second
 	}
+	c.Quota.ApplyDefaults()
 }
 
 // Validate reports the first bad field of c (after ApplyDefaults), naming
@@ -70,7 +77,7 @@ func (c *Config) Validate() error {
 	case c.RPCTimeout < 0:
 		return fmt.Errorf("creditnet config: RPCTimeout %s is negative", c.RPCTimeout)
 	}
-	return nil
+	return c.Quota.Validate()
 }
 
 // Deps is what a Service needs of the node that runs it.
@@ -81,6 +88,8 @@ type Deps struct {
 	DHT *dht.DHT
 	// Store holds the receipts. Required.
 	Store *store.Store
+	// Identity signs the quota tickets (a snapshot is kept). Required.
+	Identity *keystore.Identity
 	// Env is the node's clock and logger.
 	Env overlay.Env
 }
@@ -93,6 +102,8 @@ func (d *Deps) validate() error {
 		return errors.New("creditnet: Deps.DHT is nil")
 	case d.Store == nil:
 		return errors.New("creditnet: Deps.Store is nil")
+	case d.Identity == nil:
+		return errors.New("creditnet: Deps.Identity is nil")
 	}
 	return nil
 }

@@ -73,6 +73,7 @@ func (s *Service) keep(rs []verified) (stored, had int, err error) {
 			continue
 		}
 		a.projects[v.r.Project] = ks
+		s.creditQuotaLocked(string(v.r.Client), len(v.r.Entries))
 		clear(a.pushed)
 		a.version++
 		changed[changedKey{string(v.r.Client), v.r.Project}] = true

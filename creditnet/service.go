@@ -12,11 +12,14 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/credit"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/quota"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
@@ -59,11 +62,16 @@ type Service struct {
 	log *slog.Logger
 	r   int
 
+	id *keystore.Identity // signs tickets: a snapshot (a move rotates the node's)
+
 	mu       sync.Mutex
 	accounts map[string]*account // by client key
+	book     *quota.Book         // clients' quotas of jobs in progress (quota.go)
 
 	mRefused *prometheus.CounterVec
 	mStored  prometheus.Counter
+	mTickets *prometheus.CounterVec
+	mReports *prometheus.CounterVec
 	mHeld    prometheus.GaugeFunc
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -81,15 +89,21 @@ func New(deps Deps, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	deps.Env.ApplyDefaults()
+	snapshot := *deps.Identity
 	s := &Service{cfg: cfg, env: deps.Env, ep: deps.Endpoint, dht: deps.DHT, st: deps.Store, log: deps.Env.Logger,
-		r: deps.DHT.Replication(), accounts: map[string]*account{}}
+		r: deps.DHT.Replication(), accounts: map[string]*account{}, id: &snapshot, book: quota.NewBook(cfg.Quota)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if err := s.loadQuota(); err != nil {
 		return nil, err
 	}
 	s.registerMetrics(s.ep.Metrics().Registry)
 	s.ep.Handle(wire.ProtoCreditPut, wire.MaxCreditPutFrame, nil, s.handlePut)
 	s.ep.Handle(wire.ProtoCreditGet, wire.MaxCreditGetFrame, nil, s.handleGet)
+	s.ep.Handle(wire.ProtoQuotaTicket, wire.MaxQuotaFrame, []certs.Role{certs.RoleClient}, s.handleTicket)
+	s.ep.Handle(wire.ProtoQuotaReport, wire.MaxQuotaFrame, []certs.Role{certs.RoleClient, certs.RoleNode}, s.handleReport)
 	if !cfg.DisableLoops {
 		s.wg.Add(1)
 		go func() {
@@ -111,7 +125,13 @@ func (s *Service) registerMetrics(reg *prometheus.Registry) {
 	s.mHeld = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "up_credit_receipts_held", Help: "Credit receipts this node holds.",
 	}, func() float64 { return float64(s.Held()) })
-	reg.MustRegister(s.mRefused, s.mStored, s.mHeld)
+	s.mTickets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_quota_tickets_total", Help: "Quota tickets asked of this node as a client's record node, by answer (given, refused).",
+	}, []string{"answer"})
+	s.mReports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_quota_reports_total", Help: "Clients' reports of how a job they held ended, by outcome (done, released, failed).",
+	}, []string{"outcome"})
+	reg.MustRegister(s.mRefused, s.mStored, s.mHeld, s.mTickets, s.mReports)
 }
 
 // Close stops the repair loop. The store is the node's to close.

@@ -100,7 +100,7 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	if in.blobs, err = blobnet.New(blobnet.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Env: n.env}, cfg.Blob); err != nil {
 		return nil, err
 	}
-	if in.credit, err = creditnet.New(creditnet.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Env: n.env}, cfg.Credit); err != nil {
+	if in.credit, err = creditnet.New(creditnet.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Identity: id, Env: n.env}, cfg.Credit); err != nil {
 		return nil, err
 	}
 	if err = n.openIndex(in); err != nil {
