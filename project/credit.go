@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/up-pool/up/credit"
 	"github.com/up-pool/up/creditclient"
@@ -24,6 +25,19 @@ func (p *Project) signReceipt(r *credit.Receipt) (*credit.Signed, error) {
 	return credit.Sign(r, id.Key, id.Cert.Raw)
 }
 
+// creditDue reports whether a harvest issues credit receipts: the first
+// of this Project, or every (default DefaultCreditEvery) after the last
+// issue, on the project's clock.
+func (p *Project) creditDue(every time.Duration) bool {
+	if every == 0 {
+		every = DefaultCreditEvery
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.a.Now()
+	return p.creditAt.IsZero() || every < 0 || now.Sub(p.creditAt) >= every || now.Before(p.creditAt)
+}
+
 // Credited is what issuing and publishing credit receipts did.
 type Credited struct {
 	Issued    int // receipts signed
@@ -38,6 +52,9 @@ type Credited struct {
 // them took it. A failed publication is retried by the next call.
 func (p *Project) IssueCredit(ctx context.Context, l *Ledger) (Credited, error) {
 	var out Credited
+	p.mu.Lock()
+	p.creditAt = p.a.Now()
+	p.mu.Unlock()
 	n, err := l.IssueReceipts(p.signReceipt, p.a.Now())
 	out.Issued = n
 	if err != nil {

@@ -46,7 +46,7 @@ func TestHarvestPublishesCredit(t *testing.T) {
 	harvest := func() project.HarvestReport {
 		t.Helper()
 		f.net.FlushAll(ctx)
-		rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil)
+		rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{CreditEvery: -1}, nil)
 		if err != nil || len(rep.Errors) > 0 {
 			t.Fatalf("harvest: %+v %v", rep, err)
 		}

@@ -30,7 +30,18 @@ type HarvestOptions struct {
 	// unit gets another copy (see judgeUnserved). Default DefaultLostAfter
 	// (1 h).
 	LostAfter time.Duration
+	// CreditEvery is the least time, on the project's clock, between two
+	// harvests of one Project that sign and publish credit receipts: a
+	// receipt per client covers every result since the last, so a
+	// harvest every few seconds would publish each client's receipts on
+	// its r nodes every few seconds for a few results each. The first
+	// harvest of a Project always issues them; IssueCredit forces it.
+	// Default DefaultCreditEvery (30 s); negative: every harvest.
+	CreditEvery time.Duration
 }
+
+// DefaultCreditEvery is HarvestOptions.CreditEvery's default.
+const DefaultCreditEvery = 30 * time.Second
 
 // HarvestReport tells what a harvest did.
 type HarvestReport struct {
@@ -151,10 +162,12 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 	if err := p.withdrawBlobs(ctx, l, &rep); err != nil {
 		return rep, err
 	}
-	cr, err := p.IssueCredit(ctx, l)
-	rep.Credit = cr
-	if err != nil {
-		rep.Errors = append(rep.Errors, fmt.Errorf("credit receipts: %w", err))
+	if p.creditDue(opts.CreditEvery) {
+		cr, err := p.IssueCredit(ctx, l)
+		rep.Credit = cr
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("credit receipts: %w", err))
+		}
 	}
 	return rep, nil
 }

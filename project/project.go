@@ -54,6 +54,9 @@ type Project struct {
 	resultKey, certRef []byte
 	keyCaches
 	chunk int // jobs per submission round (default 1000)
+	// creditAt is when this Project last issued credit receipts (its
+	// clock; guarded by mu): HarvestOptions.CreditEvery.
+	creditAt time.Time
 	// storeTimeout bounds one store call to a node (default
 	// DefaultStoreTimeout): a node that takes the request and never
 	// answers costs that long, then the job goes to its next closest.

@@ -87,6 +87,10 @@ assembles the image.`,
 			for _, c := range rep.Credit {
 				fmt.Fprintf(out, "  %-12s %4d valid  %3d invalid  %s CPU\n", c.Client, c.Valid, c.Invalid, c.CPU.Round(time.Millisecond))
 			}
+			fmt.Fprintf(out, "credit as anyone can check it (the project's signed receipts, gathered from each volunteer's credit nodes and verified):\n")
+			for _, v := range rep.Receipts {
+				fmt.Fprintf(out, "  %-12s %4d credit  from %d nodes  %d receipts rejected\n", v.Client, v.Total, v.Nodes, v.Rejected)
+			}
 			return nil
 		},
 	}

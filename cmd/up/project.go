@@ -295,7 +295,10 @@ func (h *harvestRun) run(cmd *cobra.Command) error {
 			}
 			if open = undecidedUnits(st); open == 0 && failed == nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "every unit has a canonical result (%d units)\n", st.Units[project.UnitValid])
-				return nil
+				// The last results' credit, whenever the receipts were last issued.
+				cr, err := p.IssueCredit(ctx, l)
+				fmt.Fprintf(cmd.OutOrStdout(), "credit receipts: %d signed, %d published\n", cr.Issued, cr.Published)
+				return err
 			}
 		}
 		select {

@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
 	"image"
@@ -16,11 +17,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/apps/wasm"
 	"github.com/up-pool/up/blob/cache"
 	"github.com/up-pool/up/blobclient"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/client"
+	"github.com/up-pool/up/creditclient"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/project"
@@ -51,10 +54,22 @@ type Report struct {
 	RPCsPerJob                  float64 // requests served by all nodes, per job
 	Image                       string
 	Credit                      []project.Credit
+	// Receipts is each volunteer's credit as anyone can check it: the
+	// receipts the project signed, gathered from the volunteer's credit
+	// nodes and verified (creditclient.Show).
+	Receipts []VerifiedCredit
 	// Blobs is what uploading the WebAssembly module did: its size
 	// (Bytes), what the project sent (Uploaded: once, not once per
 	// replica) and r.
 	Blobs project.BlobReport
+}
+
+// VerifiedCredit is one volunteer's credit gathered from the overlay.
+type VerifiedCredit struct {
+	Client   string
+	Total    uint64 // credit summed from the verified receipts
+	Nodes    int    // its credit nodes that answered
+	Rejected int    // receipts that did not verify
 }
 
 // Run runs the whole system in one process: a test CA, nodes on
@@ -103,6 +118,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, err
 	}
 	rep.Credit = credit
+	if rep.Receipts, err = d.gatherCredit(ctx); err != nil {
+		return rep, err
+	}
 	rep.Elapsed = time.Since(start)
 	rep.RPCsPerJob = d.served() / float64(rep.Jobs)
 	if err := assemble(d.ledger, o.Tiles, o.TileSize, o.Image); err != nil {
@@ -151,6 +169,8 @@ type demoRun struct {
 	units   []project.Unit
 	blobs   project.BlobReport
 	clients []*client.Client
+	// volunteers are the clients' agents, whose credit the run gathers.
+	volunteers []*agent.Agent
 }
 
 // closeProject stops the project's process (its agent), if running.
@@ -234,6 +254,7 @@ func (d *demoRun) startVolunteers(ctx, runCtx context.Context, wg *sync.WaitGrou
 			return err
 		}
 		d.onTearDown(func() { a.Close() })
+		d.volunteers = append(d.volunteers, a)
 		dir := filepath.Join(o.Dir, fmt.Sprintf("volunteer%d", i+1))
 		r, err := runner.New(runner.Config{Launcher: o.Launcher, Env: o.LauncherEnv, WorkRoot: filepath.Join(dir, "work"),
 			AllowWASM: []string{"mandel"}, Sandbox: sandbox.Config{CacheDir: filepath.Join(dir, "wasm-cache")}})
@@ -315,6 +336,27 @@ func (d *demoRun) harvestAll(ctx context.Context) ([]project.Credit, error) {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
+}
+
+// gatherCredit has the project sign and publish the last credit
+// receipts, then gathers each volunteer's from its credit nodes,
+// verified, as anyone could.
+func (d *demoRun) gatherCredit(ctx context.Context) ([]VerifiedCredit, error) {
+	cr, err := d.p.IssueCredit(ctx, d.ledger)
+	if err != nil {
+		return nil, err
+	}
+	d.logf("credit receipts: %d signed, %d published on the volunteers' credit nodes", cr.Issued, cr.Published)
+	a := d.p.Agent()
+	var out []VerifiedCredit
+	for _, v := range d.volunteers {
+		c, g, err := creditclient.Show(ctx, a.Endpoint(), a.DHT(), v.Identity().Key.Public().(ed25519.PublicKey), time.Now())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, VerifiedCredit{Client: v.Identity().Name, Total: c.Total, Nodes: len(g.Sources), Rejected: len(c.Rejected)})
+	}
+	return out, nil
 }
 
 // served is the requests all live nodes have served.

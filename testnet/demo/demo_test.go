@@ -40,6 +40,17 @@ func TestDemo(t *testing.T) {
 	if valid < rep.Jobs {
 		t.Fatalf("%d valid results for %d jobs", valid, rep.Jobs)
 	}
+	// Each volunteer's credit, gathered from the overlay and verified,
+	// is what the ledger granted it.
+	ledger := map[string]int{}
+	for _, c := range rep.Credit {
+		ledger[c.Client] = c.Valid
+	}
+	for _, v := range rep.Receipts {
+		if int(v.Total) != ledger[v.Client] || v.Rejected != 0 || v.Nodes == 0 {
+			t.Errorf("volunteer %s: credit %d from %d nodes (%d rejected), ledger says %d", v.Client, v.Total, v.Nodes, v.Rejected, ledger[v.Client])
+		}
+	}
 	// The module went into the overlay once, not once per replica.
 	if b := rep.Blobs; b.Files != 1 || b.Bytes != int64(len(wasm.Builtin)) || b.Uploaded < b.Bytes || b.Uploaded > b.Bytes+b.Bytes/10 {
 		t.Fatalf("module upload %+v: want 1 file of %d bytes sent about once", b, len(wasm.Builtin))
