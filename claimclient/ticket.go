@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -19,11 +20,18 @@ import (
 // again when a job it holds ends (Report) or its hold lapses.
 var ErrOverQuota = errors.New("over its quota of jobs in progress")
 
+// reportFlush is how long a report of a job's end waits for the next
+// ticket request to the same record node to carry it, before it is sent
+// on its own.
+const reportFlush = 5 * time.Second
+
 // tickets is what the claimer keeps of its quota tickets.
 type tickets struct {
-	hold  time.Duration      // how long a ticket holds a job at the record node (0: no tickets)
-	from  map[string]peer.ID // by job key: the record node that gave its ticket
-	given map[string][]byte  // by job key: the ticket, while claiming
+	hold     time.Duration                  // how long a ticket holds a job at the record node (0: no tickets)
+	from     map[string]peer.ID             // by job key: the record node that gave its ticket
+	given    map[string][]byte              // by job key: the ticket, while claiming
+	queued   map[peer.ID][]wire.QuotaReport // reports not sent yet, by the record node they go to
+	flushing bool                           // a flush of queued is scheduled
 }
 
 // SetTickets makes the claimer ask one of the client's record nodes (the
@@ -37,6 +45,7 @@ func (c *Claimer) SetTickets(hold time.Duration) {
 	c.tk.hold = hold
 	c.tk.from = map[string]peer.ID{}
 	c.tk.given = map[string][]byte{}
+	c.tk.queued = map[peer.ID][]wire.QuotaReport{}
 }
 
 // ticket asks the client's record nodes, nearest first, for a ticket to
@@ -55,8 +64,8 @@ func (c *Claimer) ticket(ctx context.Context, jobKey []byte) ([]byte, error) {
 	if err != nil {
 		return nil, nil
 	}
-	req := &wire.QuotaTicketRequest{Job: jobKey, HoldMS: hold.Milliseconds()}
 	for _, n := range nodes {
+		req := &wire.QuotaTicketRequest{Job: jobKey, HoldMS: hold.Milliseconds(), Reports: c.queuedFor(n)}
 		var resp wire.QuotaTicketResponse
 		actx, cancel := context.WithTimeout(ctx, c.ask)
 		err := c.ep.Call(actx, n, wire.ProtoQuotaTicket, req, wire.MaxQuotaTicketReply, &resp)
@@ -66,9 +75,13 @@ func (c *Claimer) ticket(ctx context.Context, jobKey []byte) ([]byte, error) {
 		case err == nil:
 			c.mu.Lock()
 			c.tk.from[string(jobKey)] = n
+			c.sentLocked(n, req.Reports)
 			c.mu.Unlock()
 			return resp.Ticket, nil
 		case errors.As(err, &we) && we.Status == wire.StatusQuota:
+			c.mu.Lock()
+			c.sentLocked(n, req.Reports) // applied before the refusal
+			c.mu.Unlock()
 			return nil, fmt.Errorf("%w: %w", ErrOverQuota, err)
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -80,7 +93,9 @@ func (c *Claimer) ticket(ctx context.Context, jobKey []byte) ([]byte, error) {
 
 // Report tells the client's record node that gave jobKey's ticket how the
 // job ended, signed by the client; nothing without tickets. A failure is
-// forwarded by that node to the client's other record nodes.
+// sent at once (that node forwards it to the client's other record
+// nodes); a job done or released rides on the next ticket request to
+// that node, or goes on its own after reportFlush.
 func (c *Claimer) Report(ctx context.Context, jobKey []byte, outcome quota.Outcome) error {
 	c.mu.Lock()
 	n, ok := c.tk.from[string(jobKey)]
@@ -90,15 +105,82 @@ func (c *Claimer) Report(ctx context.Context, jobKey []byte, outcome quota.Outco
 		return nil
 	}
 	client := c.key.Public().(ed25519.PublicKey)
-	req := &wire.QuotaReport{Client: client, Job: jobKey, Outcome: uint8(outcome),
+	rep := wire.QuotaReport{Client: client, Job: jobKey, Outcome: uint8(outcome),
 		Sig: ed25519.Sign(c.key, wire.QuotaReportMessage(client, jobKey, uint8(outcome)))}
+	if outcome == quota.Failed {
+		return c.sendReport(ctx, n, &rep)
+	}
+	c.mu.Lock()
+	c.tk.queued[n] = append(c.tk.queued[n], rep)
+	full := len(c.tk.queued[n]) >= wire.MaxQuotaReports
+	schedule := !c.tk.flushing
+	c.tk.flushing = true
+	c.mu.Unlock()
+	if full {
+		return c.FlushReports(ctx)
+	}
+	if schedule {
+		time.AfterFunc(reportFlush, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*c.ask)
+			defer cancel()
+			_ = c.FlushReports(ctx)
+		})
+	}
+	return nil
+}
+
+// FlushReports sends every queued report on its own, now.
+func (c *Claimer) FlushReports(ctx context.Context) error {
+	c.mu.Lock()
+	queued := c.tk.queued
+	c.tk.queued = map[peer.ID][]wire.QuotaReport{}
+	c.tk.flushing = false
+	c.mu.Unlock()
+	var errs []error
+	for n, reps := range queued {
+		for i := range reps {
+			if err := c.sendReport(ctx, n, &reps[i]); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Claimer) sendReport(ctx context.Context, n peer.ID, rep *wire.QuotaReport) error {
 	actx, cancel := context.WithTimeout(ctx, c.ask)
 	defer cancel()
 	var resp wire.Ping
-	if err := c.ep.Call(actx, n, wire.ProtoQuotaReport, req, 64, &resp); err != nil {
-		return fmt.Errorf("report job %x %s to record node %s: %w", jobKey, outcome, n, err)
+	if err := c.ep.Call(actx, n, wire.ProtoQuotaReport, rep, 64, &resp); err != nil {
+		return fmt.Errorf("report job %x %s to record node %s: %w", rep.Job, quota.Outcome(rep.Outcome), n, err)
 	}
 	return nil
+}
+
+// queuedFor is the reports queued for node n, at most MaxQuotaReports.
+func (c *Claimer) queuedFor(n peer.ID) []wire.QuotaReport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.tk.queued[n]
+	return append([]wire.QuotaReport(nil), q[:min(len(q), wire.MaxQuotaReports)]...)
+}
+
+// sentLocked drops from n's queue the reports node n took (by job: a
+// flush may have replaced the queue meanwhile). c.mu is held.
+func (c *Claimer) sentLocked(n peer.ID, took []wire.QuotaReport) {
+	if len(took) == 0 {
+		return
+	}
+	done := make(map[string]bool, len(took))
+	for _, r := range took {
+		done[string(r.Job)] = true
+	}
+	q := slices.DeleteFunc(c.tk.queued[n], func(r wire.QuotaReport) bool { return done[string(r.Job)] })
+	if len(q) == 0 {
+		delete(c.tk.queued, n)
+	} else {
+		c.tk.queued[n] = q
+	}
 }
 
 // ticketFor is the ticket for a claim attempt of jobKey: the one given

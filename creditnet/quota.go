@@ -57,13 +57,18 @@ func (s *Service) saveQuotaLocked(client string) {
 	}
 }
 
-// handleTicket gives the calling client a ticket to claim a job when it
-// holds fewer jobs than its quota here (quota.Book.Ticket). Only clients
-// ask, for themselves.
+// handleTicket applies the reports the request carries, then gives the
+// calling client a ticket to claim a job when it holds fewer jobs than
+// its quota here (quota.Book.Ticket). Only clients ask, for themselves.
 func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
 	var req wire.QuotaTicketRequest
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota ticket: %w", err))
+	}
+	for i := range req.Reports {
+		if err := s.applyReport(from, &req.Reports[i]); err != nil {
+			return nil, err
+		}
 	}
 	client := []byte(from.Identity.PublicKey)
 	now := s.env.Now().UnixMilli()
@@ -90,22 +95,31 @@ func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body [
 }
 
 // handleReport applies a client's signed report of how a job it held
-// ended: from the client itself, or forwarded by another record node. A
-// failure the client sent itself is forwarded to the client's other
-// record nodes, so its quota halves wherever it asks next.
+// ended: from the client itself, or forwarded by another record node.
 func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
 	var req wire.QuotaReport
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota report: %w", err))
 	}
+	if err := s.applyReport(from, &req); err != nil {
+		return nil, err
+	}
+	return &wire.Ping{}, nil
+}
+
+// applyReport checks a report (the client's own signature; from the
+// client itself or a node) and applies it once per job. A failure the
+// client sent itself is forwarded to the client's other record nodes,
+// so its quota halves wherever it asks next.
+func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport) error {
 	direct := from.Role() == certs.RoleClient
 	switch {
 	case direct && string(req.Client) != string(from.Identity.PublicKey):
-		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report: client %q reports for another client", from.Identity.Name))
+		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report: client %q reports for another client", from.Identity.Name))
 	case !direct && from.Role() != certs.RoleNode:
-		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report from a %s", from.Role()))
+		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report from a %s", from.Role()))
 	case !ed25519.Verify(req.Client, wire.QuotaReportMessage(req.Client, req.Job, req.Outcome), req.Sig):
-		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report of job %x: the client's signature does not verify", req.Job))
+		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report of job %x: the client's signature does not verify", req.Job))
 	}
 	outcome := quota.Outcome(req.Outcome)
 	s.mu.Lock()
@@ -116,9 +130,9 @@ func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body [
 	s.mu.Unlock()
 	s.mReports.WithLabelValues(outcome.String()).Inc()
 	if changed && direct && outcome == quota.Failed {
-		s.forwardReport(&req)
+		s.forwardReport(req)
 	}
-	return &wire.Ping{}, nil
+	return nil
 }
 
 // forwardReport sends a failure report to the client's other record

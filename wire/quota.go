@@ -19,17 +19,24 @@ const (
 
 // Quota protocol bounds, in bytes.
 const (
-	MaxQuotaFrame       = 1 << 10
+	MaxQuotaFrame       = 1<<10 + MaxQuotaReports*(MaxJobKeyLen+128)
 	MaxQuotaTicketReply = MaxReplyBytes + 64
 	quotaOutcomeMax     = 3 // quota.Failed
 )
 
+// MaxQuotaReports bounds the reports one ticket request carries.
+const MaxQuotaReports = 32
+
 // QuotaTicketRequest asks for a ticket to claim Job, held for HoldMS
-// (a duration: the record node ends the hold on its own clock).
+// (a duration: the record node ends the hold on its own clock). Reports
+// are the client's reports of jobs that ended since its last request to
+// this node, applied before the ticket is decided: a job's end costs no
+// message of its own.
 type QuotaTicketRequest struct {
-	_      struct{} `cbor:",toarray"`
-	Job    []byte
-	HoldMS int64
+	_       struct{} `cbor:",toarray"`
+	Job     []byte
+	HoldMS  int64
+	Reports []QuotaReport
 }
 
 // Validate bounds a decoded QuotaTicketRequest.
@@ -39,6 +46,14 @@ func (r *QuotaTicketRequest) Validate() error {
 	}
 	if r.HoldMS <= 0 {
 		return fmt.Errorf("ticket hold of %d ms: %w", r.HoldMS, ErrMalformed)
+	}
+	if len(r.Reports) > MaxQuotaReports {
+		return fmt.Errorf("ticket request with %d reports (max %d): %w", len(r.Reports), MaxQuotaReports, ErrMalformed)
+	}
+	for i := range r.Reports {
+		if err := r.Reports[i].Validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
