@@ -13,6 +13,7 @@ import (
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/credit"
+	"github.com/up-pool/up/creditnet"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/quota"
 	"github.com/up-pool/up/runner"
@@ -36,7 +37,12 @@ type quotaNet struct {
 
 func startQuotaNet(t *testing.T, jobs int) *quotaNet {
 	t.Helper()
-	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 10, Seed: 73,
+	return startQuotaNetWith(t, jobs, creditnet.Config{})
+}
+
+func startQuotaNetWith(t *testing.T, jobs int, cfg creditnet.Config) *quotaNet {
+	t.Helper()
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 10, Seed: 73, Credit: cfg,
 		Configure: func(_ int, cfg *node.Config) { cfg.Claim.RequireTicket = true }})
 	submitJobs(t, f.Project, jobs, "hashchain")
 	f.Net.FlushAll(context.Background())
@@ -166,5 +172,77 @@ func TestQuotaHoarder(t *testing.T) {
 	}
 	if _, err := cl.Claim(q.ctx, next); err != nil {
 		t.Fatalf("claim after a reported end: %v", err)
+	}
+}
+
+// accounts are the client's accounts at its 5 record nodes (nil where
+// none).
+func (q *quotaNet) accounts(a *agent.Agent) []*quota.Account {
+	key := a.Identity().Key.Public().(ed25519.PublicKey)
+	var out []*quota.Account
+	for _, p := range q.f.Net.TrueClosest(credit.Key(key), 5) {
+		out = append(out, q.f.Net.Node(q.f.Net.Index(p)).Credit().Account(key))
+	}
+	return out
+}
+
+func lies(as []*quota.Account) (n uint64) {
+	for _, a := range as {
+		if a != nil {
+			n += a.Lies
+		}
+	}
+	return n
+}
+
+// TestQuotaLiar: with every reported end audited, a client that reports
+// a job done while it still holds the claim is found out by the job's
+// nodes: its quota drops to the minimum and the job is held again; an
+// honest client's reports, audited alike, are found true.
+func TestQuotaLiar(t *testing.T) {
+	q := startQuotaNetWith(t, 6, creditnet.Config{AuditEvery: 1})
+	honestAgent := q.agent(t, "honest")
+	honest := q.worker(t, honestAgent, newRunner(t, map[string][]string{"lhc": {"*"}}))
+	for range 2 {
+		if ran, err := honest.RunOne(q.ctx, "lhc"); !ran || err != nil {
+			t.Fatalf("honest: ran %v, %v", ran, err)
+		}
+	}
+	liarAgent := q.agent(t, "liar")
+	hits, err := liarAgent.Index().Find(q.ctx, "lhc", 2)
+	if err != nil || len(hits) < 2 {
+		t.Fatalf("find: %d hits, %v", len(hits), err)
+	}
+	cl := claimer(liarAgent, time.Hour)
+	if _, err := cl.Claim(q.ctx, hits[0].Job); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Report(q.ctx, hits[0].Job, quota.Done); err != nil { // a lie: no result was sent
+		t.Fatal(err)
+	}
+	if err := cl.FlushReports(q.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !testkit.Poll(10*time.Second, func() bool { return lies(q.accounts(liarAgent)) == 1 }) {
+		t.Fatalf("the liar's false report was not found out: %+v", q.accounts(liarAgent))
+	}
+	for _, a := range q.accounts(liarAgent) {
+		if a != nil && a.Lies == 1 && a.Quota != quota.DefaultMin {
+			t.Fatalf("liar's quota %d where its lie was found, want %d", a.Quota, quota.DefaultMin)
+		}
+	}
+	// The honest client's reports were audited too, and found true.
+	if !testkit.Poll(10*time.Second, func() bool {
+		for _, nd := range q.f.Net.Live() {
+			if a := nd.Credit().Account(honestAgent.Identity().Key.Public().(ed25519.PublicKey)); a != nil && len(a.Reported) >= 2 {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("the honest client's two reports never arrived")
+	}
+	if n := lies(q.accounts(honestAgent)); n != 0 {
+		t.Fatalf("honest client found lying %d times", n)
 	}
 }

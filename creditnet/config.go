@@ -37,6 +37,11 @@ type Config struct {
 	// this is (package quota): initial 8, halved on each failure, doubled
 	// on each valid result, 1..64.
 	Quota quota.Config
+	// AuditEvery: one reported job end (done or released) in AuditEvery,
+	// drawn at random, is checked with the job's nodes; a report they
+	// contradict (the job still claimed by the client) counts as a
+	// failure and the job is held again. Default 16; negative: none.
+	AuditEvery int
 	// DisableLoops turns off the background repair round; tests drive it
 	// with RepairRound.
 	DisableLoops bool
@@ -60,6 +65,9 @@ func (c *Config) ApplyDefaults() {
 		c.RPCTimeout = 10 * time.Second
 	}
 	c.Quota.ApplyDefaults()
+	if c.AuditEvery == 0 {
+		c.AuditEvery = 16
+	}
 }
 
 // Validate reports the first bad field of c (after ApplyDefaults), naming

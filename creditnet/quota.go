@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
@@ -127,10 +129,14 @@ func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport) err
 	if changed {
 		s.saveQuotaLocked(string(req.Client))
 	}
+	audit := changed && direct && outcome != quota.Failed && s.auditDueLocked()
 	s.mu.Unlock()
 	s.mReports.WithLabelValues(outcome.String()).Inc()
 	if changed && direct && outcome == quota.Failed {
 		s.forwardReport(req)
+	}
+	if audit {
+		s.audit(req)
 	}
 	return nil
 }
@@ -179,4 +185,18 @@ func (s *Service) Quota(client []byte) (q, held int) {
 		}
 	}
 	return a.Quota, held
+}
+
+// Account is a copy of client's account here, nil when none.
+func (s *Service) Account(client []byte) *quota.Account {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.book.Account(string(client))
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Held = maps.Clone(a.Held)
+	c.Reported = slices.Clone(a.Reported)
+	return &c
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 
@@ -67,11 +68,13 @@ type Service struct {
 	mu       sync.Mutex
 	accounts map[string]*account // by client key
 	book     *quota.Book         // clients' quotas of jobs in progress (quota.go)
+	rng      *rand.Rand          // draws the audits (audit.go); made on first use
 
 	mRefused *prometheus.CounterVec
 	mStored  prometheus.Counter
 	mTickets *prometheus.CounterVec
 	mReports *prometheus.CounterVec
+	mAudits  *prometheus.CounterVec
 	mHeld    prometheus.GaugeFunc
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -131,7 +134,10 @@ func (s *Service) registerMetrics(reg *prometheus.Registry) {
 	s.mReports = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "up_quota_reports_total", Help: "Clients' reports of how a job they held ended, by outcome (done, released, failed).",
 	}, []string{"outcome"})
-	reg.MustRegister(s.mRefused, s.mStored, s.mHeld, s.mTickets, s.mReports)
+	s.mAudits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "up_quota_audits_total", Help: "Reported job ends audited with the job's nodes, by finding (done; lie: still claimed by the client).",
+	}, []string{"finding"})
+	reg.MustRegister(s.mRefused, s.mStored, s.mHeld, s.mTickets, s.mReports, s.mAudits)
 }
 
 // Close stops the repair loop. The store is the node's to close.

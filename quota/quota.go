@@ -104,6 +104,7 @@ type Account struct {
 	Held     map[string]int64 `json:"held"`     // job key → end of its hold, Unix ms on this node's clock
 	Errors   uint64           `json:"errors"`   // errors counted (reported or forwarded)
 	Valid    uint64           `json:"valid"`    // valid results counted from credit receipts
+	Lies     uint64           `json:"lies"`     // reported ends an audit found false
 	Reported []string         `json:"reported"` // the latest reported jobs, oldest first (≤ recentReports)
 }
 
@@ -190,6 +191,17 @@ func (b *Book) Report(client, job string, outcome Outcome) bool {
 		a.Quota = max(b.cfg.Min, a.Quota/2)
 	}
 	return true
+}
+
+// Lied applies an audit's finding that client reported job ended while
+// the job's nodes still hold it claimed by the client: the job is held
+// again (for MaxHoldMS from now) and the lie counts as a failure.
+func (b *Book) Lied(client, job string, now int64) {
+	a := b.account(client)
+	a.Held[job] = now + b.cfg.MaxHoldMS
+	a.Errors++
+	a.Lies++
+	a.Quota = b.cfg.Min
 }
 
 // Credit applies n valid results a project's receipt newly credits to
