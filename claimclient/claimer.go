@@ -22,14 +22,15 @@ import (
 
 // Claimer is the client side: it claims jobs on their closest nodes.
 type Claimer struct {
-	ep    *overlay.Endpoint
-	d     *dht.DHT
-	now   func() time.Time
-	extra int
-	ask   time.Duration                        // how long one node has to answer a claim request or confirm
-	pace  func(context.Context, peer.ID) error // before each claim request; nil: none
-	retry submitRetry                          // how a result's delivery is retried
-	key   ed25519.PrivateKey                   // signs releases (SetSigner); nil: unsigned
+	ep         *overlay.Endpoint
+	d          *dht.DHT
+	now        func() time.Time
+	extra      int
+	ask        time.Duration                        // how long one node has to answer a claim request or confirm
+	commitPoll time.Duration                        // first pause between counts of a unit's commitments (commit.go)
+	pace       func(context.Context, peer.ID) error // before each claim request; nil: none
+	retry      submitRetry                          // how a result's delivery is retried
+	key        ed25519.PrivateKey                   // signs releases (SetSigner); nil: unsigned
 
 	won, lost, unknown, failed, lookups atomic.Int64
 	refreshes, attempts                 atomic.Int64

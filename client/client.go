@@ -24,6 +24,8 @@ type Client struct {
 	cfg     Config
 	log     *slog.Logger
 	claimer *claimclient.Claimer
+	commits CommitTotals      // commit–reveal costs (commit.go); mu
+	certs   map[string][]byte // project certificates by CertRef, for commitments; mu
 
 	mu      sync.Mutex
 	queries map[string]string // by project: its index query
@@ -105,6 +107,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.claimer.SetPace(c.pace.Wait)
 	c.claimer.SetSigner(a.Identity().Key)
+	c.claimer.SetCommitPoll(cfg.CommitPoll)
 	c.claimHist = newClaimHistogram()
 	c.cfg.Runner = recorder{Executor: cfg.Runner, c: c}
 	return c, nil

@@ -91,6 +91,10 @@ type Config struct {
 	// won took (its claim requests and confirms): the bench's claim
 	// latency.
 	OnClaim func(took time.Duration)
+	// CommitPoll is the first pause between counts of a unit's
+	// commitments before a commit–reveal job's result is revealed
+	// (doubling up to 16 times it). Default 500 ms.
+	CommitPoll time.Duration
 	// Seed seeds the backoff jitter. Default 1.
 	Seed uint64
 	// Now reads the clock. Default time.Now.
