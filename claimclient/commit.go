@@ -96,7 +96,7 @@ func (c *Claimer) Commit(ctx context.Context, board []byte, post *wire.CommitPos
 	for _, n := range stored {
 		counts = append(counts, n)
 	}
-	for !result.RevealNow(counts, quorum, f, c.now().Sub(start), wait) {
+	for !result.RevealNow(counts, quorum, f, c.now().Sub(start).Milliseconds(), wait.Milliseconds()) {
 		if !sleep(ctx, min(pause, wait-c.now().Sub(start))) {
 			return st, fmt.Errorf("commitment posted, waiting to reveal: %w", ctx.Err())
 		}

@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/up-pool/up/codec"
 )
@@ -139,11 +137,17 @@ func (c *Commit) Verify() error {
 // ErrNoCommit when none is; ErrEquivocation when the client signed two
 // different ones; ErrRevealMismatch when the reveal matches none. Pure.
 func CheckReveal(commits []*Commit, job, client, output, salt []byte) error {
-	var mine [][]byte
+	var mine []string // the client's distinct commitments for the job
 	for _, c := range commits {
-		if string(c.Job) == string(job) && string(c.Client) == string(client) &&
-			!slices.ContainsFunc(mine, func(b []byte) bool { return string(b) == string(c.C) }) {
-			mine = append(mine, c.C)
+		if string(c.Job) != string(job) || string(c.Client) != string(client) {
+			continue
+		}
+		seen := false
+		for _, m := range mine {
+			seen = seen || m == string(c.C)
+		}
+		if !seen {
+			mine = append(mine, string(c.C))
 		}
 	}
 	switch {
@@ -151,7 +155,7 @@ func CheckReveal(commits []*Commit, job, client, output, salt []byte) error {
 		return fmt.Errorf("job %x, client %x: %w", job, client[:min(8, len(client))], ErrNoCommit)
 	case len(mine) > 1:
 		return fmt.Errorf("job %x, client %x: %d commitments: %w", job, client[:min(8, len(client))], len(mine), ErrEquivocation)
-	case len(salt) != SaltSize || !hmac.Equal(mine[0], Commitment(job, client, output, salt)):
+	case len(salt) != SaltSize || !hmac.Equal([]byte(mine[0]), Commitment(job, client, output, salt)):
 		return fmt.Errorf("job %x, client %x: %w", job, client[:min(8, len(client))], ErrRevealMismatch)
 	}
 	return nil
@@ -163,9 +167,9 @@ func CheckReveal(commits []*Commit, job, client, output, salt []byte) error {
 // vouches for the count), or when it has waited wait since its commitment
 // (on its own clock: a missing copy cannot hold the result back longer).
 // counts are the answering nodes' counts of committed jobs; f the faults
-// tolerated among the board's r nodes. Pure.
-func RevealNow(counts []int, quorum, f int, waited, wait time.Duration) bool {
-	if waited >= wait {
+// tolerated among the board's r nodes; waitedMS and waitMS in ms. Pure.
+func RevealNow(counts []int, quorum, f int, waitedMS, waitMS int64) bool {
+	if waitedMS >= waitMS {
 		return true
 	}
 	n := 0

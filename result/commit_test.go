@@ -71,7 +71,7 @@ func TestRevealNow(t *testing.T) {
 		{nil, 10 * time.Minute, true},
 	}
 	for _, c := range cases {
-		if got := RevealNow(c.counts, 2, 1, c.waited, 10*time.Minute); got != c.want {
+		if got := RevealNow(c.counts, 2, 1, c.waited.Milliseconds(), (10 * time.Minute).Milliseconds()); got != c.want {
 			t.Errorf("RevealNow(%v, waited %v) = %v", c.counts, c.waited, got)
 		}
 	}
