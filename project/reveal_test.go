@@ -28,6 +28,17 @@ const commitPoll = 20 * time.Millisecond
 // committer is f.worker counting commitments every commitPoll.
 func (f *flow) committer(t *testing.T, name string) *client.Client {
 	t.Helper()
+	return f.committerAt(t, name, f.clock.Now)
+}
+
+// realClockCommitter is committer on the real clock (time.Now).
+func (f *flow) realClockCommitter(t *testing.T, name string) *client.Client {
+	t.Helper()
+	return f.committerAt(t, name, time.Now)
+}
+
+func (f *flow) committerAt(t *testing.T, name string, now func() time.Time) *client.Client {
+	t.Helper()
 	a, err := f.net.NewAgent(context.Background(), certs.RoleClient, name)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +50,7 @@ func (f *flow) committer(t *testing.T, name string) *client.Client {
 		t.Fatal(err)
 	}
 	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}}, Runner: r, Slots: 1,
-		Now: f.clock.Now, CommitPoll: commitPoll})
+		Now: now, CommitPoll: commitPoll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,5 +342,63 @@ func TestRevealDeadline(t *testing.T) {
 	f.net.FlushAll(ctx)
 	if rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil); err != nil || rep.Recorded != 1 || rep.Reveals.Checked != 1 || rep.Reveals.Refused != 0 {
 		t.Fatalf("harvest: %+v %v", rep, err)
+	}
+}
+
+// TestCommitRevealCost reports what commit–reveal costs per job: units of
+// two copies, one at a time, each run by two clients side by side on the
+// real clock, once with commit–reveal and once without, then harvested.
+// Run with -v:
+//
+//	go test ./project/ -run TestCommitRevealCost -v
+func TestCommitRevealCost(t *testing.T) {
+	const units = 6
+	for _, commit := range []bool{false, true} {
+		f := startFlow(t, 8, 80)
+		ctx := context.Background()
+		clients := []*client.Client{f.realClockCommitter(t, "honest1"), f.realClockCommitter(t, "honest2")}
+		var took time.Duration
+		for i := range units {
+			file := fmt.Sprintf("app: hashchain\nargs: [\"20000\", \"%d\"]\nkeywords: [lhc]\ncopies: 2\n", i)
+			if commit {
+				file += "commit: true\nreveal_wait: 1m\n"
+			}
+			if rep, err := f.proj.SubmitFile(ctx, f.ledger, []byte(file), fmt.Sprintf("cost%d.yaml", i), nil); err != nil || rep.Submitted != 2 {
+				t.Fatalf("submit: %+v %v", rep, err)
+			}
+			f.net.FlushAll(ctx)
+			start := time.Now()
+			done := []<-chan error{runOne(clients[0]), runOne(clients[1])}
+			for _, ch := range done {
+				if err := <-ch; err != nil {
+					t.Fatal(err)
+				}
+			}
+			took += time.Since(start)
+		}
+		f.net.FlushAll(ctx)
+		rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil)
+		if err != nil || rep.Recorded != 2*units || rep.Decided != units {
+			t.Fatalf("harvest: %+v %v", rep, err)
+		}
+		if !commit {
+			t.Logf("without commit–reveal: a unit's two copies run side by side in %v (mean of %d)", (took / units).Round(time.Millisecond), units)
+			continue
+		}
+		var tot client.CommitTotals
+		for _, c := range clients {
+			ct := c.CommitTotals()
+			tot.Jobs, tot.RPCs, tot.Bytes, tot.Lookups = tot.Jobs+ct.Jobs, tot.RPCs+ct.RPCs, tot.Bytes+ct.Bytes, tot.Lookups+ct.Lookups
+			tot.Waited, tot.Timeouts = tot.Waited+ct.Waited, tot.Timeouts+ct.Timeouts
+		}
+		if tot.Jobs != 2*units || tot.Timeouts != 0 || rep.Reveals.Checked != 2*units || rep.Reveals.Refused != 0 {
+			t.Fatalf("client totals %+v, harvest %+v", tot, rep.Reveals)
+		}
+		n := float64(tot.Jobs)
+		t.Logf("with commit–reveal: a unit's two copies run side by side in %v (mean of %d)", (took / units).Round(time.Millisecond), units)
+		t.Logf("client, per job: %.1f RPCs, %.0f bytes, %.1f board lookups, %v from commitment to reveal (mean; poll every %v)",
+			float64(tot.RPCs)/n, float64(tot.Bytes)/n, float64(tot.Lookups)/n, (tot.Waited / time.Duration(tot.Jobs)).Round(time.Millisecond), commitPoll)
+		t.Logf("project, per job: %.1f RPCs, %.0f bytes (%d boards asked for %d results)",
+			float64(rep.Reveals.RPCs)/n, float64(rep.Reveals.Bytes)/n, rep.Reveals.Boards, rep.Reveals.Checked)
 	}
 }
