@@ -257,18 +257,39 @@ func (f *flow) unitBoard(t *testing.T) []byte {
 	return spec.BoardKey()
 }
 
-// runOne runs one job of c in the background; the channel gets its error
-// (or one saying it found none).
-func runOne(c *client.Client) <-chan error {
+// runOne runs one job of c in the background, looking again while it
+// finds none (for up to 30 s: an entry may be listed late); the channel
+// gets its error.
+func (f *flow) runOne(c *client.Client) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		ran, err := c.RunOne(context.Background(), "lhc")
-		if err == nil && !ran {
-			err = fmt.Errorf("no job run")
+		ctx := context.Background()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			f.net.FlushAll(ctx)
+			ran, err := c.RunOne(ctx, "lhc")
+			if ran || time.Now().After(deadline) {
+				if err == nil && !ran {
+					err = fmt.Errorf("no job run")
+				}
+				done <- err
+				return
+			}
 		}
-		done <- err
 	}()
 	return done
+}
+
+// await is the error ch gets, failing the test after a minute without.
+func await(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatal("no answer in a minute")
+		return nil
+	}
 }
 
 // TestRevealWaitsForQuorum (issue 22): a client that committed does not
@@ -283,7 +304,7 @@ func TestRevealWaitsForQuorum(t *testing.T) {
 	f.net.FlushAll(ctx)
 	board := f.unitBoard(t)
 	first := f.committer(t, "honest1")
-	done := runOne(first)
+	done := f.runOne(first)
 	testkit.WaitFor(t, 30*time.Second, "the first copy's commitment on the board", func() bool { return f.boardJobs(t, board) == 1 })
 	// An absence cannot be awaited: the client counts every 20 ms, so in
 	// half a second it had some 25 chances to reveal early.
@@ -297,9 +318,9 @@ func TestRevealWaitsForQuorum(t *testing.T) {
 		t.Fatalf("harvest before the second commitment: %+v %v (want no result)", rep, err)
 	}
 	second := f.committer(t, "honest2")
-	done2 := runOne(second)
-	for _, ch := range []<-chan error{done, done2} {
-		if err := <-ch; err != nil {
+	done2 := f.runOne(second)
+	for _, ch := range []<-chan error{done2, done} {
+		if err := await(t, ch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -330,10 +351,10 @@ func TestRevealDeadline(t *testing.T) {
 	f.net.FlushAll(ctx)
 	board := f.unitBoard(t)
 	c := f.committer(t, "honest1")
-	done := runOne(c)
+	done := f.runOne(c)
 	testkit.WaitFor(t, 30*time.Second, "the commitment on the board", func() bool { return f.boardJobs(t, board) == 1 })
 	f.clock.Advance(10*time.Minute + time.Second)
-	if err := <-done; err != nil {
+	if err := await(t, done); err != nil {
 		t.Fatal(err)
 	}
 	if tot := c.CommitTotals(); tot.Timeouts != 1 || tot.Waited < 10*time.Minute {
@@ -368,9 +389,9 @@ func TestCommitRevealCost(t *testing.T) {
 			}
 			f.net.FlushAll(ctx)
 			start := time.Now()
-			done := []<-chan error{runOne(clients[0]), runOne(clients[1])}
+			done := []<-chan error{f.runOne(clients[0]), f.runOne(clients[1])}
 			for _, ch := range done {
-				if err := <-ch; err != nil {
+				if err := await(t, ch); err != nil {
 					t.Fatal(err)
 				}
 			}
