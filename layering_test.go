@@ -171,10 +171,12 @@ var purePackages = []purePackage{
 		// A result sealed and signed in memory: no network, no files, no
 		// clock, no randomness of its own. io is there because Seal takes
 		// its randomness as an io.Reader from the caller; x/crypto's
-		// curve25519 and nacl/box seal the inner record.
+		// curve25519 and nacl/box seal the inner record; crypto/hmac
+		// derives a commitment's salt from the client's key (commit.go).
 		path: module + "/result",
 		allowed: []string{
 			"crypto/ed25519",
+			"crypto/hmac",
 			"crypto/sha256",
 			"errors",
 			"fmt",

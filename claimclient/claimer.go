@@ -22,15 +22,16 @@ import (
 
 // Claimer is the client side: it claims jobs on their closest nodes.
 type Claimer struct {
-	ep    *overlay.Endpoint
-	d     *dht.DHT
-	now   func() time.Time
-	extra int
-	ask   time.Duration                        // how long one node has to answer a claim request or confirm
-	pace  func(context.Context, peer.ID) error // before each claim request; nil: none
-	retry submitRetry                          // how a result's delivery is retried
-	key   ed25519.PrivateKey                   // signs releases (SetSigner); nil: unsigned
-	tk    tickets                              // quota tickets (ticket.go); guarded by mu
+	ep         *overlay.Endpoint
+	d          *dht.DHT
+	now        func() time.Time
+	extra      int
+	ask        time.Duration                        // how long one node has to answer a claim request or confirm
+	pace       func(context.Context, peer.ID) error // before each claim request; nil: none
+	retry      submitRetry                          // how a result's delivery is retried
+	key        ed25519.PrivateKey                   // signs releases (SetSigner); nil: unsigned
+	tk         tickets                              // quota tickets (ticket.go); guarded by mu
+	commitPoll time.Duration                        // first pause between counts of a unit's commitments (commit.go)
 
 	won, lost, unknown, failed, lookups atomic.Int64
 	refreshes, attempts                 atomic.Int64

@@ -24,6 +24,8 @@ type Client struct {
 	cfg     Config
 	log     *slog.Logger
 	claimer *claimclient.Claimer
+	commits CommitTotals      // commit–reveal costs (commit.go); mu
+	certs   map[string][]byte // project certificates by CertRef, for commitments; mu
 
 	mu      sync.Mutex
 	queries map[string]string // by project: its index query
@@ -109,6 +111,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.TicketHold > 0 {
 		c.claimer.SetTickets(cfg.TicketHold)
 	}
+	c.claimer.SetCommitPoll(cfg.CommitPoll)
 	c.claimHist = newClaimHistogram()
 	c.cfg.Runner = recorder{Executor: cfg.Runner, c: c}
 	return c, nil

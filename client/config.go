@@ -97,6 +97,10 @@ type Config struct {
 	// claim and reports each job's end. Default 1 h; negative: no
 	// tickets (the nodes that require them then refuse its claims).
 	TicketHold time.Duration
+	// CommitPoll is the first pause between counts of a unit's
+	// commitments before a commit–reveal job's result is revealed
+	// (doubling up to 16 times it). Default 500 ms.
+	CommitPoll time.Duration
 	// Seed seeds the backoff jitter. Default 1.
 	Seed uint64
 	// Now reads the clock. Default time.Now.

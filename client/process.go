@@ -280,6 +280,12 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 		Job: signed.Key(), ClientCert: id.Cert.Raw, Output: resultOutput(spec, out), ExitCode: int32(out.ExitCode),
 		Error: describe(out), CPU: out.CPU.Milliseconds(), Wall: out.Wall.Milliseconds(), At: c.cfg.Now().UnixMilli(),
 	}
+	if spec.UsesCommit() {
+		c.track(cid, project, "committing")
+		if inner.Salt, err = c.commit(ctx, cl, signed, spec, inner.Output); err != nil {
+			return fmt.Errorf("job %s: %w", cid, err)
+		}
+	}
 	env, err := result.Seal(inner, id.Key, spec.ResultKey, nil)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", cid, err)

@@ -10,10 +10,32 @@ import (
 // spec keeps the bytes, and the CID, it was signed with: version 1 has 12
 // fields, version 2 adds Lifetime (13), version 3 adds Module (14) and
 // lays each input out with its Blob (4 fields, where 1 and 2 have 3),
-// version 4 adds Stdin and Outputs (16).
+// version 4 adds Stdin and Outputs (16), version 5 Commit and RevealWait
+// (18).
 
-// specFields is Spec without its methods: the version 4 layout.
+// specFields is Spec without its methods: the version 5 layout.
 type specFields Spec
+
+// specV4 is the version 4 layout: a Spec without Commit and RevealWait.
+type specV4 struct {
+	_         struct{} `cbor:",toarray"`
+	Version   uint16
+	Project   string
+	App       string
+	Args      []string
+	Inputs    []Input
+	Keywords  []string
+	Resources []string
+	TFinish   int64
+	Created   int64
+	Nonce     []byte
+	CertRef   []byte
+	ResultKey []byte
+	Lifetime  int64
+	Module    []byte
+	Stdin     uint16
+	Outputs   []string
+}
 
 // specV3 is the version 3 layout: a Spec without Stdin and Outputs.
 type specV3 struct {
@@ -78,8 +100,9 @@ type specV1 struct {
 	ResultKey []byte
 }
 
-// CBOR array headers of the four layouts (12, 13, 14 and 16 elements).
+// CBOR array headers of the five layouts (12, 13, 14, 16 and 18 elements).
 const (
+	specV5Header = 0x80 + 18
 	specV1Header = 0x80 + 12
 	specV2Header = 0x80 + 13
 	specV3Header = 0x80 + 14
@@ -88,10 +111,18 @@ const (
 
 // MarshalCBOR encodes a spec in its version's layout: version 1, 2 and 3
 // specs keep the bytes (and so the CIDs) they were signed with. Versions
-// above 3 take the version 4 layout (Validate refuses the unknown ones).
+// 4 keep the version 4 layout; versions above 4 take the version 5 layout
+// (Validate refuses the unknown ones).
 func (s Spec) MarshalCBOR() ([]byte, error) {
 	switch s.Version {
 	case specVersion1, specVersion2:
+	case specVersion4:
+		if s.UsesCommit() {
+			return nil, fmt.Errorf("%w: version 4 spec with commit–reveal", ErrMalformed)
+		}
+		return codec.Marshal(&specV4{Version: s.Version, Project: s.Project, App: s.App, Args: s.Args, Inputs: s.Inputs,
+			Keywords: s.Keywords, Resources: s.Resources, TFinish: s.TFinish, Created: s.Created, Nonce: s.Nonce,
+			CertRef: s.CertRef, ResultKey: s.ResultKey, Lifetime: s.Lifetime, Module: s.Module, Stdin: s.Stdin, Outputs: s.Outputs})
 	case specVersion3:
 		if s.UsesIO() {
 			return nil, fmt.Errorf("%w: version 3 spec with standard input or output files", ErrMalformed)
@@ -126,15 +157,26 @@ func (s *Spec) UnmarshalCBOR(b []byte) error {
 		return fmt.Errorf("%w: empty spec", ErrMalformed)
 	}
 	switch b[0] {
-	case specV4Header:
+	case specV5Header:
 		var f specFields
 		if err := codec.Unmarshal(b, &f); err != nil {
 			return err
 		}
-		if f.Version <= specVersion3 {
-			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, f.Version, specVersion4)
+		if f.Version <= specVersion4 {
+			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, f.Version, specVersion5)
 		}
 		*s = Spec(f)
+	case specV4Header:
+		var v specV4
+		if err := codec.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		if v.Version != specVersion4 {
+			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, v.Version, specVersion4)
+		}
+		*s = Spec{Version: v.Version, Project: v.Project, App: v.App, Args: v.Args, Inputs: v.Inputs,
+			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
+			CertRef: v.CertRef, ResultKey: v.ResultKey, Lifetime: v.Lifetime, Module: v.Module, Stdin: v.Stdin, Outputs: v.Outputs}
 	case specV3Header:
 		var v specV3
 		if err := codec.Unmarshal(b, &v); err != nil {
@@ -169,7 +211,7 @@ func (s *Spec) UnmarshalCBOR(b []byte) error {
 			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
 			CertRef: v.CertRef, ResultKey: v.ResultKey}
 	default:
-		return fmt.Errorf("%w: spec is not an array of 12, 13, 14 or 16 fields", ErrMalformed)
+		return fmt.Errorf("%w: spec is not an array of 12, 13, 14, 16 or 18 fields", ErrMalformed)
 	}
 	return nil
 }

@@ -18,11 +18,11 @@ import (
 // SpecVersion is the newest version of Spec this code reads and writes.
 // It also reads version 1 specs, which carry no lifetime (lifetime.go),
 // version 2 specs, which carry no WebAssembly module and no blob input,
-// and version 3 specs, which carry no standard input and no output files
-// (layout.go). A project writes the least version a spec needs
+// version 3 specs, which carry no standard input and no output files
+// (layout.go), and version 4 specs, which ask for no commit–reveal. A project writes the least version a spec needs
 // (LeastVersion), so a spec without the newer fields keeps the version 3
 // bytes older nodes read.
-const SpecVersion = specVersion4
+const SpecVersion = specVersion5
 
 // WriteVersion is the version a new spec is written in unless its fields
 // need a later one (LeastVersion): version 3's bytes, which nodes of the
@@ -30,12 +30,19 @@ const SpecVersion = specVersion4
 const WriteVersion = specVersion3
 
 // The versions: 1 before job lifetimes, 2 before WebAssembly modules and
-// blob inputs, 3 with them, 4 with standard input and output files.
+// blob inputs, 3 with them, 4 with standard input and output files, 5
+// with commit–reveal (Commit, RevealWait).
 const (
 	specVersion1 = 1
 	specVersion2 = 2
 	specVersion3 = 3
 	specVersion4 = 4
+	specVersion5 = 5
+)
+
+// Bounds of a spec's commit–reveal.
+const (
+	MaxCommit = 16 // commitments a client may be asked to wait for
 )
 
 // Bounds of a spec's output files.
@@ -118,6 +125,32 @@ type Spec struct {
 	// (PackOutputs): plain names (ValidOutputName), at most MaxOutputs.
 	// Version 4 on.
 	Outputs []string
+	// Commit, when not 0, asks a client to commit to its result before it
+	// reveals it (commit–reveal, docs/design.md): it sends a signed
+	// commitment to the unit's board (BoardKey) and submits the sealed
+	// result only once Commit commitments of the unit's copies are there,
+	// or RevealWait has passed. Version 5 on.
+	Commit uint16
+	// RevealWait is how long, in ms, a client waits at most for the
+	// unit's commitments, from its own commitment, on its own clock; 0
+	// takes DefaultRevealWaitMS. Version 5 on.
+	RevealWait int64
+}
+
+// DefaultRevealWaitMS is the reveal wait, in ms, of a spec that asks for
+// commit–reveal and names none: 10 minutes.
+const DefaultRevealWaitMS = 10 * 60 * 1000
+
+// UsesCommit reports whether the spec asks for commit–reveal: version 5 on.
+func (s *Spec) UsesCommit() bool { return s.Commit != 0 || s.RevealWait != 0 }
+
+// RevealWaitMS is the longest a client waits for the unit's commitments
+// before it reveals, in ms (DefaultRevealWaitMS when the spec names none).
+func (s *Spec) RevealWaitMS() int64 {
+	if s.RevealWait == 0 {
+		return DefaultRevealWaitMS
+	}
+	return s.RevealWait
 }
 
 // UsesIO reports whether the spec gives standard input or asks for output
@@ -127,6 +160,9 @@ func (s *Spec) UsesIO() bool { return s.Stdin != 0 || len(s.Outputs) > 0 }
 // LeastVersion is the least version whose layout holds the spec's fields
 // (at least 3, the version this code wrote before version 4).
 func (s *Spec) LeastVersion() uint16 {
+	if s.UsesCommit() {
+		return specVersion5
+	}
 	if s.UsesIO() {
 		return specVersion4
 	}
@@ -162,6 +198,10 @@ func (s *Spec) Validate() error {
 		return bad("version %d spec with a WebAssembly module or a blob input (version %d on)", s.Version, specVersion3)
 	case s.Version < specVersion4 && s.UsesIO():
 		return bad("version %d spec with standard input or output files (version %d on)", s.Version, specVersion4)
+	case s.Version < specVersion5 && s.UsesCommit():
+		return bad("version %d spec with commit–reveal (version %d on)", s.Version, specVersion5)
+	case s.Commit > MaxCommit || s.RevealWait < 0 || s.RevealWait > MaxLifetimeMS:
+		return bad("commit %d (max %d), reveal wait %d ms (0..%d)", s.Commit, MaxCommit, s.RevealWait, MaxLifetimeMS)
 	case int(s.Stdin) > len(s.Inputs):
 		return bad("standard input is input %d of %d", int(s.Stdin)-1, len(s.Inputs))
 	case len(s.Outputs) > MaxOutputs:

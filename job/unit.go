@@ -32,3 +32,18 @@ func (s *Spec) UnitKey() []byte {
 	}
 	return h.Sum(nil)
 }
+
+// boardDomain separates a unit's board key from every other key hashed.
+const boardDomain = "up/unit-board/v1\x00"
+
+// BoardKey is the key of the unit's commitment board: the r nodes closest
+// to it keep the signed commitments of the unit's copies (commit–reveal,
+// Spec.Commit), so a client can count them before it reveals and the
+// project can check each revealed result against its commitment. Every
+// copy of a unit names the same board.
+func (s *Spec) BoardKey() []byte {
+	h := sha256.New()
+	h.Write([]byte(boardDomain))
+	h.Write(s.UnitKey())
+	return h.Sum(nil)
+}

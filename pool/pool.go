@@ -91,9 +91,10 @@ type Pool struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	inflight inflight // hand-ons in progress
-	handOns  handOns  // hand-on on join (handoff.go)
-	resynced resyncs  // last Resync per job (resync.go)
+	inflight inflight   // hand-ons in progress
+	boardMu  sync.Mutex // serialises a unit board's read-modify-write (commits.go)
+	handOns  handOns    // hand-on on join (handoff.go)
+	resynced resyncs    // last Resync per job (resync.go)
 }
 
 // New opens the node's job pool on its store, loads the jobs held, and
@@ -125,6 +126,7 @@ func New(deps Deps, cfg Config) (*Pool, error) {
 	ep.Handle(wire.ProtoJobGet, 64<<10, nil, p.handleGet)
 	ep.Handle(wire.ProtoJobSync, wire.MaxJobFrame, []certs.Role{certs.RoleNode}, p.handleSync)
 	p.registerResultProtocols()
+	p.registerCommitProtocols()
 	if !cfg.DisableLoops {
 		p.goLoop(p.republishLoop)
 		p.goLoop(p.expiryLoop)

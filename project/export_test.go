@@ -16,3 +16,10 @@ func (p *Project) IndexHarvest(ctx context.Context, keyword string, pageSize int
 	_, err := p.a.Index().Harvest(ctx, keyword, pageSize, visit)
 	return err
 }
+
+// SetRevealCheck turns the harvest's commit–reveal check on or off (the
+// tests' negative control) and returns a function restoring it.
+func SetRevealCheck(on bool) (restore func()) {
+	was := revealCheckOff.Swap(!on)
+	return func() { revealCheckOff.Store(was) }
+}

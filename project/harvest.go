@@ -66,6 +66,9 @@ type HarvestReport struct {
 	// Credit is what the harvest did with credit receipts: signed for the
 	// results graded valid, published on their clients' nodes.
 	Credit Credited
+	// Reveals is what checking commit–reveal jobs' results against their
+	// commitments did and cost (reveal.go).
+	Reveals RevealReport
 	// IndexErr is why the index of finished jobs could not be read in
 	// full (after retries): results it did not list were not harvested.
 	IndexErr error
@@ -200,6 +203,7 @@ func (p *Project) fetchPart(ctx context.Context, l *Ledger, part []found, opts H
 		results = append(results, *r)
 		got = append(got, f)
 	}
+	results, got = p.checkReveals(ctx, l, results, got, rep)
 	if err := l.RecordResults(results, p.a.Now()); err != nil {
 		return nil, err
 	}

@@ -31,6 +31,8 @@ import (
 //	t_finish: 10m
 //	lifetime: 7d                   # nodes drop the job after; a Go duration or whole days
 //	copies: 2
+//	commit: true                   # copies commit before they reveal (copies ≥ 2)
+//	reveal_wait: 10m               # the longest a copy waits for the others' commitments
 //	module: mandelbrot.wasm        # a local WebAssembly module: a WASM job
 //	inputs: [{file: data/a.bin}]   # a local file, uploaded as a blob
 //	stdin: 0                       # input 0 is the standard input
@@ -39,18 +41,20 @@ import (
 //	  x: {from: 0, to: 7}          # 0, 1, ... 7
 //	  y: [0.5, 1.5]                # explicit values
 type JobFile struct {
-	App       string              `yaml:"app"`
-	Args      []string            `yaml:"args"`
-	Keywords  []string            `yaml:"keywords"`
-	Resources []string            `yaml:"resources"`
-	TFinish   string              `yaml:"t_finish"`
-	Lifetime  string              `yaml:"lifetime"`
-	Copies    int                 `yaml:"copies"`
-	Inputs    []JobFileInput      `yaml:"inputs"`
-	Stdin     *int                `yaml:"stdin"`
-	Outputs   []string            `yaml:"outputs"`
-	Module    string              `yaml:"module"`
-	Sweep     map[string]SweepDef `yaml:"sweep"`
+	App        string              `yaml:"app"`
+	Args       []string            `yaml:"args"`
+	Keywords   []string            `yaml:"keywords"`
+	Resources  []string            `yaml:"resources"`
+	TFinish    string              `yaml:"t_finish"`
+	Lifetime   string              `yaml:"lifetime"`
+	Copies     int                 `yaml:"copies"`
+	Commit     bool                `yaml:"commit"`
+	RevealWait string              `yaml:"reveal_wait"`
+	Inputs     []JobFileInput      `yaml:"inputs"`
+	Stdin      *int                `yaml:"stdin"`
+	Outputs    []string            `yaml:"outputs"`
+	Module     string              `yaml:"module"`
+	Sweep      map[string]SweepDef `yaml:"sweep"`
 }
 
 // JobFileInput is an input reference in a job file: a URL with its
@@ -109,7 +113,12 @@ type Unit struct {
 	Outputs  []string
 	TFinish  time.Duration
 	Lifetime time.Duration // how long after creation nodes keep the job
-	Params   map[string]string
+	// Commit, when not 0, is the commitments a copy waits for before it
+	// reveals its result (job.Spec.Commit: the unit's quorum); RevealWait
+	// the longest it waits (0: job.DefaultRevealWaitMS).
+	Commit     uint16
+	RevealWait time.Duration
+	Params     map[string]string
 }
 
 // ParseJobFile parses and checks a job file and expands its sweep into
@@ -152,6 +161,10 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	commit, wait, err := parseCommit(&f, tf)
+	if err != nil {
+		return nil, 0, err
+	}
 	names, values, total, err := expandSweep(f)
 	if err != nil {
 		return nil, 0, err
@@ -164,7 +177,7 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 			params[n] = values[n][idx[i]]
 		}
 		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, InputFiles: fillFiles(files, params), ModuleFile: f.Module, Params: params,
-			Stdin: stdin, Outputs: f.Outputs,
+			Stdin: stdin, Outputs: f.Outputs, Commit: commit, RevealWait: wait,
 			Args: fill(f.Args, params), Keywords: fill(f.Keywords, params), Resources: fill(f.Resources, params)}
 		if projectName != "" && !slices.Contains(u.Keywords, projectName) {
 			u.Keywords = append([]string{projectName}, u.Keywords...)
@@ -381,4 +394,29 @@ func fill(ts []string, params map[string]string) []string {
 		out[i] = t
 	}
 	return out
+}
+
+// parseCommit reads a job file's commit–reveal: commit asks each copy to
+// commit before it reveals, waiting for the unit's quorum of commitments
+// (Quorum(copies)) at most reveal_wait (default job.DefaultRevealWaitMS,
+// at most T_finish).
+func parseCommit(f *JobFile, tFinish time.Duration) (uint16, time.Duration, error) {
+	if !f.Commit {
+		if f.RevealWait != "" {
+			return 0, 0, fmt.Errorf("reveal_wait %q without commit: true", f.RevealWait)
+		}
+		return 0, 0, nil
+	}
+	if f.Copies < 2 {
+		return 0, 0, fmt.Errorf("commit: true needs copies 2 or more (copies %d): a single copy has nothing to be copied from", f.Copies)
+	}
+	var wait time.Duration
+	if f.RevealWait != "" {
+		d, err := time.ParseDuration(f.RevealWait)
+		if err != nil || d <= 0 || d > tFinish {
+			return 0, 0, fmt.Errorf("reveal_wait %q is not a positive duration up to t_finish (%s)", f.RevealWait, tFinish)
+		}
+		wait = d
+	}
+	return uint16(Quorum(f.Copies)), wait, nil
 }

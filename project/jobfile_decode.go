@@ -28,6 +28,8 @@ var jobFileFields = []jobFileField{
 	{"t_finish", "a duration such as 30m", func(f *JobFile) any { return &f.TFinish }},
 	{"lifetime", "a duration such as 336h or 14d", func(f *JobFile) any { return &f.Lifetime }},
 	{"copies", "a whole number", func(f *JobFile) any { return &f.Copies }},
+	{"commit", "true or false", func(f *JobFile) any { return &f.Commit }},
+	{"reveal_wait", "a duration such as 10m", func(f *JobFile) any { return &f.RevealWait }},
 	{"inputs", inputsWant, nil},
 	{"stdin", "the index, from 0, of the input that is the standard input", func(f *JobFile) any { return &f.Stdin }},
 	{"outputs", "a list of file names", func(f *JobFile) any { return &f.Outputs }},

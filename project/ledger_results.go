@@ -27,6 +27,10 @@ type Result struct {
 	// OutputNames are the output files its job's spec names (EachResult
 	// fills them): with some, Output is job.PackOutputs' encoding.
 	OutputNames []string
+	// Salt is the commitment's salt the sealed record carried (results of
+	// commit–reveal jobs, checked by a harvest against the commitment:
+	// reveal.go); not stored.
+	Salt []byte
 }
 
 // ErrResultConflict reports a job whose result the ledger already holds

@@ -167,7 +167,7 @@ func verifySigs(rs []*unsealed) []error {
 func (u *unsealed) toResult() *Result {
 	in := u.in
 	return &Result{Client: u.client, ClientKey: u.key, Output: in.Output, ExitCode: int(in.ExitCode), Error: in.Error, Killed: result.KilledBy(in.Error),
-		CPU: time.Duration(in.CPU) * time.Millisecond, Wall: time.Duration(in.Wall) * time.Millisecond, At: time.UnixMilli(in.At)}
+		CPU: time.Duration(in.CPU) * time.Millisecond, Wall: time.Duration(in.Wall) * time.Millisecond, At: time.UnixMilli(in.At), Salt: in.Salt}
 }
 
 // open unseals and verifies one result envelope end to end.

@@ -64,6 +64,11 @@ type Inner struct {
 	Wall       int64  // ms of wall-clock time
 	At         int64  // when the result was made, Unix ms
 	Sig        []byte // the client's signature over the fields above
+	// Salt is the salt of the client's commitment to this result
+	// (CommitSalt; commit–reveal jobs only, SaltSize bytes), nil
+	// otherwise. Signed with the rest; a record without it keeps the
+	// nine-field layout older projects read (inner.go).
+	Salt []byte
 }
 
 func (in *Inner) payload() ([]byte, error) {
