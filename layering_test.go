@@ -60,6 +60,14 @@ var purePackages = []purePackage{
 		allowedInTests: []string{"math/rand/v2", "strings", "testing", "testing/iotest"},
 	},
 	{
+		// A client's quota of jobs in progress, as its record nodes keep
+		// it: pure, standard library only; times are arguments.
+		path:           module + "/quota",
+		allowed:        []string{"errors", "fmt", "slices"},
+		standardOnly:   true,
+		allowedInTests: []string{"errors", "testing"},
+	},
+	{
 		// The replica placement rules: pure, node IDs a type parameter.
 		path:         module + "/replica",
 		allowed:      []string{"slices", "github.com/up-pool/up/job"},
@@ -225,7 +233,7 @@ var shellRules = []dependencyRule{
 		// built on it must not leak back into it.
 		name:       ruleOverlay,
 		from:       treeOf("overlay"),
-		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"), treeOf("balancenet"), treeOf("blobnet")},
+		forbidden:  []packageSet{treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"), treeOf("balancenet"), treeOf("blobnet"), treeOf("creditnet")},
 		transitive: true,
 	},
 	{
@@ -244,9 +252,9 @@ var shellRules = []dependencyRule{
 		// fetcher and cache, and the blob protocols' caller side are
 		// client-side too.
 		name: ruleClientSide,
-		from: treeOf("agent", "client", "project", "claimclient", "indexclient", "blob", "blobclient"),
+		from: treeOf("agent", "client", "project", "claimclient", "indexclient", "blob", "blobclient", "credit", "creditclient", "quota"),
 		forbidden: []packageSet{treeOf("store"), treeOf("pool"), treeOf("claimnet"), treeOf("indexnet"),
-			treeOf("blobnet"), treeOf("balancenet"), externalTree("pebble", "github.com/cockroachdb/pebble")},
+			treeOf("blobnet"), treeOf("creditnet"), treeOf("balancenet"), externalTree("pebble", "github.com/cockroachdb/pebble")},
 		transitive: true,
 	},
 	{

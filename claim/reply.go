@@ -20,10 +20,17 @@ const (
 	// Accepted answers a confirm: the node made the claim (Job, Client,
 	// Start) permanent. A quorum of them is the claim's certificate.
 	Accepted Kind = 4
+	// Ticket is not a claim reply: one of the client's record nodes (its
+	// credit key's closest) lets the client claim the job within its
+	// quota of jobs in progress (package quota). Replicas that require
+	// tickets check it before they grant.
+	Ticket Kind = 5
 )
 
 func (k Kind) String() string {
 	switch k {
+	case Ticket:
+		return "ticket"
 	case Granted:
 		return "granted"
 	case Denied:
@@ -116,7 +123,7 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 	if err := codec.Unmarshal(s.Statement, &st); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if st.Kind < Granted || st.Kind > Accepted || (st.Kind == Accepted && st.Start <= 0) || (st.Kind != Accepted && st.Kind != Granted && st.Start != 0) || st.Start < 0 ||
+	if st.Kind < Granted || st.Kind > Ticket || (st.Kind == Accepted && st.Start <= 0) || (st.Kind != Accepted && st.Kind != Granted && st.Start != 0) || st.Start < 0 ||
 		(st.Busy && st.Kind != Denied) || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
 		len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
 		len(s.Sig) != ed25519.SignatureSize || len(s.Cert) == 0 ||

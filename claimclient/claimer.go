@@ -31,6 +31,7 @@ type Claimer struct {
 	pace       func(context.Context, peer.ID) error // before each claim request; nil: none
 	retry      submitRetry                          // how a result's delivery is retried
 	key        ed25519.PrivateKey                   // signs releases (SetSigner); nil: unsigned
+	tk         tickets                              // quota tickets (ticket.go); guarded by mu
 
 	won, lost, unknown, failed, lookups atomic.Int64
 	refreshes, attempts                 atomic.Int64
@@ -246,6 +247,7 @@ func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (c
 		if err != nil {
 			c.drop(jobKey)
 		}
+		c.ticketDone(jobKey, err)
 		c.count(err)
 	}()
 	if cl, done, err := c.claimHinted(ctx, jobKey, hint); done {
@@ -268,8 +270,12 @@ func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (c
 
 func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*Claim, error) {
 	c.attempts.Add(1)
+	ticket, err := c.ticketFor(ctx, jobKey)
+	if err != nil {
+		return nil, fmt.Errorf("claim %x: %w", jobKey, err)
+	}
 	r := c.d.Replication()
-	a := &attempt{drv: claim.NewDriver(ids(nodes), r), out: &Claim{Job: jobKey}, r: r, quorum: claim.Quorum(min(r, len(nodes)))}
+	a := &attempt{drv: claim.NewDriver(ids(nodes), r), out: &Claim{Job: jobKey}, r: r, quorum: claim.Quorum(min(r, len(nodes))), ticket: ticket}
 	act := a.drv.Next()
 	for {
 		switch {
@@ -300,12 +306,13 @@ type attempt struct {
 	answers    []string // each node asked and its answer, for a failed attempt's error
 	after      int64    // the latest ended claim's start a grant named: ours must start after it
 	unaccepted []string // granting nodes that did not accept the confirm, and why
+	ticket     []byte   // the quota ticket sent with each claim request (nil: none)
 }
 
 // askStep asks node n and feeds its answer to the driver; after a denial
 // it waits (denyWait) before the next ask.
 func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Action, error) {
-	st, reply, took, err := c.ask1(ctx, a.out.Job, n)
+	st, reply, took, err := c.ask1(ctx, a.out.Job, a.ticket, n)
 	if err != nil {
 		return claim.Action{}, err
 	}
@@ -364,7 +371,7 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 	if act.Ask != "" {
 		spare = make(chan spareAnswer, 1)
 		go func(n peer.ID) {
-			st, reply, _, err := c.ask1(ctx, a.out.Job, n)
+			st, reply, _, err := c.ask1(ctx, a.out.Job, a.ticket, n)
 			spare <- spareAnswer{st, reply, err}
 		}(peer.ID(act.Ask))
 	}
@@ -464,7 +471,7 @@ func denyWait(took time.Duration, busy bool, left int) time.Duration {
 // its reply and how long it took; a nil statement when it did not answer
 // usably (a silent node is marked dead, so lookups route around it); an
 // error ends the attempt (ctx ended, or the node rate-limits this client).
-func (c *Claimer) ask1(ctx context.Context, jobKey []byte, n peer.ID) (*claim.Statement, []byte, time.Duration, error) {
+func (c *Claimer) ask1(ctx context.Context, jobKey, ticket []byte, n peer.ID) (*claim.Statement, []byte, time.Duration, error) {
 	if c.pace != nil {
 		if err := c.pace(ctx, n); err != nil {
 			return nil, nil, 0, err
@@ -473,7 +480,7 @@ func (c *Claimer) ask1(ctx context.Context, jobKey []byte, n peer.ID) (*claim.St
 	var resp wire.ClaimResponse
 	t0 := time.Now()
 	actx, cancel := context.WithTimeout(ctx, c.ask)
-	err := c.ep.Call(actx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey}, wire.MaxReplyBytes+64, &resp)
+	err := c.ep.Call(actx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey, Ticket: ticket}, wire.MaxReplyBytes+64, &resp)
 	cancel()
 	took := time.Since(t0)
 	if err != nil && ctx.Err() != nil {
@@ -483,6 +490,9 @@ func (c *Claimer) ask1(ctx context.Context, jobKey []byte, n peer.ID) (*claim.St
 		var we *wire.Error
 		if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
 			return nil, nil, took, err
+		}
+		if errors.As(err, &we) && we.Status == wire.StatusQuota {
+			return nil, nil, took, fmt.Errorf("node %s: %w", n, err)
 		}
 		if !errors.As(err, &we) {
 			c.d.MarkDead(n) // no answer at all, not a refusal

@@ -60,6 +60,11 @@ type Config struct {
 	// before the node voids it when another client asks for the job
 	// (void.go). Default 1 min.
 	TCert time.Duration
+	// RequireTicket refuses a claim request without a ticket from one of
+	// the client's record nodes (checkTicket): the client's quota of jobs
+	// in progress, kept where its credit is (package quota). Off by
+	// default in the library, on in 'up node run'.
+	RequireTicket bool
 }
 
 // Deps is what the claim service and the proof checker need of the node
@@ -272,6 +277,12 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	client := []byte(from.Identity.PublicKey)
 	if !s.limiter.Allow(string(client)) {
 		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("claims from client %q over %.0f/s", from.Identity.Name, s.cfg.Limit))
+	}
+	if s.cfg.RequireTicket {
+		if err := s.checkTicket(req.Ticket, req.Job, client, s.now()); err != nil {
+			s.why.add("deny: no ticket")
+			return nil, overlay.StatusErr(wire.StatusQuota, fmt.Errorf("claim of job %x by %q: %w", req.Job, from.Identity.Name, err))
+		}
 	}
 	now := s.now().UnixMilli()
 	h, held := s.pool.Lookup(req.Job)

@@ -32,6 +32,7 @@ type Client struct {
 	ctl     controls          // paused, projects attached and detached, jobs held (control.go)
 	exp     explainLog        // queries and decisions, for Explain (explain.go)
 	hist    []FinishedJob     // the latest finished jobs, oldest first (history.go)
+	credit  creditCache       // the latest gathering of this client's credit (credit.go)
 	sched   *sched.Scheduler
 	feas    *feasible.Estimator // on/off periods and run times (deadline.go)
 	rng     *rand.Rand
@@ -108,6 +109,9 @@ func New(cfg Config) (*Client, error) {
 	c.claimer.SetPace(c.pace.Wait)
 	c.claimer.SetSigner(a.Identity().Key)
 	c.claimer.SetCommitPoll(cfg.CommitPoll)
+	if cfg.TicketHold > 0 {
+		c.claimer.SetTickets(cfg.TicketHold)
+	}
 	c.claimHist = newClaimHistogram()
 	c.cfg.Runner = recorder{Executor: cfg.Runner, c: c}
 	return c, nil

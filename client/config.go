@@ -95,6 +95,12 @@ type Config struct {
 	// commitments before a commit–reveal job's result is revealed
 	// (doubling up to 16 times it). Default 500 ms.
 	CommitPoll time.Duration
+	// TicketHold is how long a quota ticket holds a job at the client's
+	// record node (package quota) before it lapses there, should the
+	// client never report the job's end: the client asks one before each
+	// claim and reports each job's end. Default 1 h; negative: no
+	// tickets (the nodes that require them then refuse its claims).
+	TicketHold time.Duration
 	// Seed seeds the backoff jitter. Default 1.
 	Seed uint64
 	// Now reads the clock. Default time.Now.
@@ -117,6 +123,9 @@ type Executor interface {
 }
 
 func (c *Config) applyDefaults() {
+	if c.TicketHold == 0 {
+		c.TicketHold = time.Hour
+	}
 	if c.Slots == 0 {
 		c.Slots = runtime.NumCPU()
 	}

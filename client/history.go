@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/up-pool/up/claimclient"
+	"github.com/up-pool/up/quota"
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/wire"
 )
@@ -53,7 +54,9 @@ type heldJob struct {
 	since        time.Time
 	ctx          context.Context
 	cancel       context.CancelCauseFunc
-	ran          bool // the runner ran it to an outcome
+	key          []byte // the job's key
+	ran          bool   // the runner ran it to an outcome
+	errored      bool   // that outcome was a failure: a non-zero exit or a limit kill
 	cpu, wall    time.Duration
 }
 
@@ -66,7 +69,7 @@ type heldKey struct{}
 //
 //	defer c.begin(&ctx, project, cl, &err)()
 func (c *Client) begin(ctx *context.Context, project string, cl *claimclient.Claim, err *error) func() {
-	h := &heldJob{cid: jobName(cl.Job), project: project, since: c.cfg.Now()}
+	h := &heldJob{cid: jobName(cl.Job), key: cl.Job, project: project, since: c.cfg.Now()}
 	h.ctx, h.cancel = context.WithCancelCause(*ctx)
 	*ctx = context.WithValue(h.ctx, heldKey{}, h)
 	c.mu.Lock()
@@ -74,8 +77,29 @@ func (c *Client) begin(ctx *context.Context, project string, cl *claimclient.Cla
 	c.mu.Unlock()
 	return func() {
 		c.end(h, *err)
+		c.reportQuota(h, *err)
 		h.cancel(nil)
 	}
+}
+
+// reportQuota tells the client's record node how a held job ended (in
+// the background): failed when it ran to a failure, delivered or not;
+// done when its result was delivered; released otherwise.
+func (c *Client) reportQuota(h *heldJob, err error) {
+	outcome := quota.Released
+	switch {
+	case h.ran && (h.errored || err != nil):
+		outcome = quota.Failed
+	case err == nil:
+		outcome = quota.Done
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.claimer.Report(ctx, h.key, outcome); err != nil {
+			c.log.Debug("quota report", "job", h.cid, "err", err)
+		}
+	}()
 }
 
 // end records a held job's end.
@@ -162,6 +186,7 @@ func (r recorder) Run(ctx context.Context, t runner.Task) (runner.Outcome, error
 	if h != nil && err == nil {
 		r.c.mu.Lock()
 		h.ran, h.cpu, h.wall = true, out.CPU, out.Wall
+		h.errored = out.ExitCode != 0 || out.Killed != ""
 		r.c.mu.Unlock()
 	}
 	return out, err

@@ -58,6 +58,7 @@ func (c *Client) Handler(version string) http.Handler {
 //
 //	GET  /api/explain  the Explanation
 //	GET  /api/history  the History
+//	GET  /api/credit   the CreditReport: receipts from the overlay, verified and summed
 //	POST /api/pause    Pause; answers the Controls
 //	POST /api/resume   Resume; answers the Controls
 //	POST /api/attach   {"project": "NAME"} or "NAME:SHARE", or with "share": SHARE (default 100): Attach
@@ -68,6 +69,7 @@ func (c *Client) Handler(version string) http.Handler {
 func (c *Client) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/explain", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Explain()) })
 	mux.HandleFunc("GET /api/history", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.History()) })
+	mux.HandleFunc("GET /api/credit", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Credit(r.Context())) })
 	action := func(path string, do func(req actionRequest) error) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 			var req actionRequest

@@ -152,6 +152,8 @@ func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*
 	switch {
 	case errors.Is(err, claimclient.ErrLost):
 		msg = "claim lost" // another client has it
+	case errors.Is(err, claimclient.ErrOverQuota):
+		msg = "over quota: no claim until a job held ends"
 	case errors.As(err, &we) && we.Status == wire.StatusRateLimited:
 		err = fmt.Errorf("%w: %w", errRateLimited, err)
 	case errors.Is(err, claimclient.ErrHeld), errors.Is(err, claimclient.ErrUnknown), ctx.Err() != nil:

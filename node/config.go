@@ -14,6 +14,7 @@ import (
 
 	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/creditnet"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/indexnet"
 	"github.com/up-pool/up/indexwriter"
@@ -44,6 +45,9 @@ type Config struct {
 	Pool pool.Config
 	// Blob configures the blob store (per-project quotas, repair rounds).
 	Blob blobnet.Config
+	// Credit configures the credit receipt store (per-client bounds,
+	// repair rounds).
+	Credit creditnet.Config
 	// Index configures the index server and region views.
 	Index indexnet.Config
 	// IndexWriter configures the writer that keeps this node's jobs listed.

@@ -14,6 +14,7 @@ import (
 	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/creditnet"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/indexclient"
@@ -32,6 +33,7 @@ type instance struct {
 	dht    *dht.DHT
 	pool   *pool.Pool
 	blobs  *blobnet.Service
+	credit *creditnet.Service
 	index  *indexnet.Server
 	writer *indexwriter.Writer
 	finder *indexclient.Client
@@ -96,6 +98,9 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 		return nil, err
 	}
 	if in.blobs, err = blobnet.New(blobnet.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Env: n.env}, cfg.Blob); err != nil {
+		return nil, err
+	}
+	if in.credit, err = creditnet.New(creditnet.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Identity: id, Env: n.env}, cfg.Credit); err != nil {
 		return nil, err
 	}
 	if err = n.openIndex(in); err != nil {
@@ -248,6 +253,9 @@ func (in *instance) close() error {
 	}
 	if in.pool != nil {
 		errs = append(errs, in.pool.Close())
+	}
+	if in.credit != nil {
+		errs = append(errs, in.credit.Close())
 	}
 	if in.blobs != nil {
 		errs = append(errs, in.blobs.Close())

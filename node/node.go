@@ -20,6 +20,7 @@ import (
 	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimnet"
+	"github.com/up-pool/up/creditnet"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/indexnet"
@@ -314,6 +315,9 @@ func (n *Node) Pool() *pool.Pool { return n.cur().pool }
 
 // Blobs is the node's blob store.
 func (n *Node) Blobs() *blobnet.Service { return n.cur().blobs }
+
+// Credit is the node's credit receipt store.
+func (n *Node) Credit() *creditnet.Service { return n.cur().credit }
 
 // Index is the node's index server.
 func (n *Node) Index() *indexnet.Server { return n.cur().index }

@@ -55,6 +55,9 @@ type HarvestReport struct {
 	// Reveals is what checking commit–reveal jobs' results against their
 	// commitments did and cost (reveal.go).
 	Reveals RevealReport
+	// Credit is what the harvest did with credit receipts: signed for the
+	// results graded valid, published on their clients' nodes.
+	Credit Credited
 	// IndexErr is why the index of finished jobs could not be read in
 	// full (after retries): results it did not list were not harvested.
 	IndexErr error
@@ -150,6 +153,11 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 	}
 	if err := p.withdrawBlobs(ctx, l, &rep); err != nil {
 		return rep, err
+	}
+	cr, err := p.IssueCredit(ctx, l)
+	rep.Credit = cr
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("credit receipts: %w", err))
 	}
 	return rep, nil
 }

@@ -137,6 +137,9 @@ func migrate(db *sql.DB) error {
 	if err := migrateUnservable(db); err != nil {
 		return err
 	}
+	if err := migrateReceipts(db); err != nil {
+		return err
+	}
 	return migrateStatusAt(db)
 }
 

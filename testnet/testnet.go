@@ -21,6 +21,7 @@ import (
 	"github.com/up-pool/up/blobnet"
 	"github.com/up-pool/up/cadir"
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/creditnet"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/grind"
 	"github.com/up-pool/up/dht/keyspace"
@@ -77,6 +78,9 @@ type Options struct {
 	// Blob configures each node's blob store; its repair rounds are off
 	// unless PoolLoops is set, so tests drive them with RepairAll.
 	Blob blobnet.Config
+	// Credit configures each node's credit receipt store; its repair
+	// rounds are off unless PoolLoops is set.
+	Credit creditnet.Config
 	// Index configures each node's index (and the agents' region views).
 	Index indexnet.Config
 	// IndexWriter configures each node's index entry writer.
@@ -186,6 +190,7 @@ func (opts *Options) defaults() {
 	if !opts.PoolLoops {
 		opts.Pool.DisableLoops = true
 		opts.Blob.DisableLoops = true
+		opts.Credit.DisableLoops = true
 		opts.Index.Server.DisableLoops = true
 		opts.IndexWriter.DisableLoops = true
 	}
@@ -290,6 +295,7 @@ func (n *Network) nodeConfig(i int) node.Config {
 		DHT:          n.opts.DHT,
 		Pool:         n.opts.Pool,
 		Blob:         n.opts.Blob,
+		Credit:       n.opts.Credit,
 		Balance:      n.opts.Balance,
 		Index:        n.opts.Index,
 		IndexWriter:  n.opts.IndexWriter,

@@ -32,14 +32,22 @@ const (
 	MaxResultsFrame = 8 << 20
 )
 
-// ClaimRequest asks for a job.
+// ClaimRequest asks for a job. Ticket is a ticket of one of the
+// client's record nodes for the job (claim.Signed of kind Ticket; see
+// ProtoQuotaTicket), which nodes that enforce quotas require.
 type ClaimRequest struct {
-	_   struct{} `cbor:",toarray"`
-	Job []byte
+	_      struct{} `cbor:",toarray"`
+	Job    []byte
+	Ticket []byte
 }
 
 // Validate bounds a decoded ClaimRequest.
-func (r *ClaimRequest) Validate() error { return validKey(r.Job) }
+func (r *ClaimRequest) Validate() error {
+	if len(r.Ticket) > MaxReplyBytes {
+		return fmt.Errorf("claim ticket of %d bytes: %w", len(r.Ticket), ErrMalformed)
+	}
+	return validKey(r.Job)
+}
 
 func validKey(k []byte) error {
 	if len(k) == 0 || len(k) > MaxJobKeyLen {

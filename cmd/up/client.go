@@ -40,7 +40,7 @@ func newClientCmd() *cobra.Command {
 index, claims them, runs their applications under limits (only those the
 volunteer allowed) and returns sealed, signed results.`,
 	}
-	cmd.AddCommand(newClientInitCmd(), newClientRunCmd(), newClientStatusCmd(), newClientExplainCmd(), newClientHistoryCmd(),
+	cmd.AddCommand(newClientInitCmd(), newClientRunCmd(), newClientStatusCmd(), newClientExplainCmd(), newClientHistoryCmd(), newClientCreditCmd(),
 		newClientActionCmd("pause"), newClientActionCmd("resume"), newClientActionCmd("attach"), newClientActionCmd("detach"))
 	return cmd
 }

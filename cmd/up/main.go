@@ -74,6 +74,7 @@ Roles: 'up ca' certifies everyone, 'up node' is the volunteer daemon,
 	root.Version = versionLine(version, commit, buildInfo())
 	root.SetVersionTemplate("up {{.Version}}\n")
 	root.AddCommand(newCACmd(), newNodeCmd(), newProjectCmd(), newClientCmd(), newAppCmd(), newDemoCmd(), newTestnetCmd(), newVersionCmd())
+	root.AddCommand(newCreditCmd())
 	root.AddCommand(newBenchCmd())
 	return root
 }

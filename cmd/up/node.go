@@ -117,6 +117,7 @@ type nodeRunFlags struct {
 	announce      []string
 	noAnnounce    []string
 	noPortMap     bool
+	noQuota       bool
 }
 
 // config turns the flags into a node configuration, or a usage error naming
@@ -149,6 +150,7 @@ func (f *nodeRunFlags) config(stderr io.Writer) (node.Config, error) {
 	}
 	reach := overlay.NodeReachability()
 	reach.PortMap = !f.noPortMap
+	cfg.Claim.RequireTicket = !f.noQuota
 	if reach.Announce, err = parseMultiaddrs("--announce", f.announce); err != nil {
 		return node.Config{}, err
 	}
@@ -318,6 +320,7 @@ func newNodeRunCmd() *cobra.Command {
 	f.StringSliceVar(&fl.announce, "announce", nil, "multiaddr to announce instead of the listen and observed ones, e.g. a port forwarded by hand (repeatable)")
 	f.StringSliceVar(&fl.noAnnounce, "no-announce", nil, "multiaddr or CIDR network never to announce, e.g. 10.0.0.0/8 (repeatable)")
 	f.BoolVar(&fl.noPortMap, "no-port-map", false, "do not ask the router to forward the listen ports (UPnP, NAT-PMP)")
+	f.BoolVar(&fl.noQuota, "no-quota", false, "grant claims without a quota ticket from the client's record nodes (clients of old versions)")
 	f.IntVar(&fl.maxGrindBits, "max-grind-bits", 0, "longest position prefix this node grinds an identity for when it moves (default 28; each bit doubles the cost)")
 	return cmd
 }

@@ -277,8 +277,9 @@ func (h *harvestRun) run(cmd *cobra.Command) error {
 		for _, e := range rep.Errors {
 			fmt.Fprintln(cmd.ErrOrStderr(), e)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d lost, %d units decided, %d extra copies\n",
-			time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Lost, rep.Decided, rep.Extra)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d lost, %d units decided, %d extra copies, %d credit receipts signed, %d published\n",
+			time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Lost, rep.Decided, rep.Extra,
+			rep.Credit.Issued, rep.Credit.Published)
 		failed := harvestFailure(rep)
 		if !h.follow && !h.untilDone {
 			return failed

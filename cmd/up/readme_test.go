@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,6 +120,48 @@ func TestReadmeWalkthrough(t *testing.T) {
 	for _, l := range ledgers {
 		checkLedgerComplete(t, l)
 	}
+	checkCreditShown(t, out.String(), ledgers)
+}
+
+// creditLine is the first line of a credit report: the client's key and
+// its total.
+var creditLine = regexp.MustCompile(`(?m)^client ([0-9a-f]{64}): (\d+) credit from`)
+
+// checkCreditShown fails the test unless the walkthrough printed two
+// clients' credit (alice's and bob's) and each total is the client's
+// valid results in the projects' ledgers: every receipt published and
+// gathered, none counted twice.
+func checkCreditShown(t *testing.T, out string, ledgers []string) {
+	t.Helper()
+	shown := creditLine.FindAllStringSubmatch(out, -1)
+	if len(shown) != 2 {
+		t.Fatalf("walkthrough printed %d credit reports, want 2 (alice's and bob's)\n%s", len(shown), tail(out, 40))
+	}
+	for _, m := range shown {
+		want := 0
+		for _, path := range ledgers {
+			want += validResultsOf(t, path, m[1])
+		}
+		if strconv.Itoa(want) != m[2] || want == 0 {
+			t.Errorf("client %s…: credit shown %s, want its %d valid results in the ledgers", m[1][:8], m[2], want)
+		}
+	}
+}
+
+// validResultsOf counts the valid results of the client with the hex key
+// in the ledger at path.
+func validResultsOf(t *testing.T, path, key string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM results WHERE valid = 1 AND hex(client_key) = upper(?)`, key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // checkLedgerComplete fails the test with ledgerProblems' findings.

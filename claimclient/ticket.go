@@ -1,0 +1,139 @@
+package claimclient
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/credit"
+	"github.com/up-pool/up/quota"
+	"github.com/up-pool/up/wire"
+)
+
+// ErrOverQuota reports that the client's record node refused it a ticket:
+// it holds its quota of jobs in progress (package quota). It gets one
+// again when a job it holds ends (Report) or its hold lapses.
+var ErrOverQuota = errors.New("over its quota of jobs in progress")
+
+// tickets is what the claimer keeps of its quota tickets.
+type tickets struct {
+	hold  time.Duration      // how long a ticket holds a job at the record node (0: no tickets)
+	from  map[string]peer.ID // by job key: the record node that gave its ticket
+	given map[string][]byte  // by job key: the ticket, while claiming
+}
+
+// SetTickets makes the claimer ask one of the client's record nodes (the
+// r closest to its credit key) for a ticket before it claims a job,
+// holding the job there for hold (the job's T_finish, say), and send the
+// ticket with its claim requests. It needs the signer (SetSigner), which
+// also signs the reports. Set it before the first claim.
+func (c *Claimer) SetTickets(hold time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tk.hold = hold
+	c.tk.from = map[string]peer.ID{}
+	c.tk.given = map[string][]byte{}
+}
+
+// ticket asks the client's record nodes, nearest first, for a ticket to
+// claim jobKey; nil without tickets. A record node that refuses for the
+// quota ends it with ErrOverQuota; when none answers the claim goes on
+// without a ticket (nodes that require one refuse it).
+func (c *Claimer) ticket(ctx context.Context, jobKey []byte) ([]byte, error) {
+	c.mu.Lock()
+	hold := c.tk.hold
+	c.mu.Unlock()
+	if hold <= 0 || c.key == nil {
+		return nil, nil
+	}
+	key := credit.Key(c.key.Public().(ed25519.PublicKey))
+	nodes, err := c.d.ClosestPeers(ctx, key)
+	if err != nil {
+		return nil, nil
+	}
+	req := &wire.QuotaTicketRequest{Job: jobKey, HoldMS: hold.Milliseconds()}
+	for _, n := range nodes {
+		var resp wire.QuotaTicketResponse
+		actx, cancel := context.WithTimeout(ctx, c.ask)
+		err := c.ep.Call(actx, n, wire.ProtoQuotaTicket, req, wire.MaxQuotaTicketReply, &resp)
+		cancel()
+		var we *wire.Error
+		switch {
+		case err == nil:
+			c.mu.Lock()
+			c.tk.from[string(jobKey)] = n
+			c.mu.Unlock()
+			return resp.Ticket, nil
+		case errors.As(err, &we) && we.Status == wire.StatusQuota:
+			return nil, fmt.Errorf("%w: %w", ErrOverQuota, err)
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+	}
+	c.d.Invalidate(key)
+	return nil, nil
+}
+
+// Report tells the client's record node that gave jobKey's ticket how the
+// job ended, signed by the client; nothing without tickets. A failure is
+// forwarded by that node to the client's other record nodes.
+func (c *Claimer) Report(ctx context.Context, jobKey []byte, outcome quota.Outcome) error {
+	c.mu.Lock()
+	n, ok := c.tk.from[string(jobKey)]
+	delete(c.tk.from, string(jobKey))
+	c.mu.Unlock()
+	if !ok || c.key == nil {
+		return nil
+	}
+	client := c.key.Public().(ed25519.PublicKey)
+	req := &wire.QuotaReport{Client: client, Job: jobKey, Outcome: uint8(outcome),
+		Sig: ed25519.Sign(c.key, wire.QuotaReportMessage(client, jobKey, uint8(outcome)))}
+	actx, cancel := context.WithTimeout(ctx, c.ask)
+	defer cancel()
+	var resp wire.Ping
+	if err := c.ep.Call(actx, n, wire.ProtoQuotaReport, req, 64, &resp); err != nil {
+		return fmt.Errorf("report job %x %s to record node %s: %w", jobKey, outcome, n, err)
+	}
+	return nil
+}
+
+// ticketFor is the ticket for a claim attempt of jobKey: the one given
+// for an earlier attempt of this claim, or a new one.
+func (c *Claimer) ticketFor(ctx context.Context, jobKey []byte) ([]byte, error) {
+	c.mu.Lock()
+	t, ok := c.tk.given[string(jobKey)]
+	c.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	t, err := c.ticket(ctx, jobKey)
+	if err != nil || t == nil {
+		return t, err
+	}
+	c.mu.Lock()
+	c.tk.given[string(jobKey)] = t
+	c.mu.Unlock()
+	return t, nil
+}
+
+// ticketDone forgets the ticket of a claim that ended: a claim not won
+// gives its hold back at the record node (Report, Released) in the
+// background; a won one keeps the node to report to when the job ends.
+func (c *Claimer) ticketDone(jobKey []byte, err error) {
+	c.mu.Lock()
+	_, had := c.tk.given[string(jobKey)]
+	delete(c.tk.given, string(jobKey))
+	c.mu.Unlock()
+	if !had || err == nil || errors.Is(err, ErrHeld) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*c.ask)
+		defer cancel()
+		_ = c.Report(ctx, jobKey, quota.Released)
+	}()
+}

@@ -1,0 +1,52 @@
+package claimnet
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/credit"
+	"github.com/up-pool/up/dht/keyspace"
+)
+
+// ErrNoTicket refuses a claim request without a valid ticket from one of
+// the client's record nodes, on a node that requires one
+// (Config.RequireTicket).
+var ErrNoTicket = errors.New("no valid quota ticket from the client's record nodes")
+
+// checkTicket checks a claim request's ticket: a claim.Signed of kind
+// Ticket for this job and client, signed by a node certificate of the CA
+// bound to the node it names (as a confirm's replies are), that node
+// among the r + claim.NearExtra nearest to the client's credit key in
+// this node's view, and dated within T_skew of this node's clock.
+func (s *Service) checkTicket(ticket, job, client []byte, now time.Time) error {
+	if len(ticket) == 0 {
+		return fmt.Errorf("%w: the request carries none", ErrNoTicket)
+	}
+	sigs := newBatch(s.keys, 1)
+	r, err := s.checkReply(0, ticket, job, client, now, sigs)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoTicket, err)
+	}
+	if bad := sigs.verify(); bad >= 0 {
+		return fmt.Errorf("%w: %w", ErrNoTicket, claim.ErrBadSignature)
+	}
+	nowMS := now.UnixMilli()
+	switch {
+	case r.Kind != claim.Ticket:
+		return fmt.Errorf("%w: a %s reply, not a ticket", ErrNoTicket, r.Kind)
+	case r.At > nowMS+s.cfg.TSkew.Milliseconds() || r.At < nowMS-s.cfg.TSkew.Milliseconds():
+		return fmt.Errorf("%w: dated %s from this node's clock (at most %s)", ErrNoTicket,
+			time.Duration(r.At-nowMS)*time.Millisecond, s.cfg.TSkew)
+	}
+	pos := keyspace.KeyPos(credit.Key(ed25519.PublicKey(client)))
+	near, _ := nearRule(s.d, pos, nowMS-s.started, s.cfg.Warmup.Milliseconds())
+	if !near(r.Node) {
+		return fmt.Errorf("%w: node %s is not among the client's record nodes here", ErrNoTicket, peer.ID(r.Node))
+	}
+	return nil
+}

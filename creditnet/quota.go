@@ -1,0 +1,168 @@
+package creditnet
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/credit"
+	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/quota"
+	"github.com/up-pool/up/store"
+	"github.com/up-pool/up/wire"
+)
+
+// quotaNS is the store namespace of the quota book: key the client's
+// key, value its quota.Account as JSON.
+const quotaNS = "quota"
+
+// loadQuota reads the stored accounts into the book.
+func (s *Service) loadQuota() error {
+	var bad int
+	err := s.st.Scan(store.Key(quotaNS), func(k, v []byte) bool {
+		var a quota.Account
+		if err := json.Unmarshal(v, &a); err != nil {
+			bad++
+			return true
+		}
+		s.book.Restore(string(k[len(quotaNS)+1:]), &a)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("creditnet: load quota accounts: %w", err)
+	}
+	if bad > 0 {
+		s.log.Warn("quota accounts left out at load", "count", bad)
+	}
+	return nil
+}
+
+// saveQuotaLocked writes client's account. s.mu is held.
+func (s *Service) saveQuotaLocked(client string) {
+	a := s.book.Account(client)
+	if a == nil {
+		return
+	}
+	b, err := json.Marshal(a)
+	if err == nil {
+		err = s.st.Put(store.Key(quotaNS, []byte(client)), b)
+	}
+	if err != nil {
+		s.log.Error("save quota account", "err", err)
+	}
+}
+
+// handleTicket gives the calling client a ticket to claim a job when it
+// holds fewer jobs than its quota here (quota.Book.Ticket). Only clients
+// ask, for themselves.
+func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.QuotaTicketRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota ticket: %w", err))
+	}
+	client := []byte(from.Identity.PublicKey)
+	now := s.env.Now().UnixMilli()
+	s.mu.Lock()
+	err := s.book.Ticket(string(client), string(req.Job), req.HoldMS, now)
+	if err == nil {
+		s.saveQuotaLocked(string(client))
+	}
+	s.mu.Unlock()
+	if errors.Is(err, quota.ErrOverQuota) {
+		s.mTickets.WithLabelValues("refused").Inc()
+		return nil, overlay.StatusErr(wire.StatusQuota, fmt.Errorf("client %q: %w", from.Identity.Name, err))
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := claim.Statement{Kind: claim.Ticket, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now}
+	signed, err := claim.Sign(st, s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
+	if err != nil {
+		return nil, err
+	}
+	s.mTickets.WithLabelValues("given").Inc()
+	return &wire.QuotaTicketResponse{Ticket: signed}, nil
+}
+
+// handleReport applies a client's signed report of how a job it held
+// ended: from the client itself, or forwarded by another record node. A
+// failure the client sent itself is forwarded to the client's other
+// record nodes, so its quota halves wherever it asks next.
+func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.QuotaReport
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota report: %w", err))
+	}
+	direct := from.Role() == certs.RoleClient
+	switch {
+	case direct && string(req.Client) != string(from.Identity.PublicKey):
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report: client %q reports for another client", from.Identity.Name))
+	case !direct && from.Role() != certs.RoleNode:
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report from a %s", from.Role()))
+	case !ed25519.Verify(req.Client, wire.QuotaReportMessage(req.Client, req.Job, req.Outcome), req.Sig):
+		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report of job %x: the client's signature does not verify", req.Job))
+	}
+	outcome := quota.Outcome(req.Outcome)
+	s.mu.Lock()
+	changed := s.book.Report(string(req.Client), string(req.Job), outcome)
+	if changed {
+		s.saveQuotaLocked(string(req.Client))
+	}
+	s.mu.Unlock()
+	s.mReports.WithLabelValues(outcome.String()).Inc()
+	if changed && direct && outcome == quota.Failed {
+		s.forwardReport(&req)
+	}
+	return &wire.Ping{}, nil
+}
+
+// forwardReport sends a failure report to the client's other record
+// nodes in the view of this one, in the background.
+func (s *Service) forwardReport(req *wire.QuotaReport) {
+	pos := keyspace.KeyPos(credit.Key(ed25519.PublicKey(req.Client)))
+	self := s.ep.ID()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for _, p := range s.dht.NearestUnmarked(pos, s.r) {
+			if p == self {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RPCTimeout)
+			var resp wire.Ping
+			if err := s.ep.Call(ctx, p, wire.ProtoQuotaReport, req, 64, &resp); err != nil {
+				s.log.Debug("forward quota report", "to", p, "err", err)
+			}
+			cancel()
+		}
+	}()
+}
+
+// creditQuotaLocked raises client's quota for n valid results a new receipt
+// credits. s.mu is held.
+func (s *Service) creditQuotaLocked(client string, n int) {
+	s.book.Credit(client, n)
+	s.saveQuotaLocked(client)
+}
+
+// Quota is client's quota here and the jobs it holds tickets for now.
+func (s *Service) Quota(client []byte) (q, held int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.book.Account(string(client))
+	if a == nil {
+		return s.book.Config().Initial, 0
+	}
+	now := s.env.Now().UnixMilli()
+	for _, end := range a.Held {
+		if now < end {
+			held++
+		}
+	}
+	return a.Quota, held
+}

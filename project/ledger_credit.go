@@ -1,0 +1,220 @@
+package project
+
+import (
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/up-pool/up/credit"
+)
+
+// Credit receipts (issue 22): per client, the ledger signs one receipt
+// per issue covering every result graded valid since its last, numbered
+// 1, 2, … per client, and keeps each until the overlay took it
+// (published). results.receipt names the receipt that credited a result,
+// so none is credited twice and none is skipped, across crashes: the
+// receipt and the marks are one transaction.
+const creditSchema = `
+CREATE TABLE IF NOT EXISTS credit_receipts(
+	client_key BLOB NOT NULL,
+	seq        INTEGER NOT NULL,
+	total      INTEGER NOT NULL,
+	results    INTEGER NOT NULL,
+	signed     BLOB NOT NULL,
+	created    INTEGER NOT NULL,
+	published  INTEGER,
+	PRIMARY KEY(client_key, seq));
+CREATE INDEX IF NOT EXISTS credit_unpublished ON credit_receipts(client_key, seq) WHERE published IS NULL;
+CREATE INDEX IF NOT EXISTS results_unreceipted ON results(client_key, harvested) WHERE valid = 1 AND receipt IS NULL;`
+
+// migrateReceipts adds results.receipt (NULL: not yet credited by a
+// receipt) and the receipts table to a ledger without them.
+func migrateReceipts(db *sql.DB) error {
+	var has bool
+	if err := db.QueryRow(`SELECT EXISTS(SELECT 1 FROM pragma_table_info('results') WHERE name = 'receipt')`).Scan(&has); err != nil {
+		return fmt.Errorf("read the results table's columns: %w", err)
+	}
+	if !has {
+		if _, err := db.Exec(`ALTER TABLE results ADD COLUMN receipt INTEGER`); err != nil {
+			return fmt.Errorf("add results.receipt: %w", err)
+		}
+	}
+	if _, err := db.Exec(creditSchema); err != nil {
+		return fmt.Errorf("credit receipts table: %w", err)
+	}
+	return nil
+}
+
+// ReceiptSigner signs a receipt as the project: its name and certificate
+// reference are filled in by the signer.
+type ReceiptSigner func(r *credit.Receipt) (*credit.Signed, error)
+
+// issuePage bounds the valid results one IssueReceipts transaction
+// credits.
+const issuePage = 4096
+
+// uncredited is a valid result no receipt credits yet.
+type uncredited struct {
+	cid       string
+	client    []byte
+	unit      int64
+	harvested int64
+}
+
+// IssueReceipts signs, per client, a receipt for the results graded
+// valid and not yet credited, credit.MaxEntries per receipt, one credit
+// each, and stores them unpublished with the results marked, one
+// transaction per page. It returns how many receipts it signed.
+func (l *Ledger) IssueReceipts(sign ReceiptSigner, now time.Time) (int, error) {
+	issued := 0
+	for {
+		n, more, err := l.issuePage(sign, now)
+		issued += n
+		if err != nil || !more {
+			return issued, err
+		}
+	}
+}
+
+func (l *Ledger) issuePage(sign ReceiptSigner, now time.Time) (issued int, more bool, err error) {
+	tx, err := l.db.Begin()
+	if err != nil {
+		return 0, false, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.Query(`SELECT r.cid, r.client_key, j.unit, r.harvested FROM results r INDEXED BY results_unreceipted
+		JOIN jobs j ON j.cid = r.cid WHERE r.valid = 1 AND r.receipt IS NULL ORDER BY r.client_key, r.harvested, r.cid LIMIT ?`, issuePage)
+	if err != nil {
+		return 0, false, fmt.Errorf("ledger: results to credit: %w", err)
+	}
+	var all []uncredited
+	for rows.Next() {
+		var u uncredited
+		if err := rows.Scan(&u.cid, &u.client, &u.unit, &u.harvested); err != nil {
+			rows.Close()
+			return 0, false, err
+		}
+		all = append(all, u)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, false, err
+	}
+	for start := 0; start < len(all); {
+		end := start + 1
+		for end < len(all) && end-start < credit.MaxEntries && string(all[end].client) == string(all[start].client) {
+			end++
+		}
+		if err := l.issueOne(tx, all[start:end], sign, now); err != nil {
+			return 0, false, err
+		}
+		issued++
+		start = end
+	}
+	if issued == 0 {
+		return 0, false, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, false, fmt.Errorf("ledger: store %d credit receipts: %w", issued, err)
+	}
+	return issued, len(all) == issuePage, nil
+}
+
+// issueOne signs and stores the receipt crediting us (one client's) on
+// top of the client's last, and marks the results credited.
+func (l *Ledger) issueOne(tx *sql.Tx, us []uncredited, sign ReceiptSigner, now time.Time) error {
+	client := us[0].client
+	var seq, total, results uint64
+	err := tx.QueryRow(`SELECT seq, total, results FROM credit_receipts WHERE client_key = ? ORDER BY seq DESC LIMIT 1`, client).Scan(&seq, &total, &results)
+	if err != nil && err != sql.ErrNoRows {
+		return fmt.Errorf("ledger: last credit receipt of client %x: %w", client[:min(6, len(client))], err)
+	}
+	r := &credit.Receipt{Version: credit.Version, Client: client, Seq: seq + 1, Total: total + uint64(len(us)),
+		Results: results + uint64(len(us)), Created: now.UnixMilli()}
+	cids := make([]string, len(us))
+	for i, u := range us {
+		c, err := cid.Decode(u.cid)
+		if err != nil {
+			return fmt.Errorf("ledger: result %s: %w", u.cid, err)
+		}
+		r.Entries = append(r.Entries, credit.Entry{Unit: u.unit, Job: c.Bytes(), Amount: 1, At: u.harvested})
+		cids[i] = u.cid
+	}
+	s, err := sign(r)
+	if err != nil {
+		return fmt.Errorf("sign credit receipt %d of client %x: %w", r.Seq, client[:min(6, len(client))], err)
+	}
+	if _, err := tx.Exec(`INSERT INTO credit_receipts(client_key, seq, total, results, signed, created) VALUES(?,?,?,?,?,?)`,
+		client, r.Seq, r.Total, r.Results, s.Encode(), r.Created); err != nil {
+		return fmt.Errorf("ledger: store credit receipt %d: %w", r.Seq, err)
+	}
+	list, err := jsonArg(cids)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`UPDATE results SET receipt = ?1 WHERE cid IN (SELECT value FROM json_each(?2))`, r.Seq, list); err != nil {
+		return fmt.Errorf("ledger: mark %d results credited: %w", len(cids), err)
+	}
+	return nil
+}
+
+// UnpublishedReceipt is a signed receipt the overlay has not taken yet.
+type UnpublishedReceipt struct {
+	Client []byte
+	Seq    uint64
+	Signed []byte
+}
+
+// UnpublishedReceipts returns up to limit receipts not yet published, by
+// client and sequence number.
+func (l *Ledger) UnpublishedReceipts(limit int) ([]UnpublishedReceipt, error) {
+	rows, err := l.db.Query(`SELECT client_key, seq, signed FROM credit_receipts INDEXED BY credit_unpublished
+		WHERE published IS NULL ORDER BY client_key, seq LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: unpublished credit receipts: %w", err)
+	}
+	defer rows.Close()
+	var out []UnpublishedReceipt
+	for rows.Next() {
+		var u UnpublishedReceipt
+		if err := rows.Scan(&u.Client, &u.Seq, &u.Signed); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// MarkPublished records that the overlay took client's receipts seqs.
+func (l *Ledger) MarkPublished(client []byte, seqs []uint64, now time.Time) error {
+	list, err := jsonArg(seqs)
+	if err != nil {
+		return err
+	}
+	_, err = l.db.Exec(`UPDATE credit_receipts SET published = ?1 WHERE client_key = ?2 AND seq IN (SELECT value FROM json_each(?3))`,
+		now.UnixMilli(), client, list)
+	if err != nil {
+		return fmt.Errorf("ledger: mark %d credit receipts published: %w", len(seqs), err)
+	}
+	return nil
+}
+
+// ClientReceipts returns client's receipts, oldest first.
+func (l *Ledger) ClientReceipts(client []byte) ([][]byte, error) {
+	rows, err := l.db.Query(`SELECT signed FROM credit_receipts WHERE client_key = ? ORDER BY seq`, client)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: credit receipts: %w", err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}

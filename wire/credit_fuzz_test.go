@@ -1,0 +1,84 @@
+package wire_test
+
+import (
+	"testing"
+
+	"github.com/up-pool/up/wire"
+)
+
+// creditMsgs are valid credit-protocol messages used as fuzz seeds.
+func creditMsgs() []wire.Validator {
+	return []wire.Validator{
+		&wire.CreditPut{Receipts: [][]byte{{1, 2}, {3}}},
+		&wire.CreditPutResponse{Stored: 2, Had: 1},
+		&wire.CreditGet{Client: make([]byte, 32)},
+		&wire.CreditGetResponse{Receipts: [][]byte{{1}}},
+		&wire.QuotaTicketRequest{Job: []byte{1, 2}, HoldMS: 3600_000},
+		&wire.QuotaTicketResponse{Ticket: []byte{1}},
+		&wire.QuotaReport{Client: make([]byte, 32), Job: []byte{1}, Outcome: 3, Sig: make([]byte, 64)},
+		&wire.ClaimRequest{Job: []byte{1}, Ticket: []byte{2}},
+	}
+}
+
+func fuzzCreditDecoder(f *testing.F, proto wire.Validator) {
+	for _, m := range creditMsgs() {
+		b, err := wire.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecode(t, proto, b) })
+}
+
+func FuzzDecodeCreditPut(f *testing.F)          { fuzzCreditDecoder(f, &wire.CreditPut{}) }
+func FuzzDecodeCreditPutResponse(f *testing.F)  { fuzzCreditDecoder(f, &wire.CreditPutResponse{}) }
+func FuzzDecodeCreditGet(f *testing.F)          { fuzzCreditDecoder(f, &wire.CreditGet{}) }
+func FuzzDecodeCreditGetResponse(f *testing.F)  { fuzzCreditDecoder(f, &wire.CreditGetResponse{}) }
+func FuzzDecodeQuotaTicketRequest(f *testing.F) { fuzzCreditDecoder(f, &wire.QuotaTicketRequest{}) }
+func FuzzDecodeQuotaTicketResponse(f *testing.F) {
+	fuzzCreditDecoder(f, &wire.QuotaTicketResponse{})
+}
+func FuzzDecodeQuotaReport(f *testing.F) { fuzzCreditDecoder(f, &wire.QuotaReport{}) }
+
+// TestCreditMessageBounds: every credit message takes what is at its
+// bounds and refuses what is over them (or missing).
+func TestCreditMessageBounds(t *testing.T) {
+	n := func(k, size int) [][]byte {
+		out := make([][]byte, k)
+		for i := range out {
+			out[i] = make([]byte, size)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		msg  wire.Validator
+		ok   bool
+	}{
+		{"put at bounds", &wire.CreditPut{Receipts: n(wire.MaxCreditPerPut, wire.MaxCreditReceipt)}, true},
+		{"put of none", &wire.CreditPut{}, false},
+		{"put of too many", &wire.CreditPut{Receipts: n(wire.MaxCreditPerPut+1, 1)}, false},
+		{"put receipt over", &wire.CreditPut{Receipts: n(1, wire.MaxCreditReceipt+1)}, false},
+		{"put receipt empty", &wire.CreditPut{Receipts: n(1, 0)}, false},
+		{"put response counts over", &wire.CreditPutResponse{Stored: wire.MaxCreditPerPut, Had: 1}, false},
+		{"get", &wire.CreditGet{Client: make([]byte, 32)}, true},
+		{"get short key", &wire.CreditGet{Client: make([]byte, 31)}, false},
+		{"get reply at count", &wire.CreditGetResponse{Receipts: n(wire.MaxCreditGetCount, 1)}, true},
+		{"get reply over count", &wire.CreditGetResponse{Receipts: n(wire.MaxCreditGetCount+1, 1)}, false},
+		{"ticket request", &wire.QuotaTicketRequest{Job: []byte{1}, HoldMS: 1}, true},
+		{"ticket request without hold", &wire.QuotaTicketRequest{Job: []byte{1}}, false},
+		{"ticket over", &wire.QuotaTicketResponse{Ticket: make([]byte, wire.MaxReplyBytes+1)}, false},
+		{"report", &wire.QuotaReport{Client: make([]byte, 32), Job: []byte{1}, Outcome: 1, Sig: make([]byte, 64)}, true},
+		{"report outcome 4", &wire.QuotaReport{Client: make([]byte, 32), Job: []byte{1}, Outcome: 4, Sig: make([]byte, 64)}, false},
+		{"report unsigned", &wire.QuotaReport{Client: make([]byte, 32), Job: []byte{1}, Outcome: 1}, false},
+		{"claim ticket over", &wire.ClaimRequest{Job: []byte{1}, Ticket: make([]byte, wire.MaxReplyBytes+1)}, false},
+	} {
+		if err := c.msg.Validate(); (err == nil) != c.ok {
+			t.Errorf("%s: Validate() = %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+	if wire.MaxCreditPutFrame > 1<<20 {
+		t.Errorf("credit put frame bound %d over 1 MiB", wire.MaxCreditPutFrame)
+	}
+}

@@ -1,0 +1,95 @@
+package wire
+
+import (
+	"crypto/ed25519"
+	"fmt"
+)
+
+// Quota protocols (package quota): a client's record nodes, the r
+// closest to its credit key, give it tickets to claim jobs within its
+// quota of jobs in progress, and take its reports of how they ended.
+const (
+	// ProtoQuotaTicket asks one of the client's record nodes for a ticket
+	// to claim a job.
+	ProtoQuotaTicket = "/up/quota/ticket/1.0.0"
+	// ProtoQuotaReport tells a record node how a job the client held
+	// ended; a record node forwards a failure to the others.
+	ProtoQuotaReport = "/up/quota/report/1.0.0"
+)
+
+// Quota protocol bounds, in bytes.
+const (
+	MaxQuotaFrame       = 1 << 10
+	MaxQuotaTicketReply = MaxReplyBytes + 64
+	quotaOutcomeMax     = 3 // quota.Failed
+)
+
+// QuotaTicketRequest asks for a ticket to claim Job, held for HoldMS
+// (a duration: the record node ends the hold on its own clock).
+type QuotaTicketRequest struct {
+	_      struct{} `cbor:",toarray"`
+	Job    []byte
+	HoldMS int64
+}
+
+// Validate bounds a decoded QuotaTicketRequest.
+func (r *QuotaTicketRequest) Validate() error {
+	if err := validKey(r.Job); err != nil {
+		return err
+	}
+	if r.HoldMS <= 0 {
+		return fmt.Errorf("ticket hold of %d ms: %w", r.HoldMS, ErrMalformed)
+	}
+	return nil
+}
+
+// QuotaTicketResponse carries the ticket: a claim.Signed of kind Ticket
+// naming the job, the client and the record node.
+type QuotaTicketResponse struct {
+	_      struct{} `cbor:",toarray"`
+	Ticket []byte
+}
+
+// Validate bounds a decoded QuotaTicketResponse.
+func (r *QuotaTicketResponse) Validate() error {
+	if len(r.Ticket) == 0 || len(r.Ticket) > MaxReplyBytes {
+		return fmt.Errorf("ticket of %d bytes: %w", len(r.Ticket), ErrMalformed)
+	}
+	return nil
+}
+
+// QuotaReport is a client's signed word that a job it held ended with
+// Outcome (quota.Outcome): Sig is the client's Ed25519 signature over
+// QuotaReportMessage, so a record node can forward it and the others
+// check it without the client.
+type QuotaReport struct {
+	_       struct{} `cbor:",toarray"`
+	Client  []byte
+	Job     []byte
+	Outcome uint8
+	Sig     []byte
+}
+
+// Validate bounds a decoded QuotaReport.
+func (r *QuotaReport) Validate() error {
+	if err := validKey(r.Job); err != nil {
+		return err
+	}
+	switch {
+	case len(r.Client) != ed25519.PublicKeySize:
+		return fmt.Errorf("quota report for a client key of %d bytes: %w", len(r.Client), ErrMalformed)
+	case r.Outcome < 1 || r.Outcome > quotaOutcomeMax:
+		return fmt.Errorf("quota report outcome %d: %w", r.Outcome, ErrMalformed)
+	case len(r.Sig) != ed25519.SignatureSize:
+		return fmt.Errorf("quota report signature of %d bytes: %w", len(r.Sig), ErrMalformed)
+	}
+	return nil
+}
+
+// QuotaReportMessage is what the client signs in a QuotaReport.
+func QuotaReportMessage(client, job []byte, outcome uint8) []byte {
+	b := append([]byte("up/quota-report/v1\x00"), client...)
+	b = append(b, byte(len(job)))
+	b = append(b, job...)
+	return append(b, outcome)
+}
