@@ -36,13 +36,13 @@ func (s *Spec) IsSequence() bool { return s.Steps != 0 }
 // the replicas hold until the project collects it.
 type Checkpoint struct {
 	_       struct{} `cbor:",toarray"`
-	Job     []byte // the job's key
-	Client  []byte // the signing client's Ed25519 public key
-	Cert    []byte // the client's certificate (DER), whose key is Client
-	Start   int64  // the start of the claim the step ran under, Unix ms
-	Step    uint16 // steps done, 1..Spec.Steps
-	Data    []byte // the state after Step, at most MaxCheckpointData bytes
-	Trickle []byte // sealed progress for the project; nil: none
+	Job     []byte   // the job's key
+	Client  []byte   // the signing client's Ed25519 public key
+	Cert    []byte   // the client's certificate (DER), whose key is Client
+	Start   int64    // the start of the claim the step ran under, Unix ms
+	Step    uint16   // steps done, 1..Spec.Steps
+	Data    []byte   // the state after Step, at most MaxCheckpointData bytes
+	Trickle []byte   // sealed progress for the project; nil: none
 	Sig     []byte
 }
 
