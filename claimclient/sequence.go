@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
@@ -26,7 +28,7 @@ func (c *Claimer) PutCheckpoint(ctx context.Context, cl *Claim, ckpt []byte) (st
 	var errs []error
 	for n, err := range c.fanOutResp(ctx, ids(cl.Nodes), wire.ProtoCheckpointPut, req, 1024, func(n string) wire.Validator { return acks[n] }) {
 		if err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", n, err))
+			errs = append(errs, fmt.Errorf("node %s: %w", peer.ID(n), err))
 			continue
 		}
 		stored++
