@@ -211,4 +211,3 @@ func TestSequenceMovesOnKill(t *testing.T) {
 	}
 	t.Logf("20 steps: 1..7 on %s, 8..20 on %s; result by %s, %d bytes", "volunteerA", "volunteerB", who, len(out))
 }
-
