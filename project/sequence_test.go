@@ -211,3 +211,59 @@ func TestSequenceMovesOnKill(t *testing.T) {
 	}
 	t.Logf("20 steps: 1..7 on %s, 8..20 on %s; result by %s, %d bytes", "volunteerA", "volunteerB", who, len(out))
 }
+
+// TestTrickleCreditWhileRunning: a sequence's client stalls in step 5;
+// the project's trickle harvest finds the job under "lhc:trickle",
+// records steps 1..4 with their partial credit while the job is still
+// claimed, and tells the replicas, which drop the trickles and withdraw
+// the entry: a second harvest lists nothing.
+func TestTrickleCreditWhileRunning(t *testing.T) {
+	f := startFlow(t, 8, 98)
+	ctx := context.Background()
+	key := f.submitSequence(t)
+	ra := &stepRunner{stall: 5, stalled: make(chan struct{})}
+	a, closeA := f.seqWorker(t, "volunteer", ra)
+	runCtx, kill := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.RunOne(runCtx, "lhc")
+		done <- err
+	}()
+	defer func() { closeA(); kill(); <-done }()
+	select {
+	case <-ra.stalled:
+	case err := <-done:
+		t.Fatalf("client ended before step 5: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("client did not reach step 5: ran %v", ra.ran())
+	}
+	f.net.FlushAll(ctx)
+	rep, err := f.proj.HarvestTrickles(ctx, f.ledger, 64)
+	if err != nil || len(rep.Errors) > 0 {
+		t.Fatalf("trickle harvest: %+v %v", rep, err)
+	}
+	c, _ := job.ParseKey(key)
+	ts, err := f.ledger.Trickles(c.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	credit := 0.0
+	for _, tr := range ts {
+		steps = append(steps, tr.Step)
+		credit += tr.Credit
+	}
+	if rep.Listed != 1 || rep.Recorded != 4 || fmt.Sprint(steps) != "[1 2 3 4]" || credit <= 0 {
+		t.Fatalf("trickle harvest %+v, steps %v, credit %v: want 1 job listed, steps 1..4 recorded with credit", rep, steps, credit)
+	}
+	for _, i := range f.net.Holders(key) {
+		if st, _ := f.net.Node(i).Pool().State(key); st.Phase != job.Claimed {
+			t.Fatalf("replica %d: job %s while its trickles were harvested, want claimed", i, st.Phase)
+		}
+	}
+	t.Logf("trickles of steps %v by %s, credit %.2f, while the job runs", steps, ts[0].Client, credit)
+	f.net.FlushAll(ctx)
+	if rep, err := f.proj.HarvestTrickles(ctx, f.ledger, 64); err != nil || rep.Listed != 0 || rep.Recorded != 0 {
+		t.Fatalf("second trickle harvest: %+v %v, want nothing listed (collected)", rep, err)
+	}
+}
