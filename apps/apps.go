@@ -39,6 +39,7 @@ func register(a App) { registry[a.Name] = a }
 func init() {
 	register(App{Name: "mandelbrot", Help: "mandelbrot x0 y0 x1 y1 width height maxiter: render that tile of the Mandelbrot set as a grayscale PNG", Main: mandelbrotMain})
 	register(App{Name: "hashchain", Help: "hashchain n seed: apply SHA-256 n times to SHA-256(seed) and print the hex digest", Main: hashchainMain})
+	register(App{Name: "hashseq", Help: "hashseq n seed step: one step of a sequence: continue the hash chain of the work directory's checkpoint file (none at step 1: from SHA-256(seed)) by n rounds and print the checkpoint with \"step <step> <hex>\" added", Main: hashseqMain})
 	register(App{Name: "digest", Help: "digest [-rounds n] file...: print the SHA-256 of each named file of the work directory (a job's inputs are input0, input1, …), as sha256sum does; -rounds hashes each digest n more times", Main: digestMain})
 	register(App{Name: "tee", Help: "tee file...: copy standard input to stdout and to each named file of the work directory", Main: teeMain})
 	register(App{Name: "noop", Help: "noop: do nothing and exit 0", Main: noopMain})

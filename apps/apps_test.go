@@ -26,7 +26,7 @@ func run(t *testing.T, name string, args ...string) (string, error) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"alloc", "burn", "digest", "fail", "hashchain", "mandelbrot", "noop", "sleep", "tee"}
+	want := []string{"alloc", "burn", "digest", "fail", "hashchain", "hashseq", "mandelbrot", "noop", "sleep", "tee"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -179,5 +179,28 @@ func TestBadArgs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.name) || !strings.HasPrefix(err.Error(), tc.app+": ") {
 			t.Errorf("%s %q: error %v, want one naming %q", tc.app, tc.args, err, tc.name)
 		}
+	}
+}
+
+// TestHashseq: steps chain in order to hashchain's digest; a checkpoint
+// of the wrong length or a corrupt one is refused.
+func TestHashseq(t *testing.T) {
+	var ck []byte
+	for step := int64(1); step <= 3; step++ {
+		var err error
+		if ck, err = HashseqStep(ck, 10, "s", step); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := Hashchain(30, "s")
+	lines := strings.Split(strings.TrimSpace(string(ck)), "\n")
+	if len(lines) != 3 || lines[2] != "step 3 "+hex.EncodeToString(want[:]) {
+		t.Fatalf("checkpoint %q, want 3 lines ending in hashchain 30", ck)
+	}
+	if _, err := HashseqStep(ck, 10, "s", 3); err == nil {
+		t.Fatal("step 3 again from a 3-step checkpoint")
+	}
+	if _, err := HashseqStep([]byte("step 1 zz\n"), 10, "s", 2); err == nil {
+		t.Fatal("corrupt digest accepted")
 	}
 }

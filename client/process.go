@@ -267,11 +267,9 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 	c.track(cid, project, "running")
 	step = wire.SkipFailed
 	started := c.cfg.Now()
-	runCtx, stopWatch := c.watchDeadline(ctx, spec) // given back once it cannot end in time
-	out, runErr := c.cfg.Runner.Run(runCtx, c.task(spec, inputs, module))
-	stopWatch()
+	out, runErr := c.run(ctx, cl, signed, spec, inputs, module)
 	if runErr != nil {
-		return fmt.Errorf("job %s: run %s: %w", cid, spec.App, lateCause(runCtx, runErr))
+		return fmt.Errorf("job %s: %w", cid, runErr)
 	}
 	c.track(cid, project, "submitting")
 	step = wire.SkipUnknown

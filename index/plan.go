@@ -19,6 +19,16 @@ func Desired(closest bool, st job.State, listing []string, project string) []str
 	return nil
 }
 
+// WithTrickles is want (Desired) with the project's trickle keyword
+// added when the node lists the job (closest) and holds trickles of it
+// the project has not collected, whatever the job's state. Pure.
+func WithTrickles(want []string, closest, trickles bool, project string) []string {
+	if !closest || !trickles {
+		return want
+	}
+	return append(want[:len(want):len(want)], job.TrickleKeyword(project))
+}
+
 // Lists reports whether a node lists a job it holds: it is the job's
 // closest live node in its view (closest), a backup lister whose wait has
 // passed (backupDue: the i-th next closest after i × BackupDelay), or a
@@ -35,6 +45,9 @@ func Lists(closest, backupDue, listingHeld, listed bool) bool {
 // under its keywords (not the finished one), a finished one under its
 // project's finished keyword only, any other nowhere. Pure.
 func RuledOut(st job.State, keyword, project string) bool {
+	if keyword == job.TrickleKeyword(project) {
+		return false // held trickles, not the state, decide (WithTrickles)
+	}
 	switch st.Phase {
 	case job.Ready:
 		return keyword == job.FinishedKeyword(project)

@@ -114,3 +114,30 @@ func TestReconcileConverges(t *testing.T) {
 		}
 	}
 }
+
+// TestWithTrickles: the trickle keyword is wanted only by the job's
+// lister while it holds trickles, whatever the state; RuledOut never
+// rules it out.
+func TestWithTrickles(t *testing.T) {
+	base := []string{"lhc"}
+	for _, tc := range []struct {
+		closest, trickles bool
+		want              []string
+	}{
+		{true, true, []string{"lhc", "lhc:trickle"}},
+		{true, false, base},
+		{false, true, base},
+	} {
+		if got := WithTrickles(base, tc.closest, tc.trickles, "lhc"); !slices.Equal(got, tc.want) {
+			t.Errorf("WithTrickles(closest %v, trickles %v) = %v, want %v", tc.closest, tc.trickles, got, tc.want)
+		}
+	}
+	if len(base) != 1 {
+		t.Error("WithTrickles changed its input")
+	}
+	for _, ph := range []job.Phase{job.Ready, job.Claimed, job.Finished, job.Collected} {
+		if RuledOut(job.State{Phase: ph}, "lhc:trickle", "lhc") {
+			t.Errorf("trickle keyword ruled out in %s", ph)
+		}
+	}
+}

@@ -429,7 +429,7 @@ func (s *Server) forgetListingLocked(e index.Entry) {
 	if len(e.Listing) == 0 {
 		return
 	}
-	for _, kw := range append(slices.Clip(e.Keywords), job.FinishedKeyword(e.Project)) {
+	for _, kw := range append(slices.Clip(e.Keywords), job.FinishedKeyword(e.Project), job.TrickleKeyword(e.Project)) {
 		if o, ok := s.table.Get(kw, e.Job); ok && bytes.Equal(o.Listing, e.Listing) {
 			return
 		}

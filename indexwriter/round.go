@@ -76,13 +76,13 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 	closest := index.Lists(rank == 0, w.backupDue(k, rank, h.State, now), w.pool.ListingHeld(h.Key), w.listed(k))
 	var tmpl op // what every write of the job carries
 	var keywords []string
-	if closest && (h.State.Phase == job.Ready || h.State.Phase == job.Finished) {
+	if closest && (h.State.Phase == job.Ready || h.State.Phase == job.Finished || h.Trickles) {
 		var ok bool
 		if tmpl, keywords, ok = w.listingOf(h); !ok {
 			return
 		}
 	}
-	want := index.Desired(closest, h.State, keywords, h.Project)
+	want := index.WithTrickles(index.Desired(closest, h.State, keywords, h.Project), closest, h.Trickles, h.Project)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.state[k]

@@ -11,10 +11,33 @@ import (
 // fields, version 2 adds Lifetime (13), version 3 adds Module (14) and
 // lays each input out with its Blob (4 fields, where 1 and 2 have 3),
 // version 4 adds Stdin and Outputs (16), version 5 Commit and RevealWait
-// (18).
+// (18), version 6 Steps (19).
 
-// specFields is Spec without its methods: the version 5 layout.
+// specFields is Spec without its methods: the version 6 layout.
 type specFields Spec
+
+// specV5 is the version 5 layout: a Spec without Steps.
+type specV5 struct {
+	_          struct{} `cbor:",toarray"`
+	Version    uint16
+	Project    string
+	App        string
+	Args       []string
+	Inputs     []Input
+	Keywords   []string
+	Resources  []string
+	TFinish    int64
+	Created    int64
+	Nonce      []byte
+	CertRef    []byte
+	ResultKey  []byte
+	Lifetime   int64
+	Module     []byte
+	Stdin      uint16
+	Outputs    []string
+	Commit     uint16
+	RevealWait int64
+}
 
 // specV4 is the version 4 layout: a Spec without Commit and RevealWait.
 type specV4 struct {
@@ -102,6 +125,7 @@ type specV1 struct {
 
 // CBOR array headers of the five layouts (12, 13, 14, 16 and 18 elements).
 const (
+	specV6Header = 0x80 + 19
 	specV5Header = 0x80 + 18
 	specV1Header = 0x80 + 12
 	specV2Header = 0x80 + 13
@@ -111,11 +135,19 @@ const (
 
 // MarshalCBOR encodes a spec in its version's layout: version 1, 2 and 3
 // specs keep the bytes (and so the CIDs) they were signed with. Versions
-// 4 keep the version 4 layout; versions above 4 take the version 5 layout
+// 4 and 5 keep their layouts; versions above 5 take the version 6 layout
 // (Validate refuses the unknown ones).
 func (s Spec) MarshalCBOR() ([]byte, error) {
 	switch s.Version {
 	case specVersion1, specVersion2:
+	case specVersion5:
+		if s.IsSequence() {
+			return nil, fmt.Errorf("%w: version 5 spec with steps", ErrMalformed)
+		}
+		return codec.Marshal(&specV5{Version: s.Version, Project: s.Project, App: s.App, Args: s.Args, Inputs: s.Inputs,
+			Keywords: s.Keywords, Resources: s.Resources, TFinish: s.TFinish, Created: s.Created, Nonce: s.Nonce,
+			CertRef: s.CertRef, ResultKey: s.ResultKey, Lifetime: s.Lifetime, Module: s.Module, Stdin: s.Stdin, Outputs: s.Outputs,
+			Commit: s.Commit, RevealWait: s.RevealWait})
 	case specVersion4:
 		if s.UsesCommit() {
 			return nil, fmt.Errorf("%w: version 4 spec with commit–reveal", ErrMalformed)
@@ -157,15 +189,27 @@ func (s *Spec) UnmarshalCBOR(b []byte) error {
 		return fmt.Errorf("%w: empty spec", ErrMalformed)
 	}
 	switch b[0] {
-	case specV5Header:
+	case specV6Header:
 		var f specFields
 		if err := codec.Unmarshal(b, &f); err != nil {
 			return err
 		}
-		if f.Version <= specVersion4 {
-			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, f.Version, specVersion5)
+		if f.Version <= specVersion5 {
+			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, f.Version, specVersion6)
 		}
 		*s = Spec(f)
+	case specV5Header:
+		var v specV5
+		if err := codec.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		if v.Version != specVersion5 {
+			return fmt.Errorf("%w: version %d spec in the version %d layout", ErrMalformed, v.Version, specVersion5)
+		}
+		*s = Spec{Version: v.Version, Project: v.Project, App: v.App, Args: v.Args, Inputs: v.Inputs,
+			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
+			CertRef: v.CertRef, ResultKey: v.ResultKey, Lifetime: v.Lifetime, Module: v.Module, Stdin: v.Stdin, Outputs: v.Outputs,
+			Commit: v.Commit, RevealWait: v.RevealWait}
 	case specV4Header:
 		var v specV4
 		if err := codec.Unmarshal(b, &v); err != nil {
@@ -211,7 +255,7 @@ func (s *Spec) UnmarshalCBOR(b []byte) error {
 			Keywords: v.Keywords, Resources: v.Resources, TFinish: v.TFinish, Created: v.Created, Nonce: v.Nonce,
 			CertRef: v.CertRef, ResultKey: v.ResultKey}
 	default:
-		return fmt.Errorf("%w: spec is not an array of 12, 13, 14, 16 or 18 fields", ErrMalformed)
+		return fmt.Errorf("%w: spec is not an array of 12, 13, 14, 16, 18 or 19 fields", ErrMalformed)
 	}
 	return nil
 }

@@ -15,6 +15,13 @@ const FinishedSuffix = ":finished"
 // indexed.
 func FinishedKeyword(project string) string { return project + FinishedSuffix }
 
+// TrickleSuffix makes a project's trickle keyword: "<project>:trickle".
+const TrickleSuffix = ":trickle"
+
+// TrickleKeyword is the keyword under which the jobs whose replicas hold
+// trickles (a sequence's progress) for the project are indexed.
+func TrickleKeyword(project string) string { return project + TrickleSuffix }
+
 // Listing is what a project allows the index to say about a job: its key,
 // project, creation time and keywords (the spec's keywords and resource
 // classes). The project signs it at submission; index nodes verify it, so
@@ -52,7 +59,7 @@ func ListingOf(s *Signed, spec *Spec) *Listing {
 // Allows reports whether the listing lets the job be indexed under kw.
 func (l *Listing) Allows(kw string) bool {
 	_, found := slices.BinarySearch(l.Keywords, kw)
-	return found || kw == FinishedKeyword(l.Project)
+	return found || kw == FinishedKeyword(l.Project) || kw == TrickleKeyword(l.Project)
 }
 
 // Matches reports whether the listing agrees with the signed spec it names.

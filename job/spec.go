@@ -19,10 +19,11 @@ import (
 // It also reads version 1 specs, which carry no lifetime (lifetime.go),
 // version 2 specs, which carry no WebAssembly module and no blob input,
 // version 3 specs, which carry no standard input and no output files
-// (layout.go), and version 4 specs, which ask for no commit–reveal. A project writes the least version a spec needs
+// (layout.go), version 4 specs, which ask for no commit–reveal, and
+// version 5 specs, which are no sequence (sequence.go). A project writes the least version a spec needs
 // (LeastVersion), so a spec without the newer fields keeps the version 3
 // bytes older nodes read.
-const SpecVersion = specVersion5
+const SpecVersion = specVersion6
 
 // WriteVersion is the version a new spec is written in unless its fields
 // need a later one (LeastVersion): version 3's bytes, which nodes of the
@@ -31,13 +32,14 @@ const WriteVersion = specVersion3
 
 // The versions: 1 before job lifetimes, 2 before WebAssembly modules and
 // blob inputs, 3 with them, 4 with standard input and output files, 5
-// with commit–reveal (Commit, RevealWait).
+// with commit–reveal (Commit, RevealWait), 6 with sequences (Steps).
 const (
 	specVersion1 = 1
 	specVersion2 = 2
 	specVersion3 = 3
 	specVersion4 = 4
 	specVersion5 = 5
+	specVersion6 = 6
 )
 
 // Bounds of a spec's commit–reveal.
@@ -135,6 +137,11 @@ type Spec struct {
 	// unit's commitments, from its own commitment, on its own clock; 0
 	// takes DefaultRevealWaitMS. Version 5 on.
 	RevealWait int64
+	// Steps, when not 0, makes the job a sequence of that many steps run
+	// in order by one client, each from the previous step's checkpoint;
+	// T_finish is then the deadline of each step, renewed by each
+	// checkpoint on each replica's own clock (sequence.go). Version 6 on.
+	Steps uint16
 }
 
 // DefaultRevealWaitMS is the reveal wait, in ms, of a spec that asks for
@@ -160,6 +167,9 @@ func (s *Spec) UsesIO() bool { return s.Stdin != 0 || len(s.Outputs) > 0 }
 // LeastVersion is the least version whose layout holds the spec's fields
 // (at least 3, the version this code wrote before version 4).
 func (s *Spec) LeastVersion() uint16 {
+	if s.IsSequence() {
+		return specVersion6
+	}
 	if s.UsesCommit() {
 		return specVersion5
 	}
@@ -200,6 +210,10 @@ func (s *Spec) Validate() error {
 		return bad("version %d spec with standard input or output files (version %d on)", s.Version, specVersion4)
 	case s.Version < specVersion5 && s.UsesCommit():
 		return bad("version %d spec with commit–reveal (version %d on)", s.Version, specVersion5)
+	case s.Version < specVersion6 && s.IsSequence():
+		return bad("version %d spec with steps (version %d on)", s.Version, specVersion6)
+	case s.Steps > MaxSteps:
+		return bad("%d steps (max %d)", s.Steps, MaxSteps)
 	case s.Commit > MaxCommit || s.RevealWait < 0 || s.RevealWait > MaxLifetimeMS:
 		return bad("commit %d (max %d), reveal wait %d ms (0..%d)", s.Commit, MaxCommit, s.RevealWait, MaxLifetimeMS)
 	case int(s.Stdin) > len(s.Inputs):

@@ -36,6 +36,8 @@ func markGone(b *store.Batch, key []byte, collectedAt, lapse int64, proof []byte
 	b.Delete(store.Key(jobNS, key))
 	b.Delete(store.Key(resultNS, key))
 	b.Delete(store.Key(proofNS, key))
+	b.Delete(store.Key(ckptNS, key))
+	b.Delete(store.Key(trickleNS, key))
 	v := binary.BigEndian.AppendUint64(nil, uint64(collectedAt))
 	v = binary.BigEndian.AppendUint64(v, uint64(lapse))
 	v = append(v, proof...)
@@ -73,6 +75,8 @@ func goneLapse(expires, now, keep int64) int64 {
 func dropExpired(b *store.Batch, key []byte) {
 	b.Delete(store.Key(jobNS, key))
 	b.Delete(store.Key(resultNS, key))
+	b.Delete(store.Key(ckptNS, key))
+	b.Delete(store.Key(trickleNS, key))
 }
 
 // countGone counts the gone records on disk.

@@ -49,8 +49,12 @@ type entry struct {
 	tFinish     int64
 	expires     int64 // the spec's expiry, on its project's clock (job.Spec.Expires)
 	keywords    []string
-	unit        string // job.Spec.UnitKey: the unit the job is a copy of
-	proof       []byte // the evidence of state (job.Proof, encoded), nil when none
+	unit        string      // job.Spec.UnitKey: the unit the job is a copy of
+	proof       []byte      // the evidence of state (job.Proof, encoded), nil when none
+	steps       uint16      // the spec's Steps: 0, not a sequence (sequence.go)
+	ckptStep    uint16      // the newest checkpoint's step held, 0: none
+	renewal     job.Renewal // the newest checkpoint's claim and when stored here
+	trickles    int         // trickles held for the project
 	// lapsed says the claim state holds has lapsed on this node's clock,
 	// as last told to the OnChange hooks (ExpireNow reports changes).
 	lapsed bool
@@ -127,6 +131,7 @@ func New(deps Deps, cfg Config) (*Pool, error) {
 	ep.Handle(wire.ProtoJobSync, wire.MaxJobFrame, []certs.Role{certs.RoleNode}, p.handleSync)
 	p.registerResultProtocols()
 	p.registerCommitProtocols()
+	p.registerSequenceProtocols()
 	if !cfg.DisableLoops {
 		p.goLoop(p.republishLoop)
 		p.goLoop(p.expiryLoop)
@@ -185,7 +190,7 @@ func (p *Pool) nowMS() int64 { return p.env.Now().UnixMilli() }
 // clock: the stored state is kept unexpired (and sent so), job.Lapse ends
 // its claim here. p.mu is held.
 func (p *Pool) view(e *entry, now int64) job.State {
-	return job.Lapse(e.state, now, e.tFinish, p.cfg.TSkew.Milliseconds())
+	return job.LapseRenewed(e.state, now, e.tFinish, p.cfg.TSkew.Milliseconds(), e.renewal)
 }
 
 // load reads every held job and certificate from the store.
@@ -212,7 +217,9 @@ func (p *Pool) load() error {
 		key := string(signed.Key())
 		// A restarted node gets a fresh replica-expiry grace for its jobs:
 		// the next rounds tell whether it is still among their r closest.
-		p.hold(key, newEntry(key, spec, rec.State, max(rec.Responsible, p.nowMS())))
+		e := newEntry(key, spec, rec.State, max(rec.Responsible, p.nowMS()))
+		p.loadSequence(key, e, p.nowMS())
+		p.hold(key, e)
 		return true
 	})
 	if err != nil {
@@ -243,7 +250,7 @@ func newEntry(key string, spec *job.Spec, st job.State, responsible int64) *entr
 	return &entry{
 		pos: keyspace.KeyPos([]byte(key)), state: st, responsible: responsible,
 		certRef: string(spec.CertRef), project: spec.Project, created: spec.Created, tFinish: spec.TFinish, keywords: spec.Keywords,
-		expires: spec.Expires(), unit: string(spec.UnitKey()),
+		expires: spec.Expires(), unit: string(spec.UnitKey()), steps: spec.Steps,
 	}
 }
 
@@ -382,6 +389,9 @@ type Held struct {
 	Created  int64
 	TFinish  int64 // the spec's T_finish, ms
 	Keywords []string
+	// Trickles says the node holds trickles of the job (a sequence's
+	// progress) the project has not collected.
+	Trickles bool
 }
 
 // Lookup returns what Each would report of one job, if held.
@@ -393,7 +403,8 @@ func (p *Pool) Lookup(key []byte) (Held, bool) {
 	if !ok {
 		return Held{}, false
 	}
-	return Held{Key: key, State: p.view(e, now), Pos: e.pos, Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords}, true
+	return Held{Key: key, State: p.view(e, now), Pos: e.pos, Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords,
+		Trickles: e.trickles > 0}, true
 }
 
 // Each calls f for every held job (in no order) until f returns false.
@@ -403,7 +414,7 @@ func (p *Pool) Each(f func(Held) bool) {
 	all := make([]Held, 0, len(p.jobs))
 	for k, e := range p.jobs {
 		all = append(all, Held{Key: []byte(k), State: p.view(e, now), Pos: e.pos,
-			Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords})
+			Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords, Trickles: e.trickles > 0})
 	}
 	p.mu.Unlock()
 	for _, h := range all {
@@ -468,7 +479,7 @@ func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *
 		return job.State{}, job.State{}, err
 	}
 	held := e.state
-	changes := !job.Equal(job.Receive(held, st, now, e.tFinish, p.cfg.TSkew.Milliseconds()), held)
+	changes := !job.Equal(job.ReceiveRenewed(held, st, now, e.tFinish, p.cfg.TSkew.Milliseconds(), e.renewal), held)
 	// The proof of a claim held here without one (certificate after confirm).
 	adopt := !changes && p.cfg.ClaimCheck != nil && len(e.proof) == 0 && len(proof) > 0 && job.Equal(held, st) && job.NeedsProof(st)
 	info := jobInfo{certRef: e.certRef, project: e.project, tFinish: e.tFinish}
@@ -501,7 +512,7 @@ func (p *Pool) apply(key []byte, st job.State, proof []byte) (merged, view job.S
 	if err != nil {
 		return job.State{}, job.State{}, err
 	}
-	merged = job.Receive(e.state, st, now, e.tFinish, p.cfg.TSkew.Milliseconds())
+	merged = job.ReceiveRenewed(e.state, st, now, e.tFinish, p.cfg.TSkew.Milliseconds(), e.renewal)
 	if job.Equal(merged, e.state) {
 		view = p.view(e, now)
 		p.mu.Unlock()
@@ -563,6 +574,8 @@ func (p *Pool) Forget(key []byte) error {
 	err := p.st.Delete(store.Key(jobNS, key))
 	_ = p.st.Delete(store.Key(resultNS, key))
 	_ = p.st.Delete(store.Key(proofNS, key))
+	_ = p.st.Delete(store.Key(ckptNS, key))
+	_ = p.st.Delete(store.Key(trickleNS, key))
 	p.mu.Unlock()
 	if held {
 		p.notify(change{key: key, deleted: true})

@@ -156,6 +156,7 @@ func (p *Project) SpecFor(u Unit) (*job.Spec, error) {
 	spec.Resources, spec.Inputs, spec.Module = u.Resources, u.Inputs, u.Module
 	spec.Stdin, spec.Outputs = u.Stdin, u.Outputs
 	spec.Commit, spec.RevealWait = u.Commit, u.RevealWait.Milliseconds()
+	spec.Steps = u.Steps
 	spec.Version = spec.LeastVersion()
 	if u.Lifetime > 0 {
 		spec.Lifetime = u.Lifetime.Milliseconds()

@@ -33,6 +33,7 @@ import (
 //	copies: 2
 //	commit: true                   # copies commit before they reveal (copies ≥ 2)
 //	reveal_wait: 10m               # the longest a copy waits for the others' commitments
+//	steps: 20                      # a sequence: 20 steps in order on one client, t_finish each
 //	module: mandelbrot.wasm        # a local WebAssembly module: a WASM job
 //	inputs: [{file: data/a.bin}]   # a local file, uploaded as a blob
 //	stdin: 0                       # input 0 is the standard input
@@ -50,6 +51,7 @@ type JobFile struct {
 	Copies     int                 `yaml:"copies"`
 	Commit     bool                `yaml:"commit"`
 	RevealWait string              `yaml:"reveal_wait"`
+	Steps      int                 `yaml:"steps"`
 	Inputs     []JobFileInput      `yaml:"inputs"`
 	Stdin      *int                `yaml:"stdin"`
 	Outputs    []string            `yaml:"outputs"`
@@ -118,7 +120,10 @@ type Unit struct {
 	// the longest it waits (0: job.DefaultRevealWaitMS).
 	Commit     uint16
 	RevealWait time.Duration
-	Params     map[string]string
+	// Steps, when not 0, makes each job a sequence of that many steps
+	// (job.Spec.Steps), TFinish the deadline of each.
+	Steps  uint16
+	Params map[string]string
 }
 
 // ParseJobFile parses and checks a job file and expands its sweep into
@@ -165,6 +170,9 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if f.Steps < 0 || f.Steps > job.MaxSteps {
+		return nil, 0, fmt.Errorf("steps %d out of 0..%d", f.Steps, job.MaxSteps)
+	}
 	names, values, total, err := expandSweep(f)
 	if err != nil {
 		return nil, 0, err
@@ -177,7 +185,7 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 			params[n] = values[n][idx[i]]
 		}
 		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, InputFiles: fillFiles(files, params), ModuleFile: f.Module, Params: params,
-			Stdin: stdin, Outputs: f.Outputs, Commit: commit, RevealWait: wait,
+			Stdin: stdin, Outputs: f.Outputs, Commit: commit, RevealWait: wait, Steps: uint16(f.Steps),
 			Args: fill(f.Args, params), Keywords: fill(f.Keywords, params), Resources: fill(f.Resources, params)}
 		if projectName != "" && !slices.Contains(u.Keywords, projectName) {
 			u.Keywords = append([]string{projectName}, u.Keywords...)

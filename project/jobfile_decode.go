@@ -30,6 +30,7 @@ var jobFileFields = []jobFileField{
 	{"copies", "a whole number", func(f *JobFile) any { return &f.Copies }},
 	{"commit", "true or false", func(f *JobFile) any { return &f.Commit }},
 	{"reveal_wait", "a duration such as 10m", func(f *JobFile) any { return &f.RevealWait }},
+	{"steps", "a whole number of sequence steps", func(f *JobFile) any { return &f.Steps }},
 	{"inputs", inputsWant, nil},
 	{"stdin", "the index, from 0, of the input that is the standard input", func(f *JobFile) any { return &f.Stdin }},
 	{"outputs", "a list of file names", func(f *JobFile) any { return &f.Outputs }},

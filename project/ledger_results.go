@@ -140,6 +140,9 @@ func migrate(db *sql.DB) error {
 	if err := migrateReceipts(db); err != nil {
 		return err
 	}
+	if err := migrateTrickles(db); err != nil {
+		return err
+	}
 	return migrateStatusAt(db)
 }
 
