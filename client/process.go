@@ -256,11 +256,7 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 		return err
 	}
 	c.setApp(cid, spec.App)
-	inputs, err := c.fetchInputs(ctx, spec)
-	if err != nil {
-		return fmt.Errorf("job %s: %w", cid, err)
-	}
-	module, err := c.fetchModule(ctx, spec)
+	inputs, module, err := c.fetchAssets(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", cid, err)
 	}
@@ -307,6 +303,17 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 	c.log.Info("job done", "job", cid, "project", project, "app", spec.App, "exit", out.ExitCode,
 		"killed", out.Killed, "cpu", out.CPU, "wall", out.Wall)
 	return nil
+}
+
+// fetchAssets fetches what a job's spec names to run it: its input
+// files and its WebAssembly module.
+func (c *Client) fetchAssets(ctx context.Context, spec *job.Spec) (map[string]string, string, error) {
+	inputs, err := c.fetchInputs(ctx, spec)
+	if err != nil {
+		return nil, "", err
+	}
+	module, err := c.fetchModule(ctx, spec)
+	return inputs, module, err
 }
 
 // fetchChecked fetches a claimed job's spec that was not vetted before

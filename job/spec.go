@@ -250,9 +250,15 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("module: %w", err)
 		}
 	}
+	return s.validateLists()
+}
+
+// validateLists checks the spec's lists: arguments, outputs, inputs,
+// keywords and resources.
+func (s *Spec) validateLists() error {
 	for _, a := range s.Args {
 		if len(a) > MaxArgLen || !utf8.ValidString(a) {
-			return bad("argument of %d bytes (max %d, UTF-8)", len(a), MaxArgLen)
+			return fmt.Errorf("%w: argument of %d bytes (max %d, UTF-8)", ErrMalformed, len(a), MaxArgLen)
 		}
 	}
 	seen := map[string]bool{}
@@ -261,7 +267,7 @@ func (s *Spec) Validate() error {
 			return err
 		}
 		if seen[o] {
-			return bad("output file %q named twice", o)
+			return fmt.Errorf("%w: output file %q named twice", ErrMalformed, o)
 		}
 		seen[o] = true
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
@@ -583,33 +582,7 @@ func (p *Pool) Forget(key []byte) error {
 	return err
 }
 
-// Counts reports the jobs held, and those for which this node is the
-// closest in its local view (the load-balancing n_job).
-func (p *Pool) Counts() (held, closest int) {
-	p.mu.Lock()
-	items := make([]keyspace.Pos, 0, len(p.jobs))
-	for _, e := range p.jobs {
-		items = append(items, e.pos)
-	}
-	p.mu.Unlock()
-	nearest := p.dht.SelfNearestFunc()
-	for _, pos := range items {
-		if nearest(pos) {
-			closest++
-		}
-	}
-	return len(items), closest
-}
-
 // self is this node's peer ID.
 func (p *Pool) self() peer.ID { return p.ep.ID() }
-
-// jitter returns the next round's wait: Interval ± Jitter, uniformly.
-func (p *Pool) jitter() time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	j := p.cfg.RepublishJitter
-	return p.cfg.RepublishInterval - j + time.Duration(p.rng.Int64N(int64(2*j)+1))
-}
 
 func keyPos(key []byte) keyspace.Pos { return keyspace.KeyPos(key) }
