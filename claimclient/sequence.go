@@ -12,8 +12,9 @@ import (
 
 // PutCheckpoint sends a sequence step's checkpoint (job.Checkpoint,
 // encoded) to the claim's nodes, which count it as the claim's renewal,
-// and returns how many stored it and the least step count any of them
-// answered (the sequence's length as the replicas know it). It fails
+// and returns how many stored it and the step count a majority of them
+// answered at least (job.MajorityAtLeast: the sequence's length as the
+// replicas know it, a project's order to end or extend it included). It fails
 // short of a majority of the job's r replicas: the claim would then
 // lapse at the others after this step's deadline.
 func (c *Claimer) PutCheckpoint(ctx context.Context, cl *Claim, ckpt []byte) (stored int, steps uint16, err error) {
@@ -26,16 +27,16 @@ func (c *Claimer) PutCheckpoint(ctx context.Context, cl *Claim, ckpt []byte) (st
 	}
 	req := &wire.CheckpointPut{Checkpoint: ckpt}
 	var errs []error
+	var answered []uint16
 	for n, err := range c.fanOutResp(ctx, ids(cl.Nodes), wire.ProtoCheckpointPut, req, 1024, func(n string) wire.Validator { return acks[n] }) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", peer.ID(n), err))
 			continue
 		}
 		stored++
-		if a := acks[n].Steps; steps == 0 || a < steps {
-			steps = a
-		}
+		answered = append(answered, acks[n].Steps)
 	}
+	steps = job.MajorityAtLeast(answered)
 	if need := majority(c.d.Replication()); stored < need {
 		return stored, steps, fmt.Errorf("checkpoint stored on %d of %d nodes, want %d: %v", stored, len(cl.Nodes), need, errs)
 	}

@@ -59,14 +59,13 @@ func (c *Client) run(ctx context.Context, cl *claimclient.Claim, signed *job.Sig
 // outcome returned carries the last checkpoint as its output.
 func (c *Client) runSequence(ctx context.Context, cl *claimclient.Claim, signed *job.Signed, spec *job.Spec, inputs map[string]string, module string) (runner.Outcome, error) {
 	key := signed.Key()
-	from, state := c.resume(ctx, cl, spec)
+	from, state, steps := c.resume(ctx, cl, spec)
 	dir, err := os.MkdirTemp("", "up-seq-")
 	if err != nil {
 		return runner.Outcome{}, fmt.Errorf("%w: %v", ErrCheckpoint, err)
 	}
 	defer os.RemoveAll(dir)
 	last := runner.Outcome{Output: state}
-	steps := spec.Steps
 	for step := from + 1; step <= steps; step++ {
 		task := c.task(spec, inputs, module)
 		task.Args = append(slices.Clip(spec.Args), strconv.Itoa(int(step)))
@@ -98,8 +97,8 @@ func (c *Client) runSequence(ctx context.Context, cl *claimclient.Claim, signed 
 			return out, err
 		}
 		last = out
-		if n > 0 && n < steps {
-			steps = max(n, step)
+		if n > 0 && n != steps {
+			steps = max(n, step) // the project ended or extended it
 		}
 	}
 	return last, nil
@@ -140,16 +139,21 @@ func (c *Client) storeStep(ctx context.Context, cl *claimclient.Claim, key []byt
 // resume is where a claimed sequence starts: after the newest checkpoint
 // any of the claim's nodes holds that is signed by a client whose
 // certificate the CA issued (not revoked) for that key, of this job and
-// within the sequence; step 0 and no state when none is. A checkpoint a
+// within the sequence; step 0 and no state when none is. steps is the
+// sequence's length a majority of the nodes answered (a project's order
+// may have changed the spec's). A checkpoint a
 // node made up, or altered, fails the signature or the certificate and
 // is passed over; one held back only costs the steps it would have
 // saved.
-func (c *Client) resume(ctx context.Context, cl *claimclient.Claim, spec *job.Spec) (uint16, []byte) {
-	cks, _ := c.claimer.Checkpoints(ctx, cl)
+func (c *Client) resume(ctx context.Context, cl *claimclient.Claim, spec *job.Spec) (from uint16, state []byte, steps uint16) {
+	cks, answered := c.claimer.Checkpoints(ctx, cl)
+	if steps = job.MajorityAtLeast(answered); steps == 0 {
+		steps = spec.Steps
+	}
 	v := c.cfg.Agent.Endpoint().Admission().Verifier()
 	var best *job.Checkpoint
 	for _, ck := range cks {
-		if ck.Step > spec.Steps || ck.Verify() != nil || !job.NewerCheckpoint(ck, best) {
+		if ck.Step > steps || ck.Verify() != nil || !job.NewerCheckpoint(ck, best) {
 			continue
 		}
 		id, err := v.VerifyCert(ck.Cert, c.cfg.Now(), certs.RoleClient)
@@ -160,8 +164,8 @@ func (c *Client) resume(ctx context.Context, cl *claimclient.Claim, spec *job.Sp
 		best = ck
 	}
 	if best == nil {
-		return 0, nil
+		return 0, nil, steps
 	}
-	c.log.Info("sequence resumed", "job", jobName(cl.Job), "from step", best.Step, "of", spec.Steps)
-	return best.Step, best.Data
+	c.log.Info("sequence resumed", "job", jobName(cl.Job), "from step", best.Step, "of", steps)
+	return best.Step, best.Data, steps
 }

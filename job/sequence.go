@@ -187,3 +187,38 @@ func ReceiveRenewed(held, in State, now, tFinish, skew int64, r Renewal) State {
 	}
 	return Merge(held, in)
 }
+
+// orderDomain separates a sequence order's signature from others.
+const orderDomain = "up/sequence-order/v1\x00"
+
+// OrderStatement is what a project signs to end or extend its sequence
+// key: the sequence has steps steps from now on (fewer than the spec's
+// ends it after that step, at the earliest after the newest checkpoint;
+// more extends it), in the project's order rev (its clock's Unix ms when
+// it ordered: a later order has a higher rev and replaces an earlier).
+func OrderStatement(key []byte, steps uint16, rev uint64) []byte {
+	b := append([]byte(orderDomain), byte(len(key)))
+	b = append(b, key...)
+	b = append(b, byte(steps>>8), byte(steps))
+	for i := 7; i >= 0; i-- {
+		b = append(b, byte(rev>>(8*i)))
+	}
+	return b
+}
+
+// MajorityAtLeast is the largest step count a majority (⌊n/2⌋+1) of the
+// n answers are at least: what a client takes for a sequence's length
+// when its replicas answer different ones (an order that reached some of
+// them). 0 without answers.
+func MajorityAtLeast(answers []uint16) uint16 {
+	if len(answers) == 0 {
+		return 0
+	}
+	sorted := append([]uint16(nil), answers...)
+	for i := 1; i < len(sorted); i++ { // insertion sort, descending: a handful of answers
+		for j := i; j > 0 && sorted[j] > sorted[j-1]; j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	return sorted[len(sorted)/2]
+}

@@ -38,6 +38,7 @@ func markGone(b *store.Batch, key []byte, collectedAt, lapse int64, proof []byte
 	b.Delete(store.Key(proofNS, key))
 	b.Delete(store.Key(ckptNS, key))
 	b.Delete(store.Key(trickleNS, key))
+	b.Delete(store.Key(orderNS, key))
 	v := binary.BigEndian.AppendUint64(nil, uint64(collectedAt))
 	v = binary.BigEndian.AppendUint64(v, uint64(lapse))
 	v = append(v, proof...)
@@ -77,6 +78,7 @@ func dropExpired(b *store.Batch, key []byte) {
 	b.Delete(store.Key(resultNS, key))
 	b.Delete(store.Key(ckptNS, key))
 	b.Delete(store.Key(trickleNS, key))
+	b.Delete(store.Key(orderNS, key))
 }
 
 // countGone counts the gone records on disk.

@@ -52,6 +52,7 @@ type entry struct {
 	proof       []byte      // the evidence of state (job.Proof, encoded), nil when none
 	steps       uint16      // the spec's Steps: 0, not a sequence (sequence.go)
 	ckptStep    uint16      // the newest checkpoint's step held, 0: none
+	orderRev    uint64      // the newest project order applied to steps (order.go), 0: none
 	renewal     job.Renewal // the newest checkpoint's claim and when stored here
 	trickles    int         // trickles held for the project
 	// lapsed says the claim state holds has lapsed on this node's clock,
@@ -575,6 +576,7 @@ func (p *Pool) Forget(key []byte) error {
 	_ = p.st.Delete(store.Key(proofNS, key))
 	_ = p.st.Delete(store.Key(ckptNS, key))
 	_ = p.st.Delete(store.Key(trickleNS, key))
+	_ = p.st.Delete(store.Key(orderNS, key))
 	p.mu.Unlock()
 	if held {
 		p.notify(change{key: key, deleted: true})

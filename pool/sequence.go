@@ -33,6 +33,7 @@ func (p *Pool) registerSequenceProtocols() {
 	p.ep.Handle(wire.ProtoCheckpointGet, 4<<10, nil, p.handleCheckpointGet)
 	p.ep.Handle(wire.ProtoTrickleGet, 64<<10, []certs.Role{certs.RoleProject}, p.handleTrickleGet)
 	p.ep.Handle(wire.ProtoTrickleCollect, 4<<10, []certs.Role{certs.RoleProject}, p.handleTrickleCollect)
+	p.ep.Handle(wire.ProtoSequenceOrder, 4<<10, []certs.Role{certs.RoleProject}, p.handleOrder)
 }
 
 func (p *Pool) handleCheckpointPut(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
@@ -297,4 +298,5 @@ func (p *Pool) loadSequence(key string, e *entry, now int64) {
 	if ts, err := p.trickles([]byte(key)); err == nil {
 		e.trickles = len(ts)
 	}
+	p.loadOrder(key, e)
 }

@@ -31,7 +31,8 @@ type HarvestOptions struct {
 	// (1 h).
 	LostAfter time.Duration
 	// CreditEvery is the least time, on the project's clock, between two
-	// harvests of one Project that sign and publish credit receipts: a
+	// harvests of one Project that walk "<project>:trickle" and sign and
+	// publish credit receipts: a
 	// receipt per client covers every result since the last, so a
 	// harvest every few seconds would publish each client's receipts on
 	// its r nodes every few seconds for a few results each. The first
@@ -66,6 +67,9 @@ type HarvestReport struct {
 	// Credit is what the harvest did with credit receipts: signed for the
 	// results graded valid, published on their clients' nodes.
 	Credit Credited
+	// Trickles is what the harvest of running sequences' trickles did
+	// (HarvestTrickles), on the credit's schedule (CreditEvery).
+	Trickles TrickleReport
 	// Reveals is what checking commit–reveal jobs' results against their
 	// commitments did and cost (reveal.go).
 	Reveals RevealReport
@@ -166,6 +170,13 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 		return rep, err
 	}
 	if p.creditDue(opts.CreditEvery) {
+		// Trickles first: their partial credit is in the ledger before the
+		// receipts are signed.
+		tr, err := p.HarvestTrickles(ctx, l, opts.PageSize)
+		rep.Trickles = tr
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("trickles: %w", err))
+		}
 		cr, err := p.IssueCredit(ctx, l)
 		rep.Credit = cr
 		if err != nil {

@@ -102,6 +102,9 @@ func TestHarvestRetriesWalk(t *testing.T) {
 	calls := 0
 	failing := failingWalk(f.proj, &calls)
 	f.proj.SetIndexHarvest(func(ctx context.Context, kw string, n int, visit func([]wire.IndexHit) error) error {
+		if kw != "lhc:finished" { // the trickle walk
+			return f.proj.IndexHarvest(ctx, kw, n, visit)
+		}
 		if calls < 2 {
 			return failing(ctx, kw, n, visit)
 		}
@@ -127,7 +130,13 @@ func TestHarvestRetriesWalk(t *testing.T) {
 	g.net.FlushAll(ctx)
 	g.proj.SetWalkBackoff(time.Millisecond)
 	calls = 0
-	g.proj.SetIndexHarvest(failingWalk(g.proj, &calls))
+	gFailing := failingWalk(g.proj, &calls)
+	g.proj.SetIndexHarvest(func(ctx context.Context, kw string, n int, visit func([]wire.IndexHit) error) error {
+		if kw != "lhc:finished" { // the trickle walk
+			return g.proj.IndexHarvest(ctx, kw, n, visit)
+		}
+		return gFailing(ctx, kw, n, visit)
+	})
 	rep, err = g.proj.Harvest(ctx, g.ledger, project.HarvestOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/up-pool/up/apps"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/client"
@@ -122,16 +121,7 @@ func (f *flow) checkpointSteps(key []byte) []int {
 
 // wantChain is the hashseq checkpoint of the whole sequence, computed
 // here.
-func wantChain(t *testing.T) string {
-	var ck []byte
-	for step := int64(1); step <= seqSteps; step++ {
-		var err error
-		if ck, err = apps.HashseqStep(ck, 1000, "climate", step); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return string(ck)
-}
+func wantChain(t *testing.T) string { return chainOf(t, seqSteps) }
 
 // TestSequenceMovesOnKill: a 20-step sequence runs in order on client A;
 // A dies in step 8 (its agent closed: it releases nothing); the claim

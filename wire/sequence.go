@@ -156,3 +156,34 @@ func (r *TrickleCollect) Validate() error {
 	}
 	return nil
 }
+
+// ProtoSequenceOrder carries a project's signed order to end or extend a
+// sequence (job.OrderStatement) to the sequence's replicas.
+const ProtoSequenceOrder = "/up/job/sequence/order/1.0.0"
+
+// SequenceOrder is a project's order: job Key has Steps steps from now
+// on, in the project's order Rev; Sig is the project's signature over
+// job.OrderStatement(Key, Steps, Rev).
+type SequenceOrder struct {
+	_     struct{} `cbor:",toarray"`
+	Key   []byte
+	Steps uint16
+	Rev   uint64
+	Sig   []byte
+}
+
+// Validate bounds a decoded SequenceOrder.
+func (o *SequenceOrder) Validate() error {
+	if err := validKey(o.Key); err != nil {
+		return err
+	}
+	switch {
+	case o.Steps == 0 || o.Steps > job.MaxSteps:
+		return fmt.Errorf("sequence order of %d steps (1..%d): %w", o.Steps, job.MaxSteps, ErrMalformed)
+	case o.Rev == 0:
+		return fmt.Errorf("sequence order of revision 0: %w", ErrMalformed)
+	case len(o.Sig) != 64:
+		return fmt.Errorf("sequence order signature of %d bytes: %w", len(o.Sig), ErrMalformed)
+	}
+	return nil
+}

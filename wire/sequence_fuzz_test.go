@@ -17,6 +17,7 @@ func sequenceMsgs() []wire.Validator {
 		&wire.TrickleGetRequest{Keys: [][]byte{{1}, {2}}},
 		&wire.TrickleGetResponse{Trickles: [][][]byte{{{1}, {2}}, nil}},
 		&wire.TrickleCollect{Key: []byte{1}, UpTo: 3},
+		&wire.SequenceOrder{Key: []byte{1}, Steps: 24, Rev: 1, Sig: make([]byte, 64)},
 	}
 }
 
@@ -50,6 +51,9 @@ func TestSequenceBounds(t *testing.T) {
 		&wire.TrickleGetResponse{Trickles: [][][]byte{make([][]byte, wire.MaxTricklesHeld+1)}},
 		&wire.TrickleGetResponse{Trickles: [][][]byte{{{}}}},
 		&wire.TrickleCollect{Key: []byte{1}},
+		&wire.SequenceOrder{Key: []byte{1}, Rev: 1, Sig: make([]byte, 64)},
+		&wire.SequenceOrder{Key: []byte{1}, Steps: 2, Sig: make([]byte, 64)},
+		&wire.SequenceOrder{Key: []byte{1}, Steps: 2, Rev: 1},
 	}
 	for _, m := range bad {
 		if m.Validate() == nil {

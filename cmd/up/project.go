@@ -30,7 +30,8 @@ results later; its data directory holds its keys and the ledger
 (ledger.db, SQLite), which records every job and result durably, so a
 crashed or interrupted command can simply be run again.`,
 	}
-	cmd.AddCommand(newProjectInitCmd(), newProjectSubmitCmd(), newProjectHarvestCmd(), newProjectStatusCmd(), newProjectResultsCmd(), newProjectServeCmd(), newProjectDescribeCmd())
+	cmd.AddCommand(newProjectInitCmd(), newProjectSubmitCmd(), newProjectHarvestCmd(), newProjectStatusCmd(), newProjectResultsCmd(), newProjectServeCmd(), newProjectDescribeCmd(),
+		newProjectSequenceCmd())
 	return cmd
 }
 
@@ -277,9 +278,9 @@ func (h *harvestRun) run(cmd *cobra.Command) error {
 		for _, e := range rep.Errors {
 			fmt.Fprintln(cmd.ErrOrStderr(), e)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d lost, %d units decided, %d extra copies, %d credit receipts signed, %d published\n",
+		fmt.Fprintf(cmd.OutOrStdout(), "%s harvest: %d finished found, %d new results, %d collected, %d refused, %d lost, %d units decided, %d extra copies, %d trickles, %d credit receipts signed, %d published\n",
 			time.Now().Format(time.TimeOnly), rep.Finished, rep.Recorded, rep.Collected, rep.Refused, rep.Lost, rep.Decided, rep.Extra,
-			rep.Credit.Issued, rep.Credit.Published)
+			rep.Trickles.Recorded, rep.Credit.Issued, rep.Credit.Published)
 		failed := harvestFailure(rep)
 		if !h.follow && !h.untilDone {
 			return failed
