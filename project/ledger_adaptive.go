@@ -52,9 +52,10 @@ const (
 		record_valid = e.value->>4, record_invalid = e.value->>5, decided = e.value->>6
 		FROM json_each(?) e WHERE adaptive.unit = e.value->>0 AND adaptive.decision IS NULL`
 	// A client's latest graded results (valid 0 or 1: duplicates left
-	// out), newest first.
+	// out), newest first: by harvest time, then in the order recorded
+	// (rowid: a harvest records many in one millisecond).
 	qClientRecord = `SELECT valid = 1 FROM results WHERE client_key = ? AND valid IN (0, 1)
-		ORDER BY harvested DESC, at DESC, cid DESC LIMIT ?`
+		ORDER BY harvested DESC, rowid DESC LIMIT ?`
 	adaptiveSeedName = "adaptive_seed"
 )
 
