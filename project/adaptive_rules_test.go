@@ -3,6 +3,7 @@ package project
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTrusted(t *testing.T) {
@@ -131,5 +132,35 @@ func TestParseJobFileAdaptive(t *testing.T) {
 		if _, _, err := ParseJobFile([]byte(file), ""); err == nil {
 			t.Errorf("%q: no error", file)
 		}
+	}
+}
+
+// TestAdaptiveMigrates: a ledger written before adaptive replication
+// (no adaptive tables) opens with them, reports no adaptive units, and
+// makes its seed once.
+func TestAdaptiveMigrates(t *testing.T) {
+	path := t.TempDir() + "/ledger.db"
+	l, err := OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.DB().Exec(`DROP TABLE adaptive; DROP TABLE ledger_secrets; DROP INDEX results_client`); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if l, err = OpenLedger(path); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	st, err := l.Stats(time.Now())
+	if err != nil || st.Adaptive != nil {
+		t.Fatalf("stats of an old ledger: adaptive %v, %v", st.Adaptive, err)
+	}
+	a, err := l.AdaptiveSeed()
+	if err != nil || len(a) != 32 {
+		t.Fatalf("seed %x, %v", a, err)
+	}
+	if b, err := l.AdaptiveSeed(); err != nil || string(a) != string(b) {
+		t.Fatalf("the seed changed: %x then %x, %v", a, b, err)
 	}
 }
