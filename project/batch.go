@@ -102,7 +102,7 @@ func (p *Project) SubmitUnits(ctx context.Context, l *Ledger, units []Unit, copi
 			if err != nil {
 				return rep, fmt.Errorf("unit %d: %w", idx, err)
 			}
-			fresh = append(fresh, unitJob{idx: idx, PreparedJob: PreparedJob{CID: prep.cidString(), Copy: c, Signed: prep.Encode(), Listing: prep.Listing}})
+			fresh = append(fresh, unitJob{idx: idx, adaptive: u.Adaptive, PreparedJob: PreparedJob{CID: prep.cidString(), Copy: c, Signed: prep.Encode(), Listing: prep.Listing}})
 			if id == 0 {
 				signed = append(signed, prep)
 			}

@@ -39,6 +39,9 @@ type HarvestOptions struct {
 	// harvest of a Project always issues them; IssueCredit forces it.
 	// Default DefaultCreditEvery (30 s); negative: every harvest.
 	CreditEvery time.Duration
+	// Adaptive is the trust rule and spot-check rate of adaptive
+	// replication (job files with adaptive: true); zero: the defaults.
+	Adaptive AdaptivePolicy
 }
 
 // DefaultCreditEvery is HarvestOptions.CreditEvery's default.
@@ -64,6 +67,9 @@ type HarvestReport struct {
 	// Withdrawn counts the blobs withdrawn from the overlay: every unit
 	// naming them is valid.
 	Withdrawn int
+	// Adaptive counts the adaptive units this harvest decided: results
+	// accepted alone, units spot-checked, units replicated (adaptive.go).
+	Adaptive AdaptiveReport
 	// Credit is what the harvest did with credit receipts: signed for the
 	// results graded valid, published on their clients' nodes.
 	Credit Credited
@@ -230,13 +236,16 @@ func (p *Project) fetchPart(ctx context.Context, l *Ledger, part []found, opts H
 // results disagree.
 func (p *Project) validate(ctx context.Context, l *Ledger, opts HarvestOptions, collected []string, rep *HarvestReport) error {
 	for after, more := int64(0), true; more; {
-		pg, err := l.validateQueued(after, opts.Equal, opts.MaxCopies, collected, p.a.Now())
+		pg, err := l.validateQueued(after, opts, collected, p.a.Now())
 		if err != nil {
 			return err
 		}
 		collected = nil
 		after, more = pg.last, pg.more
 		rep.Decided += pg.decided
+		rep.Adaptive.Single += pg.adaptive.Single
+		rep.Adaptive.SpotChecked += pg.adaptive.SpotChecked
+		rep.Adaptive.Replicated += pg.adaptive.Replicated
 		for _, unit := range pg.extra {
 			if ctx.Err() != nil {
 				rep.Errors = append(rep.Errors, fmt.Errorf("harvest interrupted before issuing another copy of unit %d (run it again to finish): %w", unit, ctx.Err()))
@@ -265,13 +274,17 @@ type validatedPage struct {
 	more    bool    // another page may follow
 	decided int     // units made valid
 	extra   []int64 // units whose results disagree, due another copy
+	// adaptive counts the adaptive decisions made.
+	adaptive AdaptiveReport
 }
 
 // validateQueued validates the queued units after unit after (a page of
 // them) and records, in one transaction with the collected marks, their
 // verdicts; a unit leaves the queue once only a new result can change its
-// verdict. The copies due are left to the caller.
-func (l *Ledger) validateQueued(after int64, eq Equal, maxCopies int, collected []string, now time.Time) (validatedPage, error) {
+// verdict. An adaptive unit's first successful result is judged first
+// (adaptiveJudge): alone, or the unit replicated. The copies due are left
+// to the caller. Of opts it uses Equal, MaxCopies and Adaptive.
+func (l *Ledger) validateQueued(after int64, opts HarvestOptions, collected []string, now time.Time) (validatedPage, error) {
 	pg := validatedPage{last: after}
 	units, err := l.queuedUnits(after, validatePage)
 	if err != nil {
@@ -283,6 +296,7 @@ func (l *Ledger) validateQueued(after int64, eq Equal, maxCopies int, collected 
 	pg.more = len(units) == validatePage
 	pg.last = units[len(units)-1].id
 	vs := make([]unitVerdict, 0, len(units))
+	judge := newAdaptiveJudge(l, opts.Adaptive)
 	for _, u := range units {
 		if !u.undecided() {
 			// Waiting for more results (or decided and graded): only
@@ -290,8 +304,15 @@ func (l *Ledger) validateQueued(after int64, eq Equal, maxCopies int, collected 
 			vs = append(vs, unitVerdict{unit: u.id, done: true, results: len(u.results)})
 			continue
 		}
-		v, done, another := decideUnit(u, eq, maxCopies)
-		vs = append(vs, unitVerdict{unit: u.id, verdict: &v, done: done, results: len(u.results)})
+		ad, err := judge.judge(u)
+		if err != nil {
+			return pg, errors.Join(err, l.MarkCollected(collected, now))
+		}
+		if ad != nil {
+			pg.adaptive.add(ad.decision)
+		}
+		v, done, another := decideUnit(u, opts.Equal, opts.MaxCopies)
+		vs = append(vs, unitVerdict{unit: u.id, verdict: &v, done: done, results: len(u.results), adaptive: ad})
 		if v.Status == UnitValid && u.status != UnitValid {
 			pg.decided++
 		}
@@ -304,16 +325,26 @@ func (l *Ledger) validateQueued(after int64, eq Equal, maxCopies int, collected 
 
 // decideUnit validates a unit whose verdict may change: a decided one has
 // its late results graded against the canonical one; any other is
-// validated under its quorum. done reports a verdict only a new result can
-// change; another that the results disagree and another copy is due.
+// validated under its quorum: an adaptive unit's quorum is 1 once its
+// result was accepted alone (AdaptiveSingle), else 2, as a unit of 2
+// copies. done reports a verdict only a new result can change; another
+// that the results disagree (or an adaptive unit is replicated) and
+// another copy is due.
 func decideUnit(u *unitState, eq Equal, maxCopies int) (v Verdict, done, another bool) {
 	if u.status == UnitValid {
 		v = Regrade(u.results, u.canonical, eq)
 		return v, len(v.Valid) >= len(u.results), false
 	}
-	v = Validate(u.results, u.issued, Quorum(u.asked), eq)
+	asked, quorum := u.asked, Quorum(u.asked)
+	if u.adaptive {
+		asked, quorum = 2, 2
+		if u.decision == AdaptiveSingle {
+			quorum = 1
+		}
+	}
+	v = Validate(u.results, u.issued, quorum, eq)
 	if maxCopies == 0 {
-		maxCopies = u.asked + 2
+		maxCopies = asked + 2
 	}
 	switch v.Status {
 	case UnitValid:

@@ -22,7 +22,9 @@ import (
 // every combination of the sweep's parameters. Only app is required; the
 // project's name is added to the keywords, copies defaults to 1,
 // t_finish to 1h (DefaultTFinish) and lifetime to 14 days
-// (DefaultLifetime).
+// (DefaultLifetime). With adaptive: true (copies 1 or left out, no
+// commit) each unit is sent as one copy and the harvest decides whether
+// its result stands alone or the unit gets a second copy (AdaptivePolicy).
 //
 //	app: mandelbrot
 //	args: ["{x}", "{y}", "64"]
@@ -31,6 +33,7 @@ import (
 //	t_finish: 10m
 //	lifetime: 7d                   # nodes drop the job after; a Go duration or whole days
 //	copies: 2
+//	adaptive: true                 # copies 1: a 2nd copy only for an untrusted client or a spot check
 //	commit: true                   # copies commit before they reveal (copies ≥ 2)
 //	reveal_wait: 10m               # the longest a copy waits for the others' commitments
 //	steps: 20                      # a sequence: 20 steps in order on one client, t_finish each
@@ -49,6 +52,7 @@ type JobFile struct {
 	TFinish    string              `yaml:"t_finish"`
 	Lifetime   string              `yaml:"lifetime"`
 	Copies     int                 `yaml:"copies"`
+	Adaptive   bool                `yaml:"adaptive"`
 	Commit     bool                `yaml:"commit"`
 	RevealWait string              `yaml:"reveal_wait"`
 	Steps      int                 `yaml:"steps"`
@@ -122,8 +126,12 @@ type Unit struct {
 	RevealWait time.Duration
 	// Steps, when not 0, makes each job a sequence of that many steps
 	// (job.Spec.Steps), TFinish the deadline of each.
-	Steps  uint16
-	Params map[string]string
+	Steps uint16
+	// Adaptive asks for adaptive replication: one copy, accepted alone
+	// when its client is trusted and the unit is not drawn for a spot
+	// check, else replicated and validated by a quorum of 2 (adaptive.go).
+	Adaptive bool
+	Params   map[string]string
 }
 
 // ParseJobFile parses and checks a job file and expands its sweep into
@@ -170,6 +178,9 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if f.Adaptive && (f.Copies != 1 || f.Commit) {
+		return nil, 0, fmt.Errorf("adaptive: true wants copies 1 (or copies left out) and no commit: the project adds the second copy when it is due (copies %d)", f.Copies)
+	}
 	if f.Steps < 0 || f.Steps > job.MaxSteps {
 		return nil, 0, fmt.Errorf("steps %d out of 0..%d", f.Steps, job.MaxSteps)
 	}
@@ -185,7 +196,7 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 			params[n] = values[n][idx[i]]
 		}
 		u := Unit{App: f.App, TFinish: tf, Lifetime: life, Inputs: inputs, InputFiles: fillFiles(files, params), ModuleFile: f.Module, Params: params,
-			Stdin: stdin, Outputs: f.Outputs, Commit: commit, RevealWait: wait, Steps: uint16(f.Steps),
+			Stdin: stdin, Outputs: f.Outputs, Commit: commit, RevealWait: wait, Steps: uint16(f.Steps), Adaptive: f.Adaptive,
 			Args: fill(f.Args, params), Keywords: fill(f.Keywords, params), Resources: fill(f.Resources, params)}
 		if projectName != "" && !slices.Contains(u.Keywords, projectName) {
 			u.Keywords = append([]string{projectName}, u.Keywords...)

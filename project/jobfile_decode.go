@@ -28,6 +28,7 @@ var jobFileFields = []jobFileField{
 	{"t_finish", "a duration such as 30m", func(f *JobFile) any { return &f.TFinish }},
 	{"lifetime", "a duration such as 336h or 14d", func(f *JobFile) any { return &f.Lifetime }},
 	{"copies", "a whole number", func(f *JobFile) any { return &f.Copies }},
+	{"adaptive", "true or false", func(f *JobFile) any { return &f.Adaptive }},
 	{"commit", "true or false", func(f *JobFile) any { return &f.Commit }},
 	{"reveal_wait", "a duration such as 10m", func(f *JobFile) any { return &f.RevealWait }},
 	{"steps", "a whole number of sequence steps", func(f *JobFile) any { return &f.Steps }},

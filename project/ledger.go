@@ -170,7 +170,8 @@ const (
 )
 
 var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertUnit, qMarkSubmitted, qInsertResult,
-	qResultClients, qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits}
+	qResultClients, qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits,
+	qInsertAdaptive, qDecideAdaptive}
 
 // jsonArg is v as a JSON array argument of a statement.
 func jsonArg(v any) (string, error) {
@@ -479,9 +480,11 @@ type batchRecord struct {
 	unitIDs       map[int]int64 // unit index → id, of the units in the ledger
 }
 
-// unitJob is a prepared job of the unit of index idx.
+// unitJob is a prepared job of the unit of index idx; adaptive marks a
+// unit of adaptive replication (recorded with the unit).
 type unitJob struct {
-	idx int
+	idx      int
+	adaptive bool
 	PreparedJob
 }
 
@@ -516,6 +519,11 @@ func (l *Ledger) record(b *batchRecord, jobs []unitJob, now time.Time) error {
 				}
 				if unit, err = res.LastInsertId(); err != nil {
 					return err
+				}
+				if j.adaptive {
+					if _, err := l.exec(tx, qInsertAdaptive, unit); err != nil {
+						return fmt.Errorf("ledger unit %d: adaptive: %w", j.idx, err)
+					}
 				}
 				created[j.idx] = unit
 			}

@@ -79,7 +79,7 @@ func pass(tb testing.TB, l *Ledger, units [][]string, k int) {
 			tb.Fatal(err)
 		}
 		for after, more := int64(0), true; more; {
-			pg, err := l.validateQueued(after, nil, 0, done, now)
+			pg, err := l.validateQueued(after, HarvestOptions{}, done, now)
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -143,6 +143,9 @@ func migrate(db *sql.DB) error {
 	if err := migrateTrickles(db); err != nil {
 		return err
 	}
+	if err := migrateAdaptive(db); err != nil {
+		return err
+	}
 	return migrateStatusAt(db)
 }
 

@@ -96,7 +96,7 @@ func decideOneByOne(t testing.TB, l *Ledger, eq Equal) (decided int) {
 func validateAll(t testing.TB, l *Ledger, eq Equal) (decided int, extra []int64) {
 	t.Helper()
 	for after, more := int64(0), true; more; {
-		pg, err := l.validateQueued(after, eq, 0, nil, time.Now())
+		pg, err := l.validateQueued(after, HarvestOptions{Equal: eq}, nil, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,6 +84,11 @@ type unitState struct {
 	issued    int    // copies issued (jobs of the unit), those declared lost left out
 	results   []Copy // in harvest order (at, cid), as UnitResults
 	ungraded  int    // results without a grade
+	// adaptive marks a unit of adaptive replication; decision is why its
+	// first successful result stood alone or it was replicated ("" until
+	// decided: adaptiveJudge).
+	adaptive bool
+	decision string
 }
 
 // undecided reports whether validating u may change its verdict (see
@@ -107,8 +112,9 @@ func (u *unitState) undecided() bool {
 // declared lost ('lost' is StateLost): a lost job returns no result, so a
 // unit counting it would wait for it for ever.
 const (
-	qQueuedUnits = `SELECT t.unit, u.status, COALESCE(u.canonical, ''), u.copies, (SELECT COUNT(*) FROM jobs k WHERE k.unit = t.unit AND k.state != 'lost')
-		FROM to_validate t JOIN units u ON u.id = t.unit WHERE t.unit > ? ORDER BY t.unit LIMIT ?`
+	qQueuedUnits = `SELECT t.unit, u.status, COALESCE(u.canonical, ''), u.copies, (SELECT COUNT(*) FROM jobs k WHERE k.unit = t.unit AND k.state != 'lost'),
+		a.unit IS NOT NULL, COALESCE(a.decision, '')
+		FROM to_validate t JOIN units u ON u.id = t.unit LEFT JOIN adaptive a ON a.unit = t.unit WHERE t.unit > ? ORDER BY t.unit LIMIT ?`
 	qQueuedResults = `SELECT j.unit, r.cid, r.client_key, r.output, r.exit_code, r.error, r.valid IS NULL
 		FROM to_validate t CROSS JOIN jobs j ON j.unit = t.unit JOIN results r ON r.cid = j.cid
 		WHERE t.unit > ? AND t.unit <= ? ORDER BY t.unit, r.at, r.cid`
@@ -129,7 +135,7 @@ func (l *Ledger) queuedUnits(after int64, limit int) ([]*unitState, error) {
 	byID := map[int64]*unitState{}
 	for rows.Next() {
 		u := &unitState{}
-		if err := rows.Scan(&u.id, &u.status, &u.canonical, &u.asked, &u.issued); err != nil {
+		if err := rows.Scan(&u.id, &u.status, &u.canonical, &u.asked, &u.issued, &u.adaptive, &u.decision); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("ledger: units to validate: %w", err)
 		}
@@ -187,8 +193,8 @@ func (l *Ledger) setVerdict(tx *sql.Tx, unit int64, v Verdict, now time.Time) er
 }
 
 // setVerdicts records validations: units' statuses (with now as
-// status_at where the status changes) and results' grades, and drops the
-// units that are done from to_validate.
+// status_at where the status changes), results' grades and adaptive
+// decisions, and drops the units that are done from to_validate.
 func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict, now time.Time) error {
 	var statuses, grades, done [][]any
 	for _, v := range vs {
@@ -216,7 +222,7 @@ func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict, now time.Time) error 
 	for _, st := range []struct {
 		q    string
 		rows [][]any
-	}{{qSetStatus, statuses}, {qGrade, grades}, {qUnqueueUnits, done}} {
+	}{{qSetStatus, statuses}, {qGrade, grades}, {qUnqueueUnits, done}, {qDecideAdaptive, adaptiveRows(vs, now.UnixMilli())}} {
 		if len(st.rows) == 0 {
 			continue
 		}
@@ -247,6 +253,8 @@ type unitVerdict struct {
 	// meanwhile keeps it queued.
 	done    bool
 	results int
+	// adaptive is the adaptive decision made in this validation, if any.
+	adaptive *adaptiveDecision
 }
 
 // settle records, in one transaction (not waiting for the disk: see
@@ -303,6 +311,10 @@ type Stats struct {
 	HarvestP50   time.Duration `json:"-"`
 	HarvestP99   time.Duration `json:"-"`
 	HarvestTimed int           `json:"harvest_timed"`
+	// Adaptive counts the units of adaptive replication by decision
+	// (AdaptiveSingle, AdaptiveSpotCheck, AdaptiveReplicated; "undecided"
+	// for those without a successful result yet); nil without any.
+	Adaptive map[string]int `json:"adaptive,omitempty"`
 }
 
 // Stats reports jobs by state, units by status, throughput, the
@@ -335,6 +347,9 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 		return s, err
 	}
 	if err := l.harvestLatency(&s, harvestWindow); err != nil {
+		return s, err
+	}
+	if err := l.adaptiveStats(&s); err != nil {
 		return s, err
 	}
 	rows, err := l.db.Query(`SELECT client, COALESCE(SUM(valid = 1), 0), COALESCE(SUM(valid = 0), 0), COALESCE(SUM(valid = 2), 0),

@@ -225,6 +225,12 @@ func printProjectStatus(w io.Writer, st project.Stats) error {
 	for _, k := range sortedKeys(st.Units) {
 		fmt.Fprintf(w, "  %-13s %d\n", k, st.Units[k])
 	}
+	if len(st.Adaptive) > 0 {
+		fmt.Fprintln(w, "adaptive units (single: accepted alone; spot-check, replicated: given a second copy):")
+		for _, k := range sortedKeys(st.Adaptive) {
+			fmt.Fprintf(w, "  %-13s %d\n", k, st.Adaptive[k])
+		}
+	}
 	fmt.Fprintf(w, "results: %d (%d in the last hour)\n", st.Results, st.LastHour)
 	if n := st.HarvestTimed; n > 0 {
 		fmt.Fprintf(w, "submit→harvest: p50 %s s, p99 %s s (%d %s)\n",
