@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -244,5 +245,56 @@ func TestQuotaLiar(t *testing.T) {
 	}
 	if n := lies(q.accounts(honestAgent)); n != 0 {
 		t.Fatalf("honest client found lying %d times", n)
+	}
+}
+
+// TestQuotaSkewedRecordNodes: tickets need no shared clock beyond T_skew.
+// With the client's record nodes' clocks 5 min ahead of the job's
+// replicas', the replicas take their tickets (dated within T_skew = 20
+// min of their own clocks); 30 min ahead (a fault), they refuse them,
+// saying why. The job is one whose replicas are none of the client's 7
+// nearest record nodes, so only the record nodes' clocks are off.
+func TestQuotaSkewedRecordNodes(t *testing.T) {
+	for _, tc := range []struct {
+		skew time.Duration
+		ok   bool
+	}{{5 * time.Minute, true}, {30 * time.Minute, false}} {
+		t.Run(tc.skew.String(), func(t *testing.T) {
+			f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 20, Seed: 75,
+				Configure: func(_ int, cfg *node.Config) { cfg.Claim.RequireTicket = true }})
+			submitJobs(t, f.Project, 40, "hashchain")
+			f.Net.FlushAll(context.Background())
+			q := &quotaNet{f: f, ctx: context.Background()}
+			a := q.agent(t, "skewed")
+			records := f.Net.TrueClosest(credit.Key(a.Identity().Key.Public().(ed25519.PublicKey)), 7)
+			hits, err := a.Index().Find(q.ctx, "lhc", 40)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var job []byte
+			for _, h := range hits {
+				apart := true
+				for _, i := range f.Net.Holders(h.Job) {
+					apart = apart && !slices.Contains(records, f.Net.Node(i).ID())
+				}
+				if apart {
+					job = h.Job
+					break
+				}
+			}
+			if job == nil {
+				t.Fatalf("none of %d jobs has its replicas apart from the client's record nodes", len(hits))
+			}
+			for _, p := range records {
+				f.Net.SetClockOffset(f.Net.Index(p), tc.skew)
+			}
+			_, err = claimer(a, time.Hour).Claim(q.ctx, job)
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("claim with a ticket from a record node %s ahead: %v", tc.skew, err)
+			case !tc.ok && (err == nil || !strings.Contains(err.Error(), "no valid quota ticket")):
+				t.Fatalf("claim with a ticket from a record node %s ahead: %v, want refused for the ticket's date", tc.skew, err)
+			}
+		})
 	}
 }

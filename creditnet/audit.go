@@ -2,6 +2,7 @@ package creditnet
 
 import (
 	"context"
+	"encoding/hex"
 	"math/rand/v2"
 
 	"github.com/up-pool/up/job"
@@ -67,12 +68,5 @@ func (s *Service) audit(req *wire.QuotaReport) {
 	}()
 }
 
-func shortKey(b []byte) string {
-	const hex = "0123456789abcdef"
-	n := min(len(b), 6)
-	out := make([]byte, 0, 2*n)
-	for _, c := range b[:n] {
-		out = append(out, hex[c>>4], hex[c&15])
-	}
-	return string(out)
-}
+// shortKey is a key's first 6 bytes in hex, for logs.
+func shortKey(b []byte) string { return hex.EncodeToString(b[:min(len(b), 6)]) }

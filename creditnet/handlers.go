@@ -1,6 +1,7 @@
 package creditnet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,7 +106,7 @@ func (s *Service) keep(rs []verified) (stored, had int, err error) {
 // insert adds k to ks (oldest first) unless a receipt of its number is
 // kept or it is older than the keep newest; it reports whether it did.
 func insert(ks []kept, k kept, keep int) ([]kept, bool) {
-	i, found := slices.BinarySearchFunc(ks, k.seq, func(x kept, seq uint64) int { return cmpSeq(x.seq, seq) })
+	i, found := slices.BinarySearchFunc(ks, k.seq, func(x kept, seq uint64) int { return cmp.Compare(x.seq, seq) })
 	if found || (len(ks) >= keep && i == 0) {
 		return ks, false
 	}

@@ -1,6 +1,7 @@
 package creditnet
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -223,23 +224,13 @@ func (s *Service) load() error {
 	}
 	for _, a := range s.accounts {
 		for _, ks := range a.projects {
-			slices.SortFunc(ks, func(x, y kept) int { return cmpSeq(x.seq, y.seq) })
+			slices.SortFunc(ks, func(x, y kept) int { return cmp.Compare(x.seq, y.seq) })
 		}
 	}
 	if len(bad) > 0 {
 		s.log.Warn("credit receipts left out at load", "count", len(bad), "first", bad[0])
 	}
 	return nil
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // accountLocked returns client's account, made when missing. s.mu is held.

@@ -6,13 +6,10 @@ import (
 	"testing"
 
 	"github.com/up-pool/up/agent"
-	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
-	"github.com/up-pool/up/runner"
-	"github.com/up-pool/up/testnet/testkit"
 )
 
 // testPolicy is adaptive replication with a short record, for a quick
@@ -154,27 +151,6 @@ func (f *flow) harvestWant(t *testing.T, what string, pol project.AdaptivePolicy
 	if rep.Adaptive != want || rep.Extra != extra {
 		t.Fatalf("%s: harvest decided %+v with %d extra copies, want %+v and %d", what, rep.Adaptive, rep.Extra, want, extra)
 	}
-}
-
-// agentWorker is worker with its agent, so the same client can also lie
-// (lieAs).
-func (f *flow) agentWorker(t *testing.T, name string) (*agent.Agent, *client.Client) {
-	t.Helper()
-	a, err := f.net.NewAgent(context.Background(), certs.RoleClient, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	r, err := runner.New(runner.Config{Launcher: testkit.Launcher(), WorkRoot: t.TempDir(),
-		Allow: map[string][]string{"lhc": {"*"}}, Env: testkit.LauncherEnv()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}}, Runner: r, Slots: 1, Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, c
 }
 
 // lieAs has the client of agent a claim one job of the index and return

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/project"
@@ -38,6 +39,14 @@ func startFlow(t *testing.T, nodes int, seed uint64) *flow {
 
 func (f *flow) worker(t *testing.T, name string) *client.Client {
 	t.Helper()
+	_, c := f.agentWorker(t, name)
+	return c
+}
+
+// agentWorker is worker with its agent, so the same client can also lie
+// (lieAs).
+func (f *flow) agentWorker(t *testing.T, name string) (*agent.Agent, *client.Client) {
+	t.Helper()
 	a, err := f.net.NewAgent(context.Background(), certs.RoleClient, name)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +61,7 @@ func (f *flow) worker(t *testing.T, name string) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return a, c
 }
 
 // work runs the worker until it finds no job.
