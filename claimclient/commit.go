@@ -24,7 +24,14 @@ type CommitStats struct {
 	Waited  time.Duration
 	Counts  []int // the board nodes' counts when the client revealed
 	Timeout bool  // revealed because the wait ended, not the quorum
+	Early   bool  // revealed at once on ErrRevealEarly
 }
+
+// ErrRevealEarly, as the cause of the context AwaitReveal waits under,
+// ends the wait: the result is revealed at once, before the unit's quorum
+// committed (a client whose every held job waits to reveal, at its quota,
+// would otherwise wait RevealWait for siblings it leaves no room to run).
+var ErrRevealEarly = errors.New("revealed early: every job held waits to reveal, at the quota")
 
 // defaultCommitPoll is the first pause between counts of a unit's
 // commitments; it doubles up to 16 times that.
@@ -34,28 +41,46 @@ const defaultCommitPoll = 500 * time.Millisecond
 // commitments (doubling up to 16×first). Set it before the first commit.
 func (c *Claimer) SetCommitPoll(first time.Duration) { c.commitPoll = first }
 
-// Commit posts a commitment to the r nodes closest to the unit's board
-// key and waits until it may reveal (result.RevealNow): until f+1 of the
-// board's nodes count quorum of the unit's jobs committed, or wait has
-// passed since the commitment on this client's clock. The commitment
-// counts posted once a majority of the board's nodes stored it; short of
-// that after the retries it returns an error and the caller must not
-// reveal (the project would find no commitment).
+// Commit posts a commitment (PostCommit) and waits until it may reveal
+// (AwaitReveal).
 func (c *Claimer) Commit(ctx context.Context, board []byte, post *wire.CommitPost, quorum int, wait time.Duration) (CommitStats, error) {
-	var st CommitStats
+	p, err := c.PostCommit(ctx, board, post, quorum, wait)
+	if err != nil {
+		return p.Stats, err
+	}
+	return c.AwaitReveal(ctx, p)
+}
+
+// PendingReveal is a commitment posted whose result is not revealed yet:
+// what AwaitReveal needs to count the unit's commitments.
+type PendingReveal struct {
+	Stats  CommitStats // what the commitment cost so far
+	board  []byte
+	nodes  []peer.ID // the board's nodes
+	counts []int     // their counts when they stored the commitment
+	start  time.Time // on the client's clock: once a majority stored it
+	quorum int       // commitments of the unit to wait for
+	wait   time.Duration
+}
+
+// PostCommit posts a commitment to the r nodes closest to the unit's board
+// key. The commitment counts posted once a majority of the board's nodes
+// stored it; short of that after the retries it returns an error and the
+// caller must not reveal (the project would find no commitment). quorum
+// and wait are what AwaitReveal waits for.
+func (c *Claimer) PostCommit(ctx context.Context, board []byte, post *wire.CommitPost, quorum int, wait time.Duration) (*PendingReveal, error) {
+	p := &PendingReveal{board: board, quorum: quorum, wait: wait}
+	st := &p.Stats
 	r := c.d.Replication()
 	st.Lookups++
 	nodes, err := c.d.ClosestN(dht.WithPurpose(ctx, dht.PurposeResult), board, r)
 	if err != nil {
-		return st, fmt.Errorf("commit: find the unit's board %x: %w", board, err)
+		return p, fmt.Errorf("commit: find the unit's board %x: %w", board, err)
 	}
+	p.nodes = nodes
 	postBytes := wireSize(post)
 	stored := map[string]int{}
 	last := map[string]error{}
-	pause := c.commitPoll
-	if pause <= 0 {
-		pause = defaultCommitPoll
-	}
 	for attempt := 0; attempt < 3 && len(stored) < majority(r); attempt++ {
 		todo := make([]string, 0, len(nodes))
 		for _, n := range ids(nodes) {
@@ -78,7 +103,7 @@ func (c *Claimer) Commit(ctx context.Context, board []byte, post *wire.CommitPos
 			st.Bytes += wireSize(counts[n])
 			stored[n] = int(counts[n].Jobs)
 		}
-		if len(stored) < majority(r) && !sleep(ctx, pause) {
+		if len(stored) < majority(r) && !sleep(ctx, c.firstPoll()) {
 			break
 		}
 	}
@@ -87,25 +112,47 @@ func (c *Claimer) Commit(ctx context.Context, board []byte, post *wire.CommitPos
 		for n, err := range last {
 			errs = append(errs, fmt.Errorf("node %s: %w", peer.ID(n), err))
 		}
-		return st, fmt.Errorf("commitment not posted: %d of the board's %d nodes stored it, a majority is %d: %w",
+		return p, fmt.Errorf("commitment not posted: %d of the board's %d nodes stored it, a majority is %d: %w",
 			len(stored), r, majority(r), errors.Join(errs...))
 	}
-	start := c.now()
-	f := (r - 1) / 3
-	counts := make([]int, 0, len(stored))
+	p.start = c.now()
 	for _, n := range stored {
-		counts = append(counts, n)
+		p.counts = append(p.counts, n)
 	}
-	for !result.RevealNow(counts, quorum, f, c.now().Sub(start).Milliseconds(), wait.Milliseconds()) {
-		if !sleep(ctx, min(pause, wait-c.now().Sub(start))) {
+	return p, nil
+}
+
+// AwaitReveal waits until a posted commitment's result may be revealed
+// (result.RevealNow): until f+1 of the board's nodes count the unit's
+// quorum of jobs committed, or the wait has passed since the commitment
+// on this client's clock, or until ctx is cancelled with cause
+// ErrRevealEarly. It returns the commitment's whole cost.
+func (c *Claimer) AwaitReveal(ctx context.Context, p *PendingReveal) (CommitStats, error) {
+	st := p.Stats
+	f := (c.d.Replication() - 1) / 3
+	pause, counts := c.firstPoll(), p.counts
+	for !result.RevealNow(counts, p.quorum, f, c.now().Sub(p.start).Milliseconds(), p.wait.Milliseconds()) {
+		if !sleep(ctx, min(pause, p.wait-c.now().Sub(p.start))) {
+			if errors.Is(context.Cause(ctx), ErrRevealEarly) {
+				st.Early = true
+				break
+			}
 			return st, fmt.Errorf("commitment posted, waiting to reveal: %w", ctx.Err())
 		}
-		pause = min(2*pause, 16*c.commitPoll)
-		counts = c.countCommits(ctx, nodes, board, &st)
+		pause = min(2*pause, 16*c.firstPoll())
+		counts = c.countCommits(ctx, p.nodes, p.board, &st)
 	}
-	st.Waited, st.Counts = c.now().Sub(start), counts
-	st.Timeout = st.Waited >= wait
+	st.Waited, st.Counts = c.now().Sub(p.start), counts
+	st.Timeout = st.Waited >= p.wait
 	return st, nil
+}
+
+// firstPoll is the first pause between counts of a unit's commitments.
+func (c *Claimer) firstPoll() time.Duration {
+	if c.commitPoll <= 0 {
+		return defaultCommitPoll
+	}
+	return c.commitPoll
 }
 
 // countCommits asks the board's nodes how many of the unit's jobs have a

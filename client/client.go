@@ -21,11 +21,15 @@ import (
 
 // Client is a running worker.
 type Client struct {
-	cfg     Config
-	log     *slog.Logger
-	claimer *claimclient.Claimer
-	commits CommitTotals      // commit–reveal costs (commit.go); mu
-	certs   map[string][]byte // project certificates by CertRef, for commitments; mu
+	cfg       Config
+	log       *slog.Logger
+	claimer   *claimclient.Claimer
+	commits   CommitTotals      // commit–reveal costs (commit.go); mu
+	revealing int               // jobs waiting to reveal, their slots freed (slot.go); mu
+	bg        sync.WaitGroup    // cycles going on after their slots were freed (runFreeing)
+	overQuota bool              // a claim was refused for the quota since a held job last ended; mu
+	waiting   []waiter          // jobs waiting to reveal, oldest first (slot.go); mu
+	certs     map[string][]byte // project certificates by CertRef, for commitments; mu
 
 	mu      sync.Mutex
 	queries map[string]string // by project: its index query
@@ -132,6 +136,7 @@ func (c *Client) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	c.bg.Wait() // jobs waiting to reveal, their slots freed
 	if c.cfg.MaxJobs > 0 && c.Done() >= c.cfg.MaxJobs {
 		return nil
 	}
@@ -149,7 +154,7 @@ func (c *Client) worker(ctx context.Context) {
 			c.nap(ctx, wait)
 			continue
 		}
-		ran, err := c.RunOne(ctx, proj)
+		ran, err := c.runFreeing(ctx, proj)
 		if !ran {
 			c.unreserve()
 		}
@@ -160,6 +165,10 @@ func (c *Client) worker(ctx context.Context) {
 			// A job released as not this client's (claimed unvetted) is
 			// passed over from now on: no reason to wait.
 			c.clearBackoff(proj)
+		case errors.Is(err, claimclient.ErrOverQuota):
+			// At the quota: the entries are kept, tried again once a job
+			// held ends (end wakes the nap) or after quotaNap.
+			c.nap(ctx, quotaNap)
 		case rateLimited(err):
 			// Paced under the nodes' limits, refused all the same (a node
 			// configured lower): a pause, not a growing backoff.
@@ -176,6 +185,10 @@ func (c *Client) worker(ctx context.Context) {
 		}
 	}
 }
+
+// quotaNap is the longest a worker waits, at the quota, for a job held to
+// end before it tries again (a record node may have raised the quota).
+const quotaNap = 5 * time.Second
 
 // reserve counts a job about to run against MaxJobs.
 func (c *Client) reserve() bool {

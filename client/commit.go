@@ -12,10 +12,13 @@ import (
 )
 
 // commit commits to a job's output on its unit's board and waits until it
-// may reveal it (claimclient.Commit): the unit's quorum of commitments is
-// there, or the spec's reveal wait has passed on this client's clock. It
-// returns the salt the sealed result carries, so the project can check the
-// reveal against the commitment.
+// may reveal it (claimclient.PostCommit, AwaitReveal): the unit's quorum
+// of commitments is there, or the spec's reveal wait has passed on this
+// client's clock. Once the commitment is posted the job's slot is freed
+// (freeSlot): the wait holds the claim, not a slot, so slots all holding
+// copies whose siblings nobody else can claim cannot stall each other. It
+// returns the salt the sealed result carries, so the project can check
+// the reveal against the commitment.
 func (c *Client) commit(ctx context.Context, cl *claimclient.Claim, signed *job.Signed, spec *job.Spec, output []byte) ([]byte, error) {
 	id := c.cfg.Agent.Identity()
 	der, err := c.projectCert(ctx, cl, spec)
@@ -25,7 +28,16 @@ func (c *Client) commit(ctx context.Context, cl *claimclient.Claim, signed *job.
 	key := signed.Key()
 	cm := result.SignCommit(id.Key, key, spec.BoardKey(), output)
 	post := &wire.CommitPost{Signed: signed.Encode(), Cert: der, Commit: cm.Encode()}
-	st, err := c.claimer.Commit(ctx, cm.Board, post, int(spec.Commit), time.Duration(spec.RevealWaitMS())*time.Millisecond)
+	p, err := c.claimer.PostCommit(ctx, cm.Board, post, int(spec.Commit), time.Duration(spec.RevealWaitMS())*time.Millisecond)
+	st := p.Stats
+	if err == nil {
+		c.track(jobName(key), spec.Project, "revealing")
+		release := c.freeSlot(ctx)
+		waitCtx, unwait := c.waitToReveal(ctx, jobName(key))
+		st, err = c.claimer.AwaitReveal(waitCtx, p)
+		unwait()
+		release()
+	}
 	c.mu.Lock()
 	c.commits.add(st, err != nil)
 	c.mu.Unlock()
@@ -77,6 +89,7 @@ type CommitTotals struct {
 	Lookups  int           `json:"lookups"`  // lookups of a unit's board
 	Waited   time.Duration `json:"waited"`   // from commitment to reveal, summed
 	Timeouts int           `json:"timeouts"` // reveals because the wait ended
+	Early    int           `json:"early"`    // reveals at once, at the quota (breakRevealStall)
 }
 
 func (t *CommitTotals) add(st claimclient.CommitStats, failed bool) {
@@ -90,6 +103,9 @@ func (t *CommitTotals) add(st claimclient.CommitStats, failed bool) {
 	t.Waited += st.Waited
 	if st.Timeout {
 		t.Timeouts++
+	}
+	if st.Early {
+		t.Early++
 	}
 }
 

@@ -108,6 +108,10 @@ func (c *Client) end(h *heldJob, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.ctl.held, h.cid)
+	if c.overQuota {
+		c.overQuota = false
+		c.kickLocked() // a worker napping at the quota may claim again
+	}
 	f := FinishedJob{Job: h.cid, Project: h.project, App: cmp.Or(h.app, c.exp.app(h.project, h.cid)), Outcome: "done",
 		Finished: now, Elapsed: now.Sub(h.since).Seconds(), CPU: h.cpu.Seconds(), Wall: h.wall.Seconds()}
 	switch {

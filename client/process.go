@@ -112,6 +112,15 @@ func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit)
 				c.addPending(ph)
 				return nil, skips, err
 			}
+			if errors.Is(err, claimclient.ErrOverQuota) {
+				// Every other entry would be refused too: keep them all for
+				// this client's next try, once a job it holds ends (the index
+				// node holds them back from others for its quarantine).
+				for _, rest := range hits[i:] {
+					c.addPending(rest)
+				}
+				return nil, skips, err
+			}
 			continue
 		}
 		for _, rest := range hits[i+1:] {
@@ -154,6 +163,10 @@ func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*
 		msg = "claim lost" // another client has it
 	case errors.Is(err, claimclient.ErrOverQuota):
 		msg = "over quota: no claim until a job held ends"
+		c.mu.Lock()
+		c.overQuota = true
+		c.mu.Unlock()
+		c.breakRevealStall()
 	case errors.As(err, &we) && we.Status == wire.StatusRateLimited:
 		err = fmt.Errorf("%w: %w", errRateLimited, err)
 	case errors.Is(err, claimclient.ErrHeld), errors.Is(err, claimclient.ErrUnknown), ctx.Err() != nil:

@@ -245,7 +245,7 @@ func TestKillProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := fmt.Sprintf("app: noop\nargs: [\"{i}\"]\nkeywords: [lhc]\ncopies: %d\nsweep:\n  i: {from: 1, to: %d}\n", copies, units)
+	file := fmt.Sprintf("app: noop\nargs: [\"{i}\"]\nkeywords: [lhc]\ncopies: %d\ncommit: false\nsweep:\n  i: {from: 1, to: %d}\n", copies, units)
 	if err := os.WriteFile(filepath.Join(id.Dir, "jobs.yaml"), []byte(file), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ func TestDescribeNoQuery(t *testing.T) {
 // (control).
 func TestDescribeSameUnit(t *testing.T) {
 	f := startFlow(t, 8, 93)
-	f.submitFile(t, describeFile+"copies: 2\n")
+	f.submitFile(t, describeFile+"copies: 2\ncommit: false\n")
 	w := f.worker(t, "only")
 	if n := f.work(t, w); n != 1 {
 		t.Fatalf("the only worker ran %d copies of the unit, want 1", n)

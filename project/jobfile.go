@@ -34,7 +34,7 @@ import (
 //	lifetime: 7d                   # nodes drop the job after; a Go duration or whole days
 //	copies: 2
 //	adaptive: true                 # copies 1: a 2nd copy only for an untrusted client or a spot check
-//	commit: true                   # copies commit before they reveal (copies ≥ 2)
+//	commit: true                   # copies commit before they reveal (the default for copies ≥ 2)
 //	reveal_wait: 10m               # the longest a copy waits for the others' commitments
 //	steps: 20                      # a sequence: 20 steps in order on one client, t_finish each
 //	module: mandelbrot.wasm        # a local WebAssembly module: a WASM job
@@ -53,7 +53,7 @@ type JobFile struct {
 	Lifetime   string              `yaml:"lifetime"`
 	Copies     int                 `yaml:"copies"`
 	Adaptive   bool                `yaml:"adaptive"`
-	Commit     bool                `yaml:"commit"`
+	Commit     *bool               `yaml:"commit"` // nil: on when copies ≥ 2
 	RevealWait string              `yaml:"reveal_wait"`
 	Steps      int                 `yaml:"steps"`
 	Inputs     []JobFileInput      `yaml:"inputs"`
@@ -178,7 +178,7 @@ func ParseJobFile(b []byte, projectName string) ([]Unit, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if f.Adaptive && (f.Copies != 1 || f.Commit) {
+	if f.Adaptive && (f.Copies != 1 || f.Commit != nil && *f.Commit) {
 		return nil, 0, fmt.Errorf("adaptive: true wants copies 1 (or copies left out) and no commit: the project adds the second copy when it is due (copies %d)", f.Copies)
 	}
 	if f.Steps < 0 || f.Steps > job.MaxSteps {
@@ -418,11 +418,17 @@ func fill(ts []string, params map[string]string) []string {
 // parseCommit reads a job file's commit–reveal: commit asks each copy to
 // commit before it reveals, waiting for the unit's quorum of commitments
 // (Quorum(copies)) at most reveal_wait (default job.DefaultRevealWaitMS,
-// at most T_finish).
+// at most T_finish). Left out, it is on for copies 2 or more: a copy that
+// could see another's output before it reveals its own must not be able
+// to agree with it for free; commit: false turns it off.
 func parseCommit(f *JobFile, tFinish time.Duration) (uint16, time.Duration, error) {
-	if !f.Commit {
+	on := f.Copies >= 2
+	if f.Commit != nil {
+		on = *f.Commit
+	}
+	if !on {
 		if f.RevealWait != "" {
-			return 0, 0, fmt.Errorf("reveal_wait %q without commit: true", f.RevealWait)
+			return 0, 0, fmt.Errorf("reveal_wait %q without commit–reveal (commit: false, or copies 1)", f.RevealWait)
 		}
 		return 0, 0, nil
 	}

@@ -37,6 +37,32 @@ sweep:
 	}
 }
 
+// TestParseJobFileCommit: commit–reveal is on by default for copies 2 or
+// more (the unit's quorum of commitments), off for one copy and when
+// commit: false says so.
+func TestParseJobFileCommit(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+		commit     uint16
+		waitMS     int64
+	}{
+		{"one copy", "app: a\n", 0, 0},
+		{"two copies: on", "app: a\ncopies: 2\n", 2, 0},
+		{"three copies: on, quorum 2", "app: a\ncopies: 3\nreveal_wait: 2m\n", 2, 120_000},
+		{"commit: false", "app: a\ncopies: 2\ncommit: false\n", 0, 0},
+		{"commit: true", "app: a\ncopies: 2\ncommit: true\n", 2, 0},
+	} {
+		units, _, err := ParseJobFile([]byte(c.file), "p")
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if u := units[0]; u.Commit != c.commit || u.RevealWait.Milliseconds() != c.waitMS {
+			t.Errorf("%s: commit %d reveal wait %v, want %d, %d ms", c.name, u.Commit, u.RevealWait, c.commit, c.waitMS)
+		}
+	}
+}
+
 func TestParseJobFileErrors(t *testing.T) {
 	for _, c := range []struct{ name, file, mention string }{
 		{"not yaml", "app: [", "not YAML"},
@@ -49,6 +75,10 @@ func TestParseJobFileErrors(t *testing.T) {
 		{"undefined parameter", "app: a\nargs: [\"{x}\", \"{z}\"]\nkeywords: [k]\nsweep:\n  x: [1]\n", "does not define"},
 		{"bad keyword", "app: a\nkeywords: [\"two words\"]\n", "keyword"},
 		{"bad input", "app: a\nkeywords: [k]\ninputs: [{url: x, sha256: zz}]\n", "sha256"},
+		{"commit one copy", "app: a\ncommit: true\n", "copies 2 or more"},
+		{"reveal_wait one copy", "app: a\nreveal_wait: 1m\n", "without commit"},
+		{"reveal_wait commit off", "app: a\ncopies: 2\ncommit: false\nreveal_wait: 1m\n", "without commit"},
+		{"commit not bool", "app: a\ncopies: 2\ncommit: maybe\n", "commit"},
 		{"huge sweep", "app: a\nargs: [\"{x}\", \"{y}\"]\nkeywords: [k]\nsweep:\n  x: {from: 0, to: 2000}\n  y: {from: 0, to: 2000}\n", "more than"},
 	} {
 		_, _, err := ParseJobFile([]byte(c.file), "")

@@ -24,6 +24,7 @@ app: hashchain
 args: ["1000", "seed"]
 keywords: [lhc]
 copies: 2
+commit: false
 `
 	ctx := context.Background()
 	if rep, err := f.proj.SubmitFile(ctx, f.ledger, []byte(file), "one.yaml", nil); err != nil || rep.Submitted != 2 {
@@ -95,7 +96,7 @@ func (f *flow) lie(t *testing.T, name, output string) {
 func TestLateLiarGraded(t *testing.T) {
 	f := startFlow(t, 8, 75)
 	ctx := context.Background()
-	file := "app: hashchain\nargs: [\"1000\", \"late\"]\nkeywords: [lhc]\ncopies: 3\n"
+	file := "app: hashchain\nargs: [\"1000\", \"late\"]\nkeywords: [lhc]\ncopies: 3\ncommit: false\n"
 	if rep, err := f.proj.SubmitFile(ctx, f.ledger, []byte(file), "late.yaml", nil); err != nil || rep.Submitted != 3 {
 		t.Fatalf("submit: %+v %v", rep, err)
 	}
@@ -148,7 +149,7 @@ func (f *flow) wantLiarCaught(t *testing.T) {
 func TestDoubleCopyOneCredit(t *testing.T) {
 	f := startFlow(t, 8, 76)
 	ctx := context.Background()
-	file := "app: hashchain\nargs: [\"1000\", \"twice\"]\nkeywords: [lhc]\ncopies: 3\n"
+	file := "app: hashchain\nargs: [\"1000\", \"twice\"]\nkeywords: [lhc]\ncopies: 3\ncommit: false\n"
 	if rep, err := f.proj.SubmitFile(ctx, f.ledger, []byte(file), "twice.yaml", nil); err != nil || rep.Submitted != 3 {
 		t.Fatalf("submit: %+v %v", rep, err)
 	}

@@ -77,6 +77,10 @@ type Jobs struct {
 	Args     func(i int) []string // job i's arguments; default its number
 	Keywords []string             // default the project's name
 	TFinish  time.Duration        // default an hour
+	// Commit, when not 0, is the commitments of a unit a copy waits for
+	// before it reveals, at most RevealWait (job.Spec.Commit, RevealWait).
+	Commit     uint16
+	RevealWait time.Duration
 }
 
 // SubmitJobs signs n jobs of p as jobs describes and submits them all at
@@ -105,6 +109,8 @@ func SubmitJobs(t TB, p *project.Project, n int, jobs Jobs) [][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
+		spec.Commit, spec.RevealWait = jobs.Commit, jobs.RevealWait.Milliseconds()
+		spec.Version = spec.LeastVersion()
 		if signed[i], err = p.Sign(spec); err != nil {
 			t.Fatal(err)
 		}

@@ -145,6 +145,7 @@ Job file (only app is required):
   t_finish: 10m                   # how long a claim lasts (default 1h)
   lifetime: 14d                   # nodes drop the job this long after submission (default 14d; 336h works too)
   copies: 2                       # redundant copies, 1..16 (default 1; quorum validation)
+  commit: false                   # copies ≥ 2 commit before they reveal unless this says false
   inputs: [{url: https://..., sha256: <64 hex>}, {file: data/a.bin}]  # file: uploaded as a blob
   module: mandelbrot.wasm         # a local WebAssembly module: app is then its display name
   sweep: {x: {from: 0, to: 7}, y: [0.5, 1.5]}`,

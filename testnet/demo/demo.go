@@ -223,6 +223,13 @@ const moduleFile = "builtin.wasm"
 func (d *demoRun) submit(ctx context.Context) error {
 	o := d.o
 	d.units = mandelbrotUnits(o.Tiles, o.TileSize)
+	if o.Copies >= 2 {
+		// As a job file's copies ≥ 2 would: each copy commits to its tile
+		// before it reveals it (commit–reveal, job.Spec.Commit).
+		for i := range d.units {
+			d.units[i].Commit = uint16(project.Quorum(o.Copies))
+		}
+	}
 	if err := writeFile(filepath.Join(o.Dir, moduleFile), wasm.Builtin); err != nil {
 		return err
 	}
@@ -240,7 +247,7 @@ func (d *demoRun) submit(ctx context.Context) error {
 	if len(srep.Errors) > 0 {
 		return fmt.Errorf("submit: %w", srep.Errors[0])
 	}
-	d.logf("project submitted %d tiles × %d copies = %d jobs", len(d.units), o.Copies, srep.Submitted)
+	d.logf("project submitted %d tiles × %d copies = %d jobs%s", len(d.units), o.Copies, srep.Submitted, commitNote(o.Copies))
 	return nil
 }
 
@@ -386,6 +393,15 @@ func mandelbrotUnits(tiles, size int) []project.Unit {
 		}
 	}
 	return out
+}
+
+// commitNote says, for copies ≥ 2, that the copies commit before they
+// reveal.
+func commitNote(copies int) string {
+	if copies < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (each copy commits to its tile before revealing it, once %d copies committed)", project.Quorum(copies))
 }
 
 // assemble draws every unit's canonical tile into one PNG.
