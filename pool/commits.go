@@ -6,8 +6,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/result"
@@ -16,7 +20,9 @@ import (
 )
 
 // boardNS keeps, per unit board key, the unit's commitments
-// (result.Board): this node is one of the r closest to the board key.
+// (result.Board): this node is among the r + claim.NearExtra nearest to
+// the board key in its view (amongBoard); expireBoards deletes a board
+// once its jobs expired.
 const boardNS = "board"
 
 func (p *Pool) registerCommitProtocols() {
@@ -62,6 +68,9 @@ func (p *Pool) PostCommit(sender []byte, req *wire.CommitPost) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if !p.amongBoard(c.Board) {
+		return 0, overlay.StatusErr(wire.StatusMoved, fmt.Errorf("unit board %x: this node is not among its %d nearest here", c.Board, p.r+claim.NearExtra))
+	}
 	p.boardMu.Lock()
 	defer p.boardMu.Unlock()
 	b, err := p.board(c.Board)
@@ -79,6 +88,56 @@ func (p *Pool) PostCommit(sender []byte, req *wire.CommitPost) (int, error) {
 		}
 	}
 	return b.Jobs(), nil
+}
+
+// amongBoard reports whether this node is among the r + claim.NearExtra
+// nodes nearest to a board key in its own view (the margin covers a
+// client's lookup finding peers this node has not met yet): a client
+// cannot fill the store of a node far from a unit with its board.
+func (p *Pool) amongBoard(board []byte) bool {
+	return slices.Contains(p.dht.NearestLocal(keyspace.KeyPos(board), p.r+claim.NearExtra), p.self())
+}
+
+// boardSweepEvery is the least time between two sweeps of expired boards,
+// in ms on this node's clock.
+const boardSweepEvery = int64(time.Minute / time.Millisecond)
+
+// expireBoards deletes the boards kept here whose jobs have all expired
+// on this node's clock, at most once per boardSweepEvery (ExpireNow calls
+// it): a board no one reads after its jobs expired would stay for ever.
+// It returns how many it deleted.
+func (p *Pool) expireBoards(now int64) (int, error) {
+	p.boardMu.Lock()
+	defer p.boardMu.Unlock()
+	if p.boardSwept != 0 && now >= p.boardSwept && now-p.boardSwept < boardSweepEvery {
+		return 0, nil
+	}
+	p.boardSwept = now
+	b := p.st.NewBatch()
+	err := p.st.Scan(store.Key(boardNS), func(k, v []byte) bool {
+		if board, err := result.DecodeBoard(v); err != nil || job.Expired(board.Expires, now) {
+			b.Delete(append([]byte(nil), k...))
+		}
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweep unit boards: %w", err)
+	}
+	n := b.Len()
+	if n == 0 {
+		return 0, nil
+	}
+	if err := b.Commit(true); err != nil {
+		return 0, fmt.Errorf("delete %d expired unit boards: %w", n, err)
+	}
+	return n, nil
+}
+
+// Boards counts the unit boards kept here.
+func (p *Pool) Boards() (int, error) {
+	n := 0
+	err := p.st.Scan(store.Key(boardNS), func(_, _ []byte) bool { n++; return true })
+	return n, err
 }
 
 // commitSpec checks the job a commitment names against the signed spec

@@ -92,13 +92,14 @@ type Pool struct {
 	mForged   *prometheus.CounterVec
 	mResynced prometheus.Counter
 
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	inflight inflight   // hand-ons in progress
-	boardMu  sync.Mutex // serialises a unit board's read-modify-write (commits.go)
-	handOns  handOns    // hand-on on join (handoff.go)
-	resynced resyncs    // last Resync per job (resync.go)
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	inflight   inflight   // hand-ons in progress
+	boardMu    sync.Mutex // serialises a unit board's read-modify-write (commits.go)
+	boardSwept int64      // when expireBoards last swept, ms on this node's clock; boardMu
+	handOns    handOns    // hand-on on join (handoff.go)
+	resynced   resyncs    // last Resync per job (resync.go)
 }
 
 // New opens the node's job pool on its store, loads the jobs held, and

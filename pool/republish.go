@@ -324,6 +324,9 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 	if _, err := p.expireGone(now); err != nil {
 		p.log.Warn("expire", "err", err)
 	}
+	if _, err := p.expireBoards(now); err != nil {
+		p.log.Warn("expire", "err", err)
+	}
 	p.notify(changes...)
 	return lapsed, deleted
 }
