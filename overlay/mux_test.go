@@ -205,3 +205,63 @@ func TestMuxDroppedPeerRefused(t *testing.T) {
 		t.Fatalf("handler ran %d times, want 1", served)
 	}
 }
+
+// TestMuxQueuedCallerGivesUp: a call leaves its frame buffered when
+// another call waits to write (that call flushes both); when the waiting
+// call gives up instead (leaveMuxQueue), the buffered frame still goes
+// out and its call gets its reply. The control leaves the queue without
+// the flush: the patient call gets no reply.
+func TestMuxQueuedCallerGivesUp(t *testing.T) { muxGiveUpScenario(t, true) }
+
+func TestMuxQueuedCallerGivesUpControl(t *testing.T) { muxGiveUpScenario(t, false) }
+
+func muxGiveUpScenario(t *testing.T, flush bool) {
+	n := newRPCNet(t)
+	client, server := n.endpoint(certs.RoleClient), n.endpoint(certs.RoleNode)
+	server.Handle(protoEcho, 4096, nil, func(_ context.Context, _ *Admitted, body []byte) (any, error) {
+		return &wire.Ping{}, nil
+	})
+	n.link()
+	ctx := context.Background()
+	admitBoth(ctx, t, client, server)
+	req := &wire.NearRequest{Target: make([]byte, 32), Count: 1}
+	if err := client.Call(ctx, server.ID(), protoEcho, req, 64, &wire.Ping{}); err != nil {
+		t.Fatal(err)
+	}
+	client.muxMu.Lock()
+	mc := client.muxes[server.ID()]
+	client.muxMu.Unlock()
+	mc.wsem <- struct{}{} // another writer holds the stream
+	done := make(chan error, 1)
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		done <- client.Call(pctx, server.ID(), protoEcho, req, 64, &wire.Ping{})
+	}()
+	for mc.queued.Load() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	mc.queued.Add(1) // a second call queues behind the patient one...
+	<-mc.wsem        // ...the stream is free: the patient call writes and leaves its frame for it
+	for mc.queued.Load() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	mc.wsem <- struct{}{} // once the patient call has written
+	buffered := mc.bw.Buffered()
+	<-mc.wsem
+	if buffered == 0 {
+		t.Fatal("the patient call flushed its frame with a call queued behind it")
+	}
+	if flush {
+		client.leaveMuxQueue(server.ID(), mc) // ...which gives up
+	} else {
+		mc.queued.Add(-1)
+	}
+	err := <-done
+	switch {
+	case flush && err != nil:
+		t.Fatalf("the patient call, its frame left for a call that gave up: %v", err)
+	case !flush && err == nil:
+		t.Fatal("control: the patient call got its reply without the flush")
+	}
+}
