@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -36,10 +35,7 @@ var errMuxUnavailable = errors.New("callee does not serve " + wire.ProtoMux)
 type muxConn struct {
 	s    network.Stream
 	wsem chan struct{} // held while a request is written; a call waits for it only while its context lasts
-	bw   *bufio.Writer // flushed by the last of the calls queued for wsem
-	// queued counts the calls waiting for wsem: a writer that sees one
-	// leaves its frame buffered for that call to flush with its own.
-	queued atomic.Int32
+	bw   *bufio.Writer
 
 	mu      sync.Mutex
 	next    uint64
@@ -164,12 +160,9 @@ func (e *Endpoint) callMux(ctx context.Context, p peer.ID, pid protocol.ID, body
 		mc.mu.Unlock()
 	}
 
-	mc.queued.Add(1)
 	select {
 	case mc.wsem <- struct{}{}:
-		mc.queued.Add(-1)
 	case <-ctx.Done():
-		e.leaveMuxQueue(p, mc)
 		forget()
 		return nil, ctx.Err()
 	}
@@ -177,9 +170,7 @@ func (e *Endpoint) callMux(ctx context.Context, p peer.ID, pid protocol.ID, body
 		_ = mc.s.SetWriteDeadline(dl)
 	}
 	err = wire.WriteFrame(mc.bw, &wire.MuxRequest{ID: id, Proto: string(pid), Body: cbor.RawMessage(body)})
-	if err == nil && mc.queued.Load() == 0 {
-		// A call waiting to write flushes this frame with its own: one
-		// write to the stream (one Noise record, one syscall) for many.
+	if err == nil {
 		err = mc.bw.Flush()
 	}
 	_ = mc.s.SetWriteDeadline(time.Time{})
@@ -205,30 +196,6 @@ func (e *Endpoint) callMux(ctx context.Context, p peer.ID, pid protocol.ID, body
 	}
 }
 
-// leaveMuxQueue takes a call that gave up waiting to write off the
-// stream's queue. The writer before it may have left its frame buffered
-// for it to flush with its own: that is flushed once the stream is free.
-func (e *Endpoint) leaveMuxQueue(p peer.ID, mc *muxConn) {
-	mc.queued.Add(-1)
-	go e.flushMux(p, mc)
-}
-
-// flushMux flushes what a mux stream's writers left buffered, once the
-// stream is free to write (a call that was to flush it gave up waiting).
-func (e *Endpoint) flushMux(p peer.ID, mc *muxConn) {
-	mc.wsem <- struct{}{}
-	defer func() { <-mc.wsem }()
-	if mc.bw.Buffered() == 0 || mc.queued.Load() > 0 {
-		return // flushed, or the next writer flushes it
-	}
-	_ = mc.s.SetWriteDeadline(time.Now().Add(e.cfg.HelloTimeout))
-	err := mc.bw.Flush()
-	_ = mc.s.SetWriteDeadline(time.Time{})
-	if err != nil {
-		e.dropMux(p, mc, err)
-	}
-}
-
 // handleMux serves a caller's ProtoMux stream: each request runs its
 // protocol's handler, as a stream of its own would, at most muxInflight
 // at once, and the replies go back as they are ready.
@@ -248,7 +215,6 @@ func (e *Endpoint) handleMux(s network.Stream) {
 		_ = s.Close()
 	}()
 	var wmu sync.Mutex
-	var queued atomic.Int32 // replies waiting for wmu
 	bw := bufio.NewWriter(s)
 	sem := make(chan struct{}, muxInflight)
 	r := bufio.NewReader(s)
@@ -269,14 +235,11 @@ func (e *Endpoint) handleMux(s network.Stream) {
 				wg.Done()
 			}()
 			rep := e.serveMuxed(p, &req)
-			queued.Add(1)
 			wmu.Lock()
-			queued.Add(-1)
 			// A caller that stops reading must not hold the handlers.
 			_ = s.SetWriteDeadline(time.Now().Add(e.cfg.HelloTimeout))
 			err := wire.WriteFrame(bw, &wire.MuxReply{ID: req.ID, Reply: *rep})
-			if err == nil && queued.Load() == 0 {
-				// A reply waiting to be written flushes this one with it.
+			if err == nil {
 				err = bw.Flush()
 			}
 			wmu.Unlock()
