@@ -66,6 +66,7 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 	targets := ids(cl.Nodes)
 	wait := retry.first
 	for attempt := 1; ; attempt++ {
+		req.Sent = sentTo(targets)
 		for n, err := range c.fanOut(ctx, targets, wire.ProtoResult, req) {
 			if err != nil {
 				last[n] = err
@@ -95,6 +96,16 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 	}
 	return len(stored), fmt.Errorf("result of job %x not delivered: %d of its %d replicas stored it, a majority is %d: %w",
 		cl.Job, len(stored), r, need, errors.Join(errs...))
+}
+
+// sentTo is ResultSubmit.Sent for an attempt to targets (at most
+// wire.MaxResultSent of them).
+func sentTo(targets []string) [][]byte {
+	out := make([][]byte, 0, min(len(targets), wire.MaxResultSent))
+	for _, n := range targets[:min(len(targets), wire.MaxResultSent)] {
+		out = append(out, []byte(n))
+	}
+	return out
 }
 
 // unstored lists the nodes a result is sent to again: the claim's nodes

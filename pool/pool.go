@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,11 +96,12 @@ type Pool struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
-	inflight   inflight   // hand-ons in progress
-	boardMu    sync.Mutex // serialises a unit board's read-modify-write (commits.go)
-	boardSwept int64      // when expireBoards last swept, ms on this node's clock; boardMu
-	handOns    handOns    // hand-on on join (handoff.go)
-	resynced   resyncs    // last Resync per job (resync.go)
+	inflight   inflight     // hand-ons in progress
+	passedOn   atomic.Int64 // syncs sent to hand results on (passOnResult)
+	boardMu    sync.Mutex   // serialises a unit board's read-modify-write (commits.go)
+	boardSwept int64        // when expireBoards last swept, ms on this node's clock; boardMu
+	handOns    handOns      // hand-on on join (handoff.go)
+	resynced   resyncs      // last Resync per job (resync.go)
 }
 
 // New opens the node's job pool on its store, loads the jobs held, and

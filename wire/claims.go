@@ -174,7 +174,17 @@ type ResultSubmit struct {
 	_        struct{} `cbor:",toarray"`
 	Envelope []byte
 	At       int64
+	// Sent are the nodes (peer IDs) the client sends the result to in
+	// this attempt, the receiver among them: the receiver hands the
+	// result on only to the job's closest nodes not named here (its
+	// word: a client that names a node it skipped delays only its own
+	// result's spread, to the next republish round).
+	Sent [][]byte
 }
+
+// MaxResultSent bounds ResultSubmit.Sent: a claim's nodes and the job's
+// current closest.
+const MaxResultSent = 32
 
 // Validate bounds a decoded ResultSubmit.
 func (r *ResultSubmit) Validate() error {
@@ -183,6 +193,14 @@ func (r *ResultSubmit) Validate() error {
 	}
 	if r.At <= 0 {
 		return fmt.Errorf("result time %d: %w", r.At, ErrMalformed)
+	}
+	if len(r.Sent) > MaxResultSent {
+		return fmt.Errorf("result sent to %d nodes, at most %d: %w", len(r.Sent), MaxResultSent, ErrMalformed)
+	}
+	for _, id := range r.Sent {
+		if len(id) == 0 || len(id) > MaxPeerIDBytes {
+			return fmt.Errorf("result sent to a node ID of %d bytes: %w", len(id), ErrMalformed)
+		}
 	}
 	return nil
 }
