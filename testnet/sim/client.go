@@ -30,6 +30,7 @@ type attempt struct {
 	born    int64     // ms the client's first attempt started (claim latency)
 	won     job.State // the claim a confirm made (Claimed, the client, start and deadline), for the certificate
 	asked   []int32   // index nodes this attempt's search asked
+	sent    []int32   // nodes its result was sent to (ResultSubmit.Sent): passOn skips them
 }
 
 func (s *Sim) newAttempt(loop bool) *attempt {
@@ -423,6 +424,11 @@ func (s *Sim) clientDone(att *attempt) {
 		// the job up again and send it to the current r closest
 		// (claimnet.SubmitResult).
 		acks := 0
+		att.sent = att.sent[:0]
+		for _, rp := range att.replies {
+			id, _ := parseName(rp.Node)
+			att.sent = append(att.sent, id)
+		}
 		for _, rp := range att.replies {
 			id, gen := parseName(rp.Node)
 			if s.reachable(id, gen) && (s.nodes[id].jobs[att.job] != nil || s.fault[id] == Drop) {
@@ -444,6 +450,9 @@ func (s *Sim) clientDone(att *attempt) {
 				lat = s.lookup(lkResult, gw.cache, gw.pos, gw.side, r.pos)
 			}
 			for _, id := range s.view(gw.side).closest(r.pos, s.c.R, nil) {
+				if !slices.Contains(att.sent, id) {
+					att.sent = append(att.sent, id)
+				}
 				s.e.after(lat+s.rtt()+s.latency(), event{kind: evResult, node: id, gen: s.nodes[id].gen, att: att})
 			}
 		}
@@ -480,7 +489,7 @@ func (s *Sim) result(ev event) {
 	fin := job.State{Phase: job.Finished, Client: att.client, At: att.doneAt, Result: att.client}
 	if m := s.receive(ev.node, att.job, rep.st, fin); !job.Equal(m, rep.st) {
 		s.setState(ev.node, att.job, rep, m)
-		s.passOn(ev.node, att.job, m)
+		s.passOn(ev.node, att.job, m, att.sent)
 	}
 }
 

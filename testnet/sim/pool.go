@@ -298,11 +298,14 @@ func (s *Sim) amongR(id, j int32) bool {
 // sync RPC per target; a target without the result fetches it (sync). A
 // target that fails is marked dead and the pass-on goes to the nodes the
 // new view names that it did not try yet (syncFailed), as syncNow does.
-func (s *Sim) passOn(id, j int32, st job.State) {
+// Nodes the client sent the result to itself (sent) are skipped, as
+// pool's are (ResultSubmit.Sent).
+func (s *Sim) passOn(id, j int32, st job.State, sent []int32) {
 	n := &s.nodes[id]
 	var buf [8]int32
 	to := passOnTargets(id, s.view(n.side).closest(s.jobs[j].pos, s.c.R, buf[:0]))
-	tried := append([]int32{id}, to...)
+	to = slices.DeleteFunc(to, func(t int32) bool { return slices.Contains(sent, t) })
+	tried := append(append([]int32{id}, to...), sent...)
 	for _, t := range to {
 		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j, st: st}}, tried: &tried}
 		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b, arg: syncPassOn})
