@@ -23,6 +23,15 @@ var noClockFilesRandomness = []string{"net", "os", "time", "math/rand", "math/ra
 // transitively, on libp2p or net.
 var purePackages = []purePackage{
 	{
+		// Ed25519 verification with cached expanded keys: pure (a cache
+		// of computed values behind a mutex), no clock, files or
+		// network; its tests' randomness is seeded.
+		path:           module + "/sigverify",
+		allowed:        []string{"crypto/ed25519", "sync", "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"},
+		neverImports:   noClockFilesRandomness,
+		allowedInTests: []string{"crypto/ed25519", "math/rand/v2", "testing"},
+	},
+	{
 		// The package is pure: no network, no files, no clock, no randomness.
 		path: module + "/claim",
 		allowed: []string{
@@ -34,6 +43,7 @@ var purePackages = []purePackage{
 			"slices",
 			"github.com/up-pool/up/codec",
 			"github.com/up-pool/up/job",
+			"github.com/up-pool/up/sigverify",
 		},
 		neverImports: noClockFilesRandomness,
 	},
@@ -55,6 +65,7 @@ var purePackages = []purePackage{
 			"github.com/multiformats/go-multihash",
 			"github.com/up-pool/up/codec",
 			"github.com/up-pool/up/job",
+			"github.com/up-pool/up/sigverify",
 		},
 		neverImports:   noClockFilesRandomness,
 		allowedInTests: []string{"math/rand/v2", "strings", "testing", "testing/iotest"},
@@ -144,6 +155,7 @@ var purePackages = []purePackage{
 			"github.com/ipfs/go-cid",
 			"github.com/multiformats/go-multihash",
 			"github.com/up-pool/up/codec",
+			"github.com/up-pool/up/sigverify",
 		},
 		neverImports: noClockFilesRandomness,
 	},
@@ -185,6 +197,7 @@ var purePackages = []purePackage{
 			"github.com/up-pool/up/codec",
 			"golang.org/x/crypto/curve25519",
 			"golang.org/x/crypto/nacl/box",
+			"github.com/up-pool/up/sigverify",
 		},
 		neverImports: noClockFilesRandomness,
 	},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/sigverify"
 )
 
 // Bounds of a statement, enforced on every decode. A statement holds a
@@ -119,7 +120,7 @@ func (s *SignedStatement) Encode() []byte {
 
 // Verify checks the signature with the project's public key.
 func (s *SignedStatement) Verify(pub ed25519.PublicKey) error {
-	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, statementPayload(s.Statement), s.Sig) {
+	if len(pub) != ed25519.PublicKeySize || !sigverify.Verify(pub, statementPayload(s.Statement), s.Sig) {
 		return ErrBadSignature
 	}
 	return nil

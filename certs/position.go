@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/up-pool/up/sigverify"
 )
 
 // Position is the account key's statement "my node currently lives at peer
@@ -85,7 +87,7 @@ func (sp SignedPosition) Verify(account ed25519.PublicKey) error {
 	}
 	var buf [128]byte
 	msg := sp.Position.appendPayload(buf[:0])
-	if !ed25519.Verify(account, msg, sp.Sig) {
+	if !sigverify.Verify(account, msg, sp.Sig) {
 		return fmt.Errorf("certs: verify position seq %d: %w", sp.Position.Seq, ErrBadSignature)
 	}
 	return nil

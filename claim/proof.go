@@ -7,6 +7,7 @@ import (
 
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/sigverify"
 )
 
 // MaxAcceptances bounds the acceptances in a claim certificate (as many
@@ -136,7 +137,7 @@ func CheckClaimProof(key []byte, st job.State, accepts []Statement, rel ReleaseP
 		return fmt.Errorf("%w: claim (start %d) ended without its client's release", job.ErrNoProof, st.Start)
 	case !bytes.Equal(rel.CertKey, st.Client):
 		return fmt.Errorf("%w: release without the certificate of client %x", job.ErrForgedProof, st.Client)
-	case !ed25519.Verify(ed25519.PublicKey(st.Client), ReleaseStatement(key, st.Client, st.Start), rel.Sig):
+	case !sigverify.Verify(ed25519.PublicKey(st.Client), ReleaseStatement(key, st.Client, st.Start), rel.Sig):
 		return fmt.Errorf("%w: release not signed by client %x", job.ErrForgedProof, st.Client)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/sigverify"
 )
 
 // Kind is what a node answers a claim request.
@@ -141,7 +142,7 @@ var ErrBadSignature = errors.New("claim reply: bad signature")
 
 // Verify checks the signature with the node's account public key.
 func (s *Signed) Verify(pub ed25519.PublicKey) error {
-	if !ed25519.Verify(pub, s.Message(), s.Sig) {
+	if !sigverify.Verify(pub, s.Message(), s.Sig) {
 		return ErrBadSignature
 	}
 	return nil

@@ -30,6 +30,7 @@ import (
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
+	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/wire"
 )
 
@@ -474,7 +475,7 @@ func (s *Service) handleRelease(_ context.Context, from *overlay.Admitted, body 
 	if ended {
 		s.tempEnded(req.Job)
 	}
-	if len(req.Sig) > 0 && !ed25519.Verify(ed25519.PublicKey(client), claim.ReleaseStatement(req.Job, client, req.Start), req.Sig) {
+	if len(req.Sig) > 0 && !sigverify.Verify(ed25519.PublicKey(client), claim.ReleaseStatement(req.Job, client, req.Start), req.Sig) {
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("release of job %x: not signed by client %q", req.Job, from.Identity.Name))
 	}
 	h, ok := s.pool.Lookup(req.Job)

@@ -12,6 +12,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/sigverify"
 )
 
 // Bounds of a receipt, enforced on every decode.
@@ -233,7 +234,7 @@ func Verify(b []byte, v CertVerifier, now time.Time) (*Receipt, error) {
 	if id.Name != r.Project {
 		return nil, fmt.Errorf("%w: receipt names project %q but its certificate is %q's", ErrCertificate, r.Project, id.Name)
 	}
-	if !ed25519.Verify(id.PublicKey, payload(s.Receipt), s.Sig) {
+	if !sigverify.Verify(id.PublicKey, payload(s.Receipt), s.Sig) {
 		return nil, fmt.Errorf("%w: receipt %d of project %q (forged, or altered after signing)", ErrBadSignature, r.Seq, r.Project)
 	}
 	return r, nil

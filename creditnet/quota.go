@@ -15,6 +15,7 @@ import (
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/quota"
+	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
@@ -120,7 +121,7 @@ func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport) err
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report: client %q reports for another client", from.Identity.Name))
 	case !direct && from.Role() != certs.RoleNode:
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report from a %s", from.Role()))
-	case !ed25519.Verify(req.Client, wire.QuotaReportMessage(req.Client, req.Job, req.Outcome), req.Sig):
+	case !sigverify.Verify(req.Client, wire.QuotaReportMessage(req.Client, req.Job, req.Outcome), req.Sig):
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report of job %x: the client's signature does not verify", req.Job))
 	}
 	outcome := quota.Outcome(req.Outcome)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/sigverify"
 )
 
 // FinishedSuffix makes a project's finished keyword: "<project>:finished".
@@ -126,7 +127,7 @@ func DecodeListing(b []byte) (*SignedListing, *Listing, error) {
 
 // Verify checks the listing's signature with the project's key.
 func (s *SignedListing) Verify(pub ed25519.PublicKey) error {
-	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, append([]byte(listingDomain), s.Listing...), s.Sig) {
+	if len(pub) != ed25519.PublicKeySize || !sigverify.Verify(pub, append([]byte(listingDomain), s.Listing...), s.Sig) {
 		return fmt.Errorf("listing: %w", ErrBadSignature)
 	}
 	return nil

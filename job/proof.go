@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/sigverify"
 )
 
 // MaxProofSize bounds an encoded Proof: a certificate (16 KiB at most on
@@ -95,7 +96,7 @@ func CheckCollected(key []byte, st State, p Proof, projectKey ed25519.PublicKey)
 	if len(p.Sig) == 0 {
 		return fmt.Errorf("%w: collected at %d without the project's signature", ErrNoProof, st.At)
 	}
-	if len(projectKey) != ed25519.PublicKeySize || !ed25519.Verify(projectKey, CollectStatement(key, st.At), p.Sig) {
+	if len(projectKey) != ed25519.PublicKeySize || !sigverify.Verify(projectKey, CollectStatement(key, st.At), p.Sig) {
 		return fmt.Errorf("%w: collected at %d: not the project's signature", ErrForgedProof, st.At)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+
+	"github.com/up-pool/up/sigverify"
 )
 
 // receiptDomain separates store receipts from every other signed message.
@@ -33,7 +35,7 @@ func SignReceipt(account ed25519.PrivateKey, keys [][]byte) []byte {
 
 // VerifyReceipt checks that sig is account's receipt for the jobs keys.
 func VerifyReceipt(account ed25519.PublicKey, keys [][]byte, sig []byte) error {
-	if len(account) != ed25519.PublicKeySize || !ed25519.Verify(account, ReceiptMessage(keys), sig) {
+	if len(account) != ed25519.PublicKeySize || !sigverify.Verify(account, ReceiptMessage(keys), sig) {
 		return ErrBadReceipt
 	}
 	return nil

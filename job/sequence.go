@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/sigverify"
 )
 
 // Bounds of a sequence and its checkpoints.
@@ -95,7 +96,7 @@ func SignCheckpoint(c Checkpoint, key ed25519.PrivateKey) (*Checkpoint, error) {
 
 // Verify checks the checkpoint's signature by its Client key.
 func (c *Checkpoint) Verify() error {
-	if len(c.Sig) != ed25519.SignatureSize || !ed25519.Verify(ed25519.PublicKey(c.Client), c.payload(), c.Sig) {
+	if len(c.Sig) != ed25519.SignatureSize || !sigverify.Verify(ed25519.PublicKey(c.Client), c.payload(), c.Sig) {
 		return fmt.Errorf("checkpoint of job %x step %d: %w", c.Job, c.Step, ErrBadSignature)
 	}
 	return nil

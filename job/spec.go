@@ -13,6 +13,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/sigverify"
 )
 
 // SpecVersion is the newest version of Spec this code reads and writes.
@@ -409,7 +410,7 @@ func Decode(b []byte) (*Signed, *Spec, error) {
 
 // Verify checks the signature with the project's public key.
 func (s *Signed) Verify(pub ed25519.PublicKey) error {
-	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, signPayload(s.Spec), s.Sig) {
+	if len(pub) != ed25519.PublicKeySize || !sigverify.Verify(pub, signPayload(s.Spec), s.Sig) {
 		return ErrBadSignature
 	}
 	return nil

@@ -2,12 +2,12 @@ package pool
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
@@ -26,7 +26,7 @@ func (p *Pool) handleOrder(_ context.Context, from *overlay.Admitted, body []byt
 	if !p.ownJob(req.Key, from.Identity.Name) {
 		return nil, overlay.StatusErr(wire.StatusNotFound, fmt.Errorf("job %x of project %q not held here", req.Key, from.Identity.Name))
 	}
-	if !ed25519.Verify(from.Identity.PublicKey, job.OrderStatement(req.Key, req.Steps, req.Rev), req.Sig) {
+	if !sigverify.Verify(from.Identity.PublicKey, job.OrderStatement(req.Key, req.Steps, req.Rev), req.Sig) {
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("sequence order of job %x: not signed by project %q", req.Key, from.Identity.Name))
 	}
 	steps, err := p.ApplyOrder(&req)

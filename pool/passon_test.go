@@ -73,4 +73,3 @@ func (pn *poolNet) passedOn() int64 {
 	}
 	return n
 }
-

@@ -16,6 +16,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/result"
+	"github.com/up-pool/up/sigverify"
 )
 
 // Opening a result checks what result.Open checks, in the same order of
@@ -119,7 +120,7 @@ func (o *opener) unseal(b, key []byte) (*unsealed, error) {
 	if !certKey.Equal(ed25519.PublicKey(env.Client)) || string(in.Job) != string(env.Job) {
 		// Refused whatever the signatures; named as result.Open names it.
 		err := fmt.Errorf("%w: inner and outer disagree on job or client", result.ErrForged)
-		if len(certKey) != ed25519.PublicKeySize || !ed25519.Verify(certKey, inner, in.Sig) {
+		if len(certKey) != ed25519.PublicKeySize || !sigverify.Verify(certKey, inner, in.Sig) {
 			err = fmt.Errorf("%w: inner signature", result.ErrForged)
 		}
 		return nil, refuse(pub, outer, env.Sig, err)

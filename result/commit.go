@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/sigverify"
 )
 
 // Commit–reveal (Spec.Commit): before it submits a result, a client
@@ -123,7 +124,7 @@ func DecodeCommit(b []byte) (*Commit, error) {
 
 // Verify checks the client's signature over the commitment.
 func (c *Commit) Verify() error {
-	if len(c.Client) != ed25519.PublicKeySize || !ed25519.Verify(c.Client, c.payload(), c.Sig) {
+	if len(c.Client) != ed25519.PublicKeySize || !sigverify.Verify(c.Client, c.payload(), c.Sig) {
 		return fmt.Errorf("%w: commitment signature of job %x", ErrForged, c.Job)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/sigverify"
 )
 
 // Bounds.
@@ -163,7 +164,7 @@ func Decode(b []byte) (*Envelope, error) {
 
 // VerifyOuter checks the client's outer signature: what nodes check.
 func (e *Envelope) VerifyOuter() error {
-	if !ed25519.Verify(e.Client, e.payload(), e.Sig) {
+	if !sigverify.Verify(e.Client, e.payload(), e.Sig) {
 		return fmt.Errorf("%w: outer signature", ErrForged)
 	}
 	return nil
@@ -197,7 +198,7 @@ func Open(e *Envelope, projectPriv *[32]byte, certKey func(der []byte) (ed25519.
 	if err != nil {
 		return nil, err
 	}
-	if !ed25519.Verify(key, p, in.Sig) {
+	if !sigverify.Verify(key, p, in.Sig) {
 		return nil, fmt.Errorf("%w: inner signature", ErrForged)
 	}
 	if string(in.Job) != string(e.Job) || !key.Equal(ed25519.PublicKey(e.Client)) {

@@ -1,0 +1,123 @@
+package sigverify
+
+import (
+	"crypto/ed25519"
+	"math/rand/v2"
+	"testing"
+)
+
+// cases are signatures to judge: valid ones, and each kind of damage.
+func cases(t testing.TB) (pubs []ed25519.PublicKey, msgs, sigs [][]byte) {
+	rng := rand.NewChaCha8([32]byte{7})
+	for i := range 64 {
+		pub, priv, err := ed25519.GenerateKey(rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := make([]byte, i*7)
+		_, _ = rng.Read(msg)
+		sig := ed25519.Sign(priv, msg)
+		flip := func(b []byte, at int) []byte { b = append([]byte(nil), b...); b[at%len(b)] ^= 1 << (at % 8); return b }
+		// valid; message, signature's R and S, key altered; S + L
+		// (malleated, refused by the standard library); key of another;
+		// a key that is not a point; the identity as key.
+		highS := append([]byte(nil), sig...)
+		addL(highS[32:])
+		notPoint := make([]byte, 32)
+		notPoint[0] = 2
+		identity := make([]byte, 32)
+		identity[0] = 1
+		for _, c := range []struct {
+			pub      []byte
+			msg, sig []byte
+		}{
+			{pub, msg, sig},
+			{pub, flip(append(msg, 0), i), sig},
+			{pub, msg, flip(sig, i)},
+			{pub, msg, flip(sig, 32+i)},
+			{flip(pub, i), msg, sig},
+			{pub, msg, highS},
+			{notPoint, msg, sig},
+			{identity, msg, sig},
+		} {
+			pubs, msgs, sigs = append(pubs, c.pub), append(msgs, c.msg), append(sigs, c.sig)
+		}
+	}
+	return pubs, msgs, sigs
+}
+
+// addL adds the group order L to the little-endian scalar s in place.
+func addL(s []byte) {
+	l := [32]byte{0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}
+	carry := 0
+	for i := range s {
+		v := int(s[i]) + int(l[i]) + carry
+		s[i], carry = byte(v), v>>8
+	}
+}
+
+// TestMatchesStdlib: every answer is crypto/ed25519's, from a cold and
+// from a warm cache; the valid signatures are accepted (control: the
+// damaged ones are not, so the comparison can fail).
+func TestMatchesStdlib(t *testing.T) {
+	pubs, msgs, sigs := cases(t)
+	valid := 0
+	for round := range 2 {
+		for i := range pubs {
+			want := ed25519.Verify(pubs[i], msgs[i], sigs[i])
+			if got := Verify(pubs[i], msgs[i], sigs[i]); got != want {
+				t.Fatalf("round %d, case %d (kind %d): %v, crypto/ed25519 says %v", round, i, i%8, got, want)
+			}
+			if want && round == 0 {
+				valid++
+			}
+		}
+	}
+	if valid != 64 {
+		t.Fatalf("%d of %d cases valid, want the 64 undamaged only", valid, len(pubs))
+	}
+	if Verify(pubs[0][:31], msgs[0], sigs[0]) || Verify(pubs[0], msgs[0], sigs[0][:63]) {
+		t.Fatal("a short key or signature verified")
+	}
+}
+
+// FuzzMatchesStdlib: on any key, message and signature, Verify answers
+// as crypto/ed25519 does.
+func FuzzMatchesStdlib(f *testing.F) {
+	pubs, msgs, sigs := cases(f)
+	for i := range pubs {
+		f.Add([]byte(pubs[i]), msgs[i], sigs[i])
+	}
+	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
+		if len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
+			if Verify(pub, msg, sig) {
+				t.Fatal("wrong lengths verified")
+			}
+			return
+		}
+		if got, want := Verify(pub, msg, sig), ed25519.Verify(pub, msg, sig); got != want {
+			t.Fatalf("Verify = %v, crypto/ed25519 = %v", got, want)
+		}
+	})
+}
+
+// BenchmarkVerify compares a verification with a cached key against the
+// standard library's:
+//
+//	go test -run '^$' -bench . ./sigverify/
+func BenchmarkVerify(b *testing.B) {
+	pub, priv, _ := ed25519.GenerateKey(rand.NewChaCha8([32]byte{8}))
+	msg := make([]byte, 300)
+	sig := ed25519.Sign(priv, msg)
+	b.Run("stdlib", func(b *testing.B) {
+		for range b.N {
+			ed25519.Verify(pub, msg, sig)
+		}
+	})
+	b.Run("sigverify", func(b *testing.B) {
+		for range b.N {
+			Verify(pub, msg, sig)
+		}
+	})
+}
