@@ -13,7 +13,7 @@ import (
 // (ResultSubmit.Sent). Sent to all of the job's r closest, no sync
 // follows; sent to three of them, the two others get the finished state
 // from a hand-on, without a republish round. The control names no nodes
-// (as before): the replicas sync the result to each other, 8 syncs.
+// (as before): the replicas sync the result to each other, 4 to 8 syncs.
 func TestResultNotPassedToSent(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -22,7 +22,10 @@ func TestResultNotPassedToSent(t *testing.T) {
 	}{
 		{"sent to all r, all named", 5, 5, func(n int64) bool { return n == 0 }},
 		{"sent to 3, named", 3, 3, func(n int64) bool { return n > 0 && n <= 4 }},
-		{"control: none named", 5, 0, func(n int64) bool { return n >= 5 }},
+		// The closest stores first and syncs the other four; a replica
+		// its sync reached first finds the result delivered before, so
+		// 4 to 8 in all.
+		{"control: none named", 5, 0, func(n int64) bool { return n >= 4 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pn := startTrustingPoolNet(t, 12, 4, 43)
