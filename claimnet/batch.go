@@ -2,9 +2,10 @@ package claimnet
 
 import (
 	"crypto/ed25519"
-	"sync"
 
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
+
+	"github.com/up-pool/up/sigverify"
 )
 
 // batch verifies the signatures of a confirm's replies together
@@ -14,19 +15,18 @@ import (
 // and non-canonical public keys; an honest node's signature passes either
 // way.
 type batch struct {
-	keys *keyCache
-	v    *voi.BatchVerifier
-	ids  []int // the caller's index of each queued signature
+	v   *voi.BatchVerifier
+	ids []int // the caller's index of each queued signature
 }
 
-func newBatch(keys *keyCache, n int) *batch {
-	return &batch{keys: keys, v: voi.NewBatchVerifierWithCapacity(n), ids: make([]int, 0, n)}
+func newBatch(n int) *batch {
+	return &batch{v: voi.NewBatchVerifierWithCapacity(n), ids: make([]int, 0, n)}
 }
 
 // add queues one signature of msg by pub; id is the caller's name for it
 // (verify reports it).
 func (b *batch) add(id int, pub ed25519.PublicKey, msg, sig []byte) {
-	if k := b.keys.get(pub); k != nil {
+	if k := sigverify.Expanded(pub); k != nil { // cached: node keys come back
 		b.v.AddExpanded(k, msg, sig)
 	} else {
 		b.v.Add(voi.PublicKey(pub), msg, sig)
@@ -50,38 +50,4 @@ func (b *batch) verify() int {
 		}
 	}
 	return b.ids[0]
-}
-
-// keyCache keeps the expanded form of node public keys, which spares each
-// verification a point decompression and a table precomputation; bounded,
-// it starts afresh when full.
-type keyCache struct {
-	mu   sync.Mutex
-	max  int
-	keys map[string]*voi.ExpandedPublicKey
-}
-
-func newKeyCache(max int) *keyCache {
-	return &keyCache{max: max, keys: map[string]*voi.ExpandedPublicKey{}}
-}
-
-// get returns pub expanded, or nil when it is not a valid key.
-func (c *keyCache) get(pub ed25519.PublicKey) *voi.ExpandedPublicKey {
-	c.mu.Lock()
-	k, ok := c.keys[string(pub)]
-	c.mu.Unlock()
-	if ok {
-		return k
-	}
-	k, err := voi.NewExpandedPublicKey(voi.PublicKey(pub))
-	if err != nil {
-		return nil
-	}
-	c.mu.Lock()
-	if len(c.keys) >= c.max {
-		clear(c.keys)
-	}
-	c.keys[string(pub)] = k
-	c.mu.Unlock()
-	return k
 }

@@ -26,7 +26,6 @@ type ProofChecker struct {
 	now       func() time.Time
 	warmup    int64 // ms
 	started   int64 // Unix ms, for claim.CanJudge
-	keys      *keyCache
 	positions *positions
 }
 
@@ -43,7 +42,7 @@ func NewProofChecker(deps Deps, cfg Config) (*ProofChecker, error) {
 	}
 	deps.Env.ApplyDefaults()
 	return &ProofChecker{ep: deps.Endpoint, d: deps.DHT, now: deps.Env.Now, warmup: cfg.Warmup.Milliseconds(),
-		started: deps.Env.Now().UnixMilli(), keys: newKeyCache(4096), positions: newPositions(4096)}, nil
+		started: deps.Env.Now().UnixMilli(), positions: newPositions(4096)}, nil
 }
 
 // Check checks that pr proves the claimed state or tombstone st of job
@@ -78,7 +77,7 @@ func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Pro
 	if err := claim.CheckClaimProof(key, st, stmts, rel, need, near, tFinish); err != nil {
 		return err
 	}
-	sigs := newBatch(c.keys, 2*len(accepts))
+	sigs := newBatch(2 * len(accepts))
 	for i, s := range signed {
 		node := peer.ID(stmts[i].Node)
 		id, err := c.ep.Admission().Verifier().VerifyCert(s.Cert, now, certs.RoleNode)

@@ -166,7 +166,6 @@ type Service struct {
 	// srv is the claim machine: temporary claims and the log of permanent
 	// ones. Stepped under mu.
 	srv   *claim.Server[string]
-	keys  *keyCache   // expanded node keys, for batch verification
 	own   *ownReplies // digests of the replies this node signed lately
 	freed []func(key []byte)
 	// positions are the position records verified lately; forgers counts
@@ -201,7 +200,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	// since a move rotates id's peer key and position for the next host
 	// while this one may still be answering.
 	snapshot := *deps.Identity
-	s := &Service{cfg: cfg, now: deps.Env.Now, log: deps.Env.Logger, ep: ep, d: deps.DHT, pool: p, id: &snapshot, keys: newKeyCache(4096),
+	s := &Service{cfg: cfg, now: deps.Env.Now, log: deps.Env.Logger, ep: ep, d: deps.DHT, pool: p, id: &snapshot,
 		srv:     claim.NewServer[string](cfg.TClaim.Milliseconds(), cfg.TSkew.Milliseconds()),
 		started: deps.Env.Now().UnixMilli(),
 		own:     newOwnReplies(1<<14, 2*cfg.TClaim.Milliseconds()),
@@ -338,7 +337,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		return nil, overlay.StatusErr(wire.StatusNotFound, fmt.Errorf("job %x not held here", req.Job))
 	}
 	replies := make([]claim.Reply, 0, len(req.Replies))
-	sigs := newBatch(s.keys, len(req.Replies))
+	sigs := newBatch(len(req.Replies))
 	for i, b := range req.Replies {
 		r, err := s.checkReply(i, b, req.Job, client, now, sigs)
 		if errors.Is(err, ErrUnbound) {

@@ -27,7 +27,7 @@ func (s *Service) checkTicket(ticket, job, client []byte, now time.Time) error {
 	if len(ticket) == 0 {
 		return fmt.Errorf("%w: the request carries none", ErrNoTicket)
 	}
-	sigs := newBatch(s.keys, 1)
+	sigs := newBatch(1)
 	r, err := s.checkReply(0, ticket, job, client, now, sigs)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoTicket, err)

@@ -14,9 +14,9 @@ import (
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
 
-// maxKeys bounds the cached expanded keys (a few kB each); past it the
-// cache starts again empty.
-const maxKeys = 1024
+// maxKeys bounds the cached expanded keys (1.5–3 kB each: ~6 MB at
+// most); past it the cache starts again empty.
+const maxKeys = 2048
 
 // stdLib are the verification options of crypto/ed25519's Verify.
 var stdLib = &voi.Options{Verify: voi.VerifyOptionsStdLib}
@@ -33,7 +33,7 @@ func Verify(pub ed25519.PublicKey, msg, sig []byte) bool {
 	if len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
 		return false
 	}
-	ek := expanded(pub)
+	ek := Expanded(pub)
 	if ek == nil {
 		// Not a point voi decompresses: the standard library's answer.
 		return ed25519.Verify(pub, msg, sig)
@@ -41,9 +41,13 @@ func Verify(pub ed25519.PublicKey, msg, sig []byte) bool {
 	return voi.VerifyExpandedWithOptions(ek, msg, sig, stdLib)
 }
 
-// expanded is pub's expanded form, from the cache or computed and cached;
-// nil when pub is not a curve point.
-func expanded(pub ed25519.PublicKey) *voi.ExpandedPublicKey {
+// Expanded is pub's expanded form (voi's decompressed point and tables,
+// for its single and batch verifiers), from the cache or computed and
+// cached; nil when pub is not a 32-byte curve point.
+func Expanded(pub ed25519.PublicKey) *voi.ExpandedPublicKey {
+	if len(pub) != ed25519.PublicKeySize {
+		return nil
+	}
 	k := [ed25519.PublicKeySize]byte(pub)
 	mu.RLock()
 	ek, ok := keys[k]
