@@ -25,7 +25,6 @@ type Client struct {
 	log       *slog.Logger
 	claimer   *claimclient.Claimer
 	commits   CommitTotals      // commit–reveal costs (commit.go); mu
-	revealing int               // jobs waiting to reveal, their slots freed (slot.go); mu
 	bg        sync.WaitGroup    // cycles going on after their slots were freed (runFreeing)
 	overQuota bool              // a claim was refused for the quota since a held job last ended; mu
 	waiting   []waiter          // jobs waiting to reveal, oldest first (slot.go); mu

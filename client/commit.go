@@ -15,7 +15,7 @@ import (
 // may reveal it (claimclient.PostCommit, AwaitReveal): the unit's quorum
 // of commitments is there, or the spec's reveal wait has passed on this
 // client's clock. Once the commitment is posted the job's slot is freed
-// (freeSlot): the wait holds the claim, not a slot, so slots all holding
+// (beginReveal): the wait holds the claim, not a slot, so slots all holding
 // copies whose siblings nobody else can claim cannot stall each other. It
 // returns the salt the sealed result carries, so the project can check
 // the reveal against the commitment.
@@ -32,11 +32,9 @@ func (c *Client) commit(ctx context.Context, cl *claimclient.Claim, signed *job.
 	st := p.Stats
 	if err == nil {
 		c.track(jobName(key), spec.Project, "revealing")
-		release := c.freeSlot(ctx)
-		waitCtx, unwait := c.waitToReveal(ctx, jobName(key))
+		waitCtx, unwait := c.beginReveal(ctx, jobName(key))
 		st, err = c.claimer.AwaitReveal(waitCtx, p)
 		unwait()
-		release()
 	}
 	c.mu.Lock()
 	c.commits.add(st, err != nil)

@@ -3,8 +3,8 @@ package client
 // DeadlineEvery lets the tests check a running job's deadline often.
 var DeadlineEvery = &deadlineEvery
 
-// RevealingPerSlot lets the tests keep every job in its slot while it
-// waits to reveal (0), as before slots were freed.
+// MaxRevealing lets the tests keep every job in its slot while it waits
+// to reveal (0), as before slots were freed.
 var MaxRevealing = &maxRevealing
 
 // BreakStalls lets the tests turn off the early reveal at the quota.

@@ -30,7 +30,7 @@ type slot struct {
 
 // runFreeing runs one cycle (RunOne) and returns when it ends, or earlier,
 // with ran true and no error, once its job waits only to reveal its result
-// (freeSlot): the worker goes on to its next job while the cycle finishes
+// (beginReveal): the worker goes on to its next job while the cycle finishes
 // in the background, counted in c.bg (Run waits for it) and logged there.
 func (c *Client) runFreeing(ctx context.Context, project string) (bool, error) {
 	s := &slot{freed: make(chan struct{})}
@@ -60,51 +60,50 @@ func (c *Client) runFreeing(ctx context.Context, project string) (bool, error) {
 	}
 }
 
-// freeSlot frees the slot of ctx's cycle (runFreeing) while its job waits
-// to reveal, unless maxRevealing jobs wait already or the
-// cycle has no slot to free (RunOne called directly). The returned func
-// ends the job's count among those waiting.
-func (c *Client) freeSlot(ctx context.Context) func() {
-	s, _ := ctx.Value(slotKey{}).(*slot)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s == nil || c.revealing >= maxRevealing {
-		return func() {}
-	}
-	c.revealing++
-	s.once.Do(func() { close(s.freed) })
-	return func() {
-		c.mu.Lock()
-		c.revealing--
-		c.mu.Unlock()
-	}
-}
-
 // Revealing is the number of jobs waiting in the background to reveal
 // their results, their slots freed.
 func (c *Client) Revealing() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.revealing
+	return c.revealingLocked()
+}
+
+func (c *Client) revealingLocked() int {
+	n := 0
+	for _, w := range c.waiting {
+		if w.freed {
+			n++
+		}
+	}
+	return n
 }
 
 // breakStalls turns breakRevealStall on (off: the tests' control).
 var breakStalls = true
 
-// waiter is a job waiting to reveal its result (waitToReveal).
+// waiter is a job waiting to reveal its result (beginReveal).
 type waiter struct {
 	cid    string
 	cancel context.CancelCauseFunc
+	freed  bool // its cycle's slot was freed
 }
 
-// waitToReveal is the context a job named cid waits under to reveal its
-// result, which breakRevealStall may end early; the returned func ends the
-// wait.
-func (c *Client) waitToReveal(ctx context.Context, cid string) (context.Context, func()) {
+// beginReveal registers the job named cid as waiting to reveal its
+// result and returns the context it waits under, which breakRevealStall
+// may end early; the returned func ends the wait. It frees the slot of
+// ctx's cycle (runFreeing) unless maxRevealing jobs wait with theirs
+// freed already or the cycle has no slot to free (RunOne called
+// directly).
+func (c *Client) beginReveal(ctx context.Context, cid string) (context.Context, func()) {
 	wctx, cancel := context.WithCancelCause(ctx)
+	s, _ := ctx.Value(slotKey{}).(*slot)
 	c.mu.Lock()
-	c.waiting = append(c.waiting, waiter{cid: cid, cancel: cancel})
+	freed := s != nil && c.revealingLocked() < maxRevealing
+	c.waiting = append(c.waiting, waiter{cid: cid, cancel: cancel, freed: freed})
 	c.mu.Unlock()
+	if freed {
+		s.once.Do(func() { close(s.freed) })
+	}
 	return wctx, func() {
 		c.mu.Lock()
 		c.waiting = slices.DeleteFunc(c.waiting, func(w waiter) bool { return w.cid == cid })
