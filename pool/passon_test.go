@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"testing"
 
@@ -14,6 +15,8 @@ import (
 // follows; sent to three of them, the two others get the finished state
 // from a hand-on, without a republish round. The control names no nodes
 // (as before): the replicas sync the result to each other, 4 to 8 syncs.
+// A client that names nodes it skipped delays only its own result to
+// them, to the next republish round.
 func TestResultNotPassedToSent(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -22,6 +25,9 @@ func TestResultNotPassedToSent(t *testing.T) {
 	}{
 		{"sent to all r, all named", 5, 5, func(n int64) bool { return n == 0 }},
 		{"sent to 3, named", 3, 3, func(n int64) bool { return n > 0 && n <= 4 }},
+		// A lying client: sent to 3, all 5 named. No hand-on; the two it
+		// skipped get the finished state at the next republish round.
+		{"lying client: sent to 3, 5 named", 3, 5, func(n int64) bool { return n == 0 }},
 		// The closest stores first and syncs the other four; a replica
 		// its sync reached first finds the result delivered before, so
 		// 4 to 8 in all.
@@ -44,7 +50,8 @@ func TestResultNotPassedToSent(t *testing.T) {
 				t.Fatal(err)
 			}
 			var sent [][]byte
-			for _, i := range closest[:c.named] {
+			for _, i := range closest[:c.named] { // the first named are those sent to
+
 				sent = append(sent, []byte(pn.net.Node(i).ID()))
 			}
 			before := pn.passedOn()
@@ -58,9 +65,18 @@ func TestResultNotPassedToSent(t *testing.T) {
 			if !c.wantSyncs(syncs) {
 				t.Fatalf("%d hand-on syncs", syncs)
 			}
+			if c.named > c.to {
+				for _, i := range closest[c.to:] {
+					if st, _ := pn.net.Node(i).Pool().State(key); st.Phase != job.Claimed {
+						t.Fatalf("replica %d, named and skipped, holds the job as %s before a round, want claimed", i, st.Phase)
+					}
+				}
+				pn.net.RepublishAll(context.Background())
+				pn.quiesce()
+			}
 			for _, i := range closest {
 				if st, _ := pn.net.Node(i).Pool().State(key); st.Phase != job.Finished {
-					t.Fatalf("replica %d holds the job as %s after the hand-ons, want finished", i, st.Phase)
+					t.Fatalf("replica %d holds the job as %s after the hand-ons (and a round, for a lying client), want finished", i, st.Phase)
 				}
 			}
 			t.Logf("%d hand-on syncs", syncs)
