@@ -127,6 +127,7 @@ type RegionUse struct {
 	view   RegionView
 	walkAt keyspace.Pos // the walk's point
 	x      keyspace.Pos // the target point
+	fixed  bool         // x was given (StartTargetAt), not drawn
 	ask    Ask          // the question awaited
 	err    error
 }
@@ -143,6 +144,15 @@ func (rv *RegionViews) StartTarget(kw string, now int64) RegionUse {
 	return rv.start(kw, now, true)
 }
 
+// StartTargetAt is StartTarget for the given point x of kw's region (an
+// entry's point named by its job and keyword: keyspace.Region.PointFor)
+// instead of a random one.
+func (rv *RegionViews) StartTargetAt(kw string, now int64, x keyspace.Pos) RegionUse {
+	u := rv.start(kw, now, true)
+	u.x, u.fixed = x, true
+	return u
+}
+
 func (rv *RegionViews) start(kw string, now int64, target bool) RegionUse {
 	u := RegionUse{kw: kw, region: rv.Region(kw), now: now, target: target}
 	if v, ok := rv.View(kw, now); ok {
@@ -153,8 +163,8 @@ func (rv *RegionViews) start(kw string, now int64, target bool) RegionUse {
 
 // Next returns the next question u needs answered, or false when u is
 // done. It draws from rng the walk's point (when no view is fresh) and
-// then the target point, in that order. A refinement is asked of the
-// known node closest to the target point that dead does not report (nil:
+// then the target point (unless StartTargetAt gave it), in that order. A
+// refinement is asked of the known node closest to the target point that dead does not report (nil:
 // none is dead). Called again before the awaited answer, it returns the
 // same question.
 func (rv *RegionViews) Next(u *RegionUse, rng *rand.Rand, dead func(id string) bool) (Ask, bool) {
@@ -176,7 +186,9 @@ func (rv *RegionViews) Next(u *RegionUse, rng *rand.Rand, dead func(id string) b
 			u.state = useDone
 			return Ask{}, false
 		}
-		u.x = u.region.RandomPoint(rng)
+		if !u.fixed {
+			u.x = u.region.RandomPoint(rng)
+		}
 		if !u.view.Crowded || u.view.Covers(u.x) {
 			u.state = useDone
 			return Ask{}, false

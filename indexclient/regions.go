@@ -70,7 +70,7 @@ func (r *Regions) Region(kw string) keyspace.Region { return r.views.Region(kw) 
 // follow-up requests would all land on the region's nodes). Cached for
 // the TTL.
 func (r *Regions) Peers(ctx context.Context, kw string) ([]peer.ID, error) {
-	u := r.start(kw, false)
+	u := r.start(kw, false, nil)
 	if err := r.run(ctx, &u); err != nil {
 		return nil, err
 	}
@@ -82,11 +82,15 @@ func (r *Regions) Peers(ctx context.Context, kw string) ([]peer.ID, error) {
 	return out, nil
 }
 
-// start begins a use of kw's view now.
-func (r *Regions) start(kw string, target bool) index.RegionUse {
+// start begins a use of kw's view now; at, when not nil, is the target
+// point.
+func (r *Regions) start(kw string, target bool, at *keyspace.Pos) index.RegionUse {
 	now := r.now().UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if at != nil {
+		return r.views.StartTargetAt(kw, now, *at)
+	}
 	if target {
 		return r.views.StartTarget(kw, now)
 	}
@@ -182,7 +186,24 @@ func (r *Regions) Target(ctx context.Context, kw string) (keyspace.Pos, peer.ID,
 // split between the old and the new closest node around a restart) still
 // reaches them. Peers marked dead are skipped too.
 func (r *Regions) TargetAvoiding(ctx context.Context, kw string, avoid map[peer.ID]bool) (keyspace.Pos, peer.ID, error) {
-	u := r.start(kw, true)
+	return r.target(ctx, kw, nil, avoid)
+}
+
+// EntryPoint is the point of kw's region where job jobKey's entry under
+// kw is written (index.EntryPoint): the same for every writer.
+func (r *Regions) EntryPoint(kw string, jobKey []byte) keyspace.Pos {
+	return index.EntryPoint(r.Region(kw), kw, jobKey)
+}
+
+// TargetAt is Target for the given point x of kw's region (EntryPoint):
+// the node of the view closest to x, not marked dead.
+func (r *Regions) TargetAt(ctx context.Context, kw string, x keyspace.Pos) (peer.ID, error) {
+	_, at, err := r.target(ctx, kw, &x, nil)
+	return at, err
+}
+
+func (r *Regions) target(ctx context.Context, kw string, x *keyspace.Pos, avoid map[peer.ID]bool) (keyspace.Pos, peer.ID, error) {
+	u := r.start(kw, true, x)
 	if err := r.run(ctx, &u); err != nil {
 		return keyspace.Pos{}, "", err
 	}

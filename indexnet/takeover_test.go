@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/wire"
 )
@@ -77,5 +80,90 @@ func TestWriterTakeover(t *testing.T) {
 	}
 	if removed != len(kws) {
 		t.Fatalf("node %d (the next closest) wrote %d of the job's %d entries", in.net.Index(next), removed, len(kws))
+	}
+}
+
+// TestTakeoverRewritesInPlace: the node that lists a job dies; the next
+// closest, taking the listing over, writes each entry at the index node
+// that already holds it (the job's point of the region,
+// index.EntryPoint), so the job stays listed once per keyword, and once
+// the job is claimed its final withdrawal leaves it listed nowhere. Before
+// entries had a point of their job, the new writer placed its own entry
+// at a random point and the dead writer's stayed listed until it expired,
+// sending clients to a claimed job (issue 24's failed claims at 30 s
+// lifetimes). The control puts such an orphan back by hand (a copy at
+// another index node, as the dead writer's) and finds it listed after the
+// claim.
+func TestTakeoverRewritesInPlace(t *testing.T) {
+	for _, orphan := range []bool{false, true} {
+		in := startIdxNet(t, 16, 51, testnet.Options{})
+		rng := rand.New(rand.NewPCG(51, 51))
+		keys := in.submit(t, in.project(t, "lhc"), 20, rng)
+		ctx := context.Background()
+		var victim []byte
+		writer := -1
+		before := map[string]int{}
+		for _, k := range keys {
+			w := in.net.Index(in.net.TrueClosest(k, 1)[0])
+			own := false
+			for _, kw := range in.jobs[string(k)] {
+				h := in.entryHolders(kw, k)
+				if len(h) != 1 {
+					t.Fatalf("job %x listed under %q on %v, want one index node", k[len(k)-4:], kw, h)
+				}
+				before[kw] = h[0]
+				own = own || h[0] == w
+			}
+			if !own {
+				victim, writer = k, w
+				break
+			}
+			clear(before)
+		}
+		if victim == nil {
+			t.Fatal("every job's writer holds one of its entries")
+		}
+		kws := in.jobs[string(victim)]
+		if orphan {
+			// The dead writer's entry under the first keyword, also at
+			// another live index node: what a second placement at a random
+			// point left.
+			holder := in.net.Node(before[kws[0]]).Index()
+			e, ok := holder.Entry(kws[0], victim)
+			if !ok {
+				t.Fatal("holder lost the entry")
+			}
+			other := -1
+			for i := range in.net.Len() {
+				if i != before[kws[0]] && i != writer {
+					other = i
+					break
+				}
+			}
+			if n := holder.Send(ctx, []index.Entry{e}, func(index.Entry) peer.ID { return in.net.Node(other).ID() }); n != 1 {
+				t.Fatalf("orphan copy: %d sent", n)
+			}
+		}
+		if err := in.net.Kill(writer); err != nil {
+			t.Fatal(err)
+		}
+		in.net.RepublishAll(ctx)
+		in.net.WriteAll(ctx)
+		for _, kw := range kws {
+			h := in.entryHolders(kw, victim)
+			if !orphan && (len(h) != 1 || h[0] != before[kw]) {
+				t.Fatalf("after the takeover job listed under %q on %v, want only on %d (where it was)", kw, h, before[kw])
+			}
+		}
+		in.claimEverywhere(t, victim, "c1")
+		in.net.WriteAll(ctx)
+		left := 0
+		for _, kw := range kws {
+			left += len(in.entryHolders(kw, victim))
+		}
+		if orphan != (left > 0) {
+			t.Fatalf("orphan %v: claimed job still listed %d times after the new writer's round", orphan, left)
+		}
+		t.Logf("orphan %v: %d entries of the claimed job left", orphan, left)
 	}
 }

@@ -167,11 +167,13 @@ func (w *Writer) planGone(held, gone map[string]bool, pl *plan) {
 }
 
 // send places the unplaced entries, sends the withdrawals, then the
-// writes.
+// writes. An entry is placed at its job's point of the keyword's region
+// (indexclient.Regions.EntryPoint), the same for every writer.
 func (w *Writer) send(ctx context.Context, pl *plan) WriteStats {
 	var stats WriteStats
 	for _, o := range pl.unplaced {
-		x, at, err := w.regions.Target(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword)
+		x := w.regions.EntryPoint(o.keyword, []byte(o.key))
+		at, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, x)
 		if err != nil {
 			stats.Failed++
 			continue
@@ -206,7 +208,8 @@ func (w *Writer) sendWrites(ctx context.Context, writes map[peer.ID][]op, stats 
 				case res[i].moved != "" && res[i].moved != at && attempt < 2:
 					retry[res[i].moved] = append(retry[res[i].moved], o)
 				case attempt == 0 && res[i].moved == "":
-					if x, next, err := w.regions.Target(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword); err == nil && next != at {
+					x := w.regions.EntryPoint(o.keyword, []byte(o.key))
+					if next, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, x); err == nil && next != at {
 						o.point = x
 						retry[next] = append(retry[next], o)
 						continue

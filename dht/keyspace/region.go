@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -65,6 +66,22 @@ func (r Region) RandomPoint(rng *rand.Rand) Pos {
 	for i := 0; i < len(x); i += 8 {
 		binary.BigEndian.PutUint64(x[i:], rng.Uint64())
 	}
+	r = r.norm()
+	m := prefixMask(r.Bits)
+	for i := range x {
+		x[i] = r.Prefix[i] | x[i]&^m[i]
+	}
+	return x
+}
+
+// PointFor returns the region's point for seed: the prefix bits are the
+// region's and the remaining 256-Bits bits are SHA-256(seed)'s. Every
+// party that names the same seed finds the same point, and distinct
+// seeds spread uniformly over the region (an index entry's point, named
+// by its job and keyword, so that whichever node lists the job writes the
+// entry at the same index node).
+func (r Region) PointFor(seed []byte) Pos {
+	x := Pos(sha256.Sum256(seed))
 	r = r.norm()
 	m := prefixMask(r.Bits)
 	for i := range x {

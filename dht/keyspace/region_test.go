@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"fmt"
 	"math/big"
 	"testing"
 )
@@ -233,4 +234,56 @@ func BenchmarkRandomPoint(b *testing.B) {
 		sink = r.RandomPoint(rng)
 	}
 	_ = sink
+}
+
+// TestPointFor: a seed's point lies in the region, is the same for every
+// caller, differs between seeds, and the free bits spread evenly over 16
+// cells (chi-square) like RandomPoint's. The control: the same seeds in
+// another region give other points.
+func TestPointFor(t *testing.T) {
+	rng := newRNG(15)
+	for _, bits := range []int{0, 5, 16, 100, 252} {
+		r := NewRegion(randPos(rng), bits)
+		other := NewRegion(randPos(rng), bits)
+		const n = 16000
+		var cells [16]int
+		seen := map[Pos]bool{}
+		moved := 0
+		for i := 0; i < n; i++ {
+			seed := []byte(fmt.Sprintf("job-%d/kw", i))
+			p := r.PointFor(seed)
+			if !r.Contains(p) {
+				t.Fatalf("bits %d: point %v outside %v", bits, p, r)
+			}
+			if q := r.PointFor(append([]byte(nil), seed...)); q != p {
+				t.Fatalf("bits %d: same seed gave %v and %v", bits, p, q)
+			}
+			if bits < 200 && seen[p] {
+				t.Fatalf("bits %d: two seeds gave %v", bits, p)
+			}
+			seen[p] = true
+			if other.PointFor(seed) != p {
+				moved++
+			}
+			cell := 0
+			for j := 0; j < 4 && bits+j < Bits; j++ {
+				cell = cell<<1 | p.Bit(bits+j)
+			}
+			cells[cell]++
+		}
+		if bits+4 > Bits {
+			continue
+		}
+		chi2 := 0.0
+		for _, c := range cells {
+			d := float64(c) - n/16.0
+			chi2 += d * d / (n / 16.0)
+		}
+		if chi2 > 45 {
+			t.Errorf("bits %d: chi-square %.1f over 16 cells %v", bits, chi2, cells)
+		}
+		if bits > 0 && moved != n {
+			t.Errorf("bits %d: %d of %d seeds kept their point in another region", bits, n-moved, n)
+		}
+	}
 }

@@ -91,7 +91,7 @@ func (s *Sim) startQuery(att *attempt, delay int64) {
 	var lat int64
 	for range 4 {
 		var l int64
-		_, to, l = s.regionTarget(lkQuery, &gw.rv[0], gw.cache, gw.pos, gw.side, s.region)
+		_, to, l = s.regionTarget(lkQuery, &gw.rv[0], gw.cache, gw.pos, gw.side, s.region, nil)
 		lat += l
 		if !slices.Contains(att.asked, to) {
 			break

@@ -74,13 +74,14 @@ func (s *Sim) cover(rv *regionView, side int8, x keyspace.Pos) {
 // regionTarget is indexclient.Regions.Target for a party at position from
 // with region view rv and lookup cache cache: it fetches the view when
 // absent or older than Config.RegionTTL (a walk to a random point of the
-// region), draws a random point of region g, refines a
+// region), draws a random point of region g (or takes at, an entry's
+// point: indexclient.Regions.EntryPoint), refines a
 // crowded view with a near question when the point lies in no sub-region
 // known in full, and returns the point, the node closest to it and the
 // latency in ms. The node is the true closest; when it joined or moved
 // after the view was fetched and no near question was asked now, the real
 // view would not know it: counted as a stale target.
-func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64, from keyspace.Pos, side int8, g keyspace.Region) (keyspace.Pos, int32, int64) {
+func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64, from keyspace.Pos, side int8, g keyspace.Region, at *keyspace.Pos) (keyspace.Pos, int32, int64) {
 	v := s.view(side)
 	now := s.e.now
 	lat := int64(0)
@@ -97,7 +98,12 @@ func (s *Sim) regionTarget(why lookupWhy, rv *regionView, cache map[uint64]int64
 			s.cover(rv, side, x)
 		}
 	}
-	pt := g.RandomPoint(s.e.rng)
+	var pt keyspace.Pos
+	if at != nil {
+		pt = *at
+	} else {
+		pt = g.RandomPoint(s.e.rng)
+	}
 	to := v.closestOne(pt)
 	s.m.regionTargets++
 	if rv.crowded && !(index.RegionView{Covered: rv.covered}).Covers(pt) {

@@ -168,7 +168,10 @@ func (s *Sim) writeJob(id, j int32, due bool, wb *writeBatches) {
 	}
 	for _, kw := range rc.Place {
 		k := kwNum(s, kw)
-		pt, to, l := s.regionTarget(lkWrite, &n.rv[k], n.cache, n.pos, n.side, s.kwRegion(k))
+		// The job's point of the region, the same for every writer
+		// (indexclient.Regions.EntryPoint).
+		ept := index.EntryPoint(s.kwRegion(k), kw, r.key)
+		pt, to, l := s.regionTarget(lkWrite, &n.rv[k], n.cache, n.pos, n.side, s.kwRegion(k), &ept)
 		wb.lat[k] = max(wb.lat[k], l)
 		s.takeOver(id, j)
 		r.wKw, r.wTo, r.wToGen, r.wToRun, r.wPt, r.wBy, r.wByGen = k, to, s.nodes[to].gen, s.nodes[to].runs, pt, id, n.gen
