@@ -25,10 +25,11 @@ type op struct {
 }
 
 // plan is a round's planned operations: writes and withdrawals by index
-// node, and entries still to be placed in their keyword's region.
+// node, entries still to be placed in their keyword's region, and final
+// withdrawals to send to their entries' points (sweepOrphans).
 type plan struct {
 	writes, withdraws map[peer.ID][]op
-	unplaced          []op
+	unplaced, blind   []op
 }
 
 // process plans and sends the writes and withdraws for the given held
@@ -101,10 +102,15 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 		was = append(was, kw)
 	}
 	r := index.Reconcile(was, want, rewrite && now >= st.next, tmpl.reset)
+	w.sweepOrphans(h, rank == 0 && len(st.where) == 0 && len(want) == 0, pl)
 	for _, kw := range r.Withdraw {
 		at := st.where[kw].at
-		pl.withdraws[at] = append(pl.withdraws[at], op{key: k, keyword: kw, final: index.RuledOut(h.State, kw, h.Project)})
+		final := index.RuledOut(h.State, kw, h.Project)
+		pl.withdraws[at] = append(pl.withdraws[at], op{key: k, keyword: kw, final: final})
 		delete(st.where, kw)
+		if final && h.State.Phase != job.Ready {
+			w.swept[k] = sweepOf(h.State)
+		}
 	}
 	tmpl.key = k
 	for _, kw := range r.Place {
@@ -155,6 +161,11 @@ func (w *Writer) listingOf(h pool.Held) (op, []string, bool) {
 func (w *Writer) planGone(held, gone map[string]bool, pl *plan) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for k := range w.swept {
+		if !held[k] && (gone == nil || gone[k]) {
+			delete(w.swept, k)
+		}
+	}
 	for k, st := range w.state {
 		if !held[k] && (gone == nil || gone[k]) {
 			delete(w.backups, k)
@@ -171,6 +182,12 @@ func (w *Writer) planGone(held, gone map[string]bool, pl *plan) {
 // (indexclient.Regions.EntryPoint), the same for every writer.
 func (w *Writer) send(ctx context.Context, pl *plan) WriteStats {
 	var stats WriteStats
+	for _, o := range pl.blind {
+		at, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, w.regions.EntryPoint(o.keyword, []byte(o.key)))
+		if err == nil {
+			pl.withdraws[at] = append(pl.withdraws[at], o)
+		}
+	}
 	for _, o := range pl.unplaced {
 		x := w.regions.EntryPoint(o.keyword, []byte(o.key))
 		at, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, x)

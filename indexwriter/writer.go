@@ -145,6 +145,7 @@ type Writer struct {
 	dirty   map[string]bool
 	claimed map[string]bool  // jobs whose entries' quarantine is reset when next written ready: left Ready (onChange), or a claim attempt ended unclaimed (Unquarantine)
 	backups map[string]int64 // ms: since when this node, a backup lister of the job, has seen it listable
+	swept   map[string]sweep // jobs whose entries this node withdrew at their points, as their closest, in that state
 	kick    chan struct{}
 
 	ctx    context.Context
@@ -188,6 +189,7 @@ func New(deps Deps, cfg Config) (*Writer, error) {
 		dirty:   map[string]bool{},
 		claimed: map[string]bool{},
 		backups: map[string]int64{},
+		swept:   map[string]sweep{},
 		kick:    make(chan struct{}, 1),
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -266,6 +268,9 @@ type WriteStats struct {
 
 // Flush processes the jobs that changed since the last flush.
 func (w *Writer) Flush(ctx context.Context) WriteStats {
+	if w.pool.Behind() {
+		return WriteStats{} // the changes stay dirty until the pool caught up
+	}
 	w.busy.Lock()
 	defer w.busy.Unlock()
 	w.mu.Lock()
@@ -290,6 +295,12 @@ func (w *Writer) Flush(ctx context.Context) WriteStats {
 // Round processes every job: writes what is missing, rewrites what is due,
 // withdraws what should no longer be listed.
 func (w *Writer) Round(ctx context.Context) WriteStats {
+	if w.pool.Behind() {
+		// A restarted node's jobs may have been claimed or finished while
+		// it was down: nothing is listed before its pool caught up
+		// (pool.CatchUp).
+		return WriteStats{}
+	}
 	w.busy.Lock()
 	defer w.busy.Unlock()
 	w.mu.Lock()

@@ -118,7 +118,8 @@ func (n *Node) cur() *instance {
 }
 
 // Start serves the HTTP API, dials the bootstrap and remembered peers,
-// refreshes the routing table and starts the node's background loops.
+// refreshes the routing table, catches the jobs it kept up with their
+// replicas (pool.CatchUp) and starts the node's background loops.
 func (n *Node) Start(ctx context.Context) error {
 	if n.cfg.HTTPAddr != "" {
 		if err := n.serveHTTP(); err != nil {
@@ -145,6 +146,14 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 	in := n.cur()
+	// A node restarted with jobs exchanges their states with its fellow
+	// replicas before its index writer lists any (pool.CatchUp).
+	if in.pool != nil {
+		if st := in.pool.CatchUp(ctx); st.Held > 0 {
+			n.log.Info("caught up with the replicas of the jobs kept", "held", st.Held, "merged", st.Merged,
+				"failed", st.Failed, "elapsed", st.Elapsed)
+		}
+	}
 	n.Sample() // the series' first sample, whose request rates are unknown
 	n.goLoop(n.sampleLoop)
 	n.running.Store(true)

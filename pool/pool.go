@@ -72,6 +72,11 @@ type Pool struct {
 	log     *slog.Logger
 	r       int
 
+	// behind is set while the jobs loaded from the store at start have
+	// not yet been through a republish round (CatchUp): their states may
+	// be older than their fellow replicas'.
+	behind atomic.Bool
+
 	mu    sync.Mutex
 	jobs  map[string]*entry              // by job key (CID bytes)
 	units map[string]map[string]struct{} // job keys held, by unit key (hold, unhold)
@@ -128,6 +133,7 @@ func New(deps Deps, cfg Config) (*Pool, error) {
 	if err := p.load(); err != nil {
 		return nil, err
 	}
+	p.behind.Store(p.Len() > 0)
 	p.registerMetrics(ep.Metrics().Registry)
 	ep.Handle(wire.ProtoJobStore, wire.MaxJobFrame, []certs.Role{certs.RoleNode, certs.RoleProject}, p.handleStore)
 	ep.Handle(wire.ProtoJobGet, 64<<10, nil, p.handleGet)

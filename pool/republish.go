@@ -36,6 +36,27 @@ type RoundStats struct {
 	handed map[string]bool
 }
 
+// CatchUp runs a republish round now when this pool started with jobs
+// from its store and none has run since (a node that restarted): every
+// held job's state is exchanged with its fellow replicas, whose replies
+// merge in what changed while the node was down — a claim, a result, a
+// collection. Until then the node's index writer lists none of its jobs
+// (Behind): a restarted node listed the jobs it held as ready when it went
+// down, claimed meanwhile, and each listing sent clients to a claimed job
+// until the republish round that came 20–30 min later (issue 24). The
+// node calls it once it has joined (node.Start); it returns the round's
+// figures, zero when there was nothing to catch up.
+func (p *Pool) CatchUp(ctx context.Context) RoundStats {
+	if !p.behind.Load() {
+		return RoundStats{}
+	}
+	return p.RepublishRound(ctx)
+}
+
+// Behind reports whether the jobs this pool loaded at start still wait for
+// their first republish round (CatchUp).
+func (p *Pool) Behind() bool { return p.behind.Load() }
+
 func (p *Pool) republishLoop() {
 	for {
 		t := time.NewTimer(p.jitter())
@@ -113,6 +134,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	}
 	st.handed = nil
 	st.Elapsed = time.Since(start)
+	p.behind.Store(false)
 	return st
 }
 

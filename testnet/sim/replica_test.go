@@ -50,7 +50,7 @@ func TestSyncFailureReplanned(t *testing.T) {
 	s, j := idle(t)
 	ids := holders(s, j)
 	s.e.now = 1_000
-	s.republish(ids[0])
+	s.republish(ids[0], true)
 	leave(s, ids[1])
 	now := closestOf(s, j)
 	next := now[len(now)-1]

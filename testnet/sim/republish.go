@@ -30,8 +30,9 @@ const (
 // closest (it may be newer) and, past the replica expiry, are dropped
 // once handed on (handedOn); collected jobs are deleted after T_collect
 // (pool.ExpireNow). The views are the live ring: the node's probe before
-// its plan. Items are batched per peer: one RPC each.
-func (s *Sim) republish(id int32) {
+// its plan. Items are batched per peer: one RPC each. again schedules the
+// node's next round (false: a restarted node's catch-up, pool.CatchUp).
+func (s *Sim) republish(id int32, again bool) {
 	n := &s.nodes[id]
 	now := s.e.now
 	jobs, items := s.roundJobs(id)
@@ -71,7 +72,9 @@ func (s *Sim) republish(id int32) {
 		b := &batch{from: id, fromGen: n.gen, items: plan[t]}
 		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b})
 	}
-	s.e.after(s.e.uniform(ms(s.c.RepublishMin), ms(s.c.RepublishMax)), event{kind: evRepublish, node: id, gen: n.gen})
+	if again {
+		s.e.after(s.e.uniform(ms(s.c.RepublishMin), ms(s.c.RepublishMax)), event{kind: evRepublish, node: id, gen: n.gen})
+	}
 }
 
 // roundJobs is what node id's round plans over: each held job, in job

@@ -105,8 +105,9 @@ type jobRec struct {
 	wToRun   uint32 // the index node's run (node.runs) the entry was written in
 	wNext    int64  // next rewrite, ms
 	wPt      keyspace.Pos
-	wClaimed bool     // left ready since its writer last wrote it ready: the next write resets the quarantine (indexwriter's claimed set)
-	view     []string // replica set (peer IDs) the writer last saw, carried in the entry
+	wClaimed bool      // left ready since its writer last wrote it ready: the next write resets the quarantine (indexwriter's claimed set)
+	view     []string  // replica set (peer IDs) the writer last saw, carried in the entry
+	swept    sweepMark // the last withdrawal at the job's entry points by its closest (indexwriter's swept set)
 
 	gtClient  int32
 	gtUntil   int64
@@ -341,6 +342,13 @@ func (s *Sim) join(id int32) {
 		}
 		s.enqueue(id, wop{job: j})
 	}
+	// Before its writer's first tick it exchanges its jobs' states with
+	// their replicas (pool.CatchUp, run once node.Join is done): the
+	// replies arrive within a round trip, almost always before the tick's
+	// flush (the real writer waits for the whole round: Pool.Behind).
+	if len(n.jobs) > 0 && now > 0 {
+		s.e.after(0, event{kind: evRepublish, node: id, gen: n.gen, arg: 1})
+	}
 }
 
 // timers schedules a fresh incarnation's periodic rounds.
@@ -505,7 +513,7 @@ func (s *Sim) dispatch(ev event) {
 		s.stored(ev)
 	case evRepublish:
 		if s.alive(ev) {
-			s.republish(ev.node)
+			s.republish(ev.node, ev.arg == 0) // arg 1: a restart's catch-up round
 		}
 	case evSync:
 		s.sync(ev)

@@ -162,9 +162,16 @@ func (s *Sim) writeJob(id, j int32, due bool, wb *writeBatches) {
 		r.wClaimed = false
 	}
 	rc := index.Reconcile(written, want, due, reset)
+	if rep != nil && !mine && len(want) == 0 && st.Phase != job.Ready && s.isClosest(id, j) {
+		s.sweepOrphans(id, j, st, wb)
+	}
 	for _, kw := range rc.Withdraw {
-		wb.put(true, r.wTo, j, r.wPt, kwNum(s, kw), finalFlag(index.RuledOut(st, kw, s.c.Keyword)))
+		final := index.RuledOut(st, kw, s.c.Keyword)
+		wb.put(true, r.wTo, j, r.wPt, kwNum(s, kw), finalFlag(final))
 		r.wKw = -1
+		if final && st.Phase != job.Ready {
+			r.swept = sweepMark{by: id, run: n.runs, phase: st.Phase, start: st.Start}
+		}
 	}
 	for _, kw := range rc.Place {
 		k := kwNum(s, kw)
@@ -282,6 +289,41 @@ func (s *Sim) takeOverDead(id int32, listed []int32) {
 		}
 		if w >= 0 && s.nodes[w].jobs[j] != nil {
 			s.enqueue(w, wop{job: j})
+		}
+	}
+}
+
+// sweepMark is the state of a job when node by (in its run run) withdrew
+// its entries at their points (indexwriter's swept set).
+type sweepMark struct {
+	by    int32
+	run   uint32
+	phase job.Phase
+	start int64
+}
+
+// sweepOrphans is indexwriter's sweepOrphans: node id, job j's closest,
+// holds it in a state listed nowhere and wrote none of its entries (it
+// took the listing over, or restarted), so it sends a final withdrawal to
+// each ruled-out keyword's entry point, once per state and run.
+func (s *Sim) sweepOrphans(id, j int32, st job.State, wb *writeBatches) {
+	n := &s.nodes[id]
+	r := &s.jobs[j]
+	m := sweepMark{by: id, run: n.runs, phase: st.Phase, start: st.Start}
+	if r.swept == m {
+		return
+	}
+	r.swept = m
+	for k := int8(0); k <= 1; k++ {
+		kw := s.kwName(k)
+		if !index.RuledOut(st, kw, s.c.Keyword) {
+			continue
+		}
+		ept := index.EntryPoint(s.kwRegion(k), kw, r.key)
+		pt, to, l := s.regionTarget(lkWrite, &n.rv[k], n.cache, n.pos, n.side, s.kwRegion(k), &ept)
+		wb.lat[k] = max(wb.lat[k], l)
+		if to >= 0 {
+			wb.put(true, to, j, pt, k, wFinal)
 		}
 	}
 }
