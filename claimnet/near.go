@@ -1,6 +1,10 @@
 package claimnet
 
 import (
+	"context"
+	"slices"
+	"time"
+
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
@@ -71,4 +75,53 @@ func certNearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func
 		return false
 	}
 	return near, claim.Quorum(min(r, len(all)))
+}
+
+// probeBudget bounds the probes of one judgement (probeNear), in all.
+const probeBudget = 2 * time.Second
+
+// anyFar reports whether a node some statement names is not near.
+func anyFar(stmts []claim.Statement, near func(node string) bool) bool {
+	for _, st := range stmts {
+		if !near(string(st.Node)) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyFarReply is anyFar for a confirm's replies.
+func anyFarReply(replies []claim.Reply, near func(node string) bool) bool {
+	for _, r := range replies {
+		if !near(r.Node) {
+			return true
+		}
+	}
+	return false
+}
+
+// probeNear probes the nodes d takes to be nearest pos and not known down
+// (dht.NearestLive: a connected peer counts as alive without an RPC, one
+// not connected is dialled), marking dead those that do not answer, and
+// reports whether that changed the r + claim.NearExtra nearest not marked
+// dead. A confirm or a certificate names the nodes that were the job's
+// live nearest when they granted or accepted; a node that still counts
+// nodes that were down then (nothing told it they left) placed the
+// farthest of them outside its r + 3 nearest. With half the nodes down
+// (the 128-node churn run at 30 s lifetimes) replicas refused honest
+// confirms ("3 of 4 replies granted by the job's closest nodes") and the
+// job's closest refused honest certificates as forged, kept the job ready
+// and listed, and sent clients to a claimed job until a republish round
+// (issue 24). Called only when some node named is outside the view, it
+// takes out only nodes that do not answer, so a forger gains nothing it
+// could not by a live confirm; its refused statements cost a probe of at
+// most the nodes ahead of those it names, each marked dead for its backoff
+// once it fails.
+func probeNear(d *dht.DHT, pos keyspace.Pos) bool {
+	n := d.Replication() + claim.NearExtra
+	before := d.NearestUnmarked(pos, n)
+	ctx, cancel := context.WithTimeout(context.Background(), probeBudget)
+	defer cancel()
+	d.NearestLive(ctx, pos, n)
+	return !slices.Equal(before, d.NearestUnmarked(pos, n))
 }

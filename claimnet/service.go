@@ -356,6 +356,9 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 			fmt.Errorf("reply of node %s: %w", peer.ID(replies[bad].Node), claim.ErrBadSignature))
 	}
 	near, need := nearRule(s.d, h.Pos, nowMS-s.started, s.cfg.Warmup.Milliseconds()) // up to f of the r may deny or be silent
+	if anyFarReply(replies, near) && probeNear(s.d, h.Pos) {
+		near, need = nearRule(s.d, h.Pos, nowMS-s.started, s.cfg.Warmup.Milliseconds())
+	}
 	s.mu.Lock()
 	pend, err := s.srv.Confirm(string(req.Job), h.State, client, replies, need, near, req.Start, h.TFinish, nowMS)
 	s.mu.Unlock()

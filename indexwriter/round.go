@@ -45,7 +45,9 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 	}
 	rankOf := w.rankFunc(ctx, rewrite)
 	for _, h := range helds {
-		w.planJob(h, rankOf(h.Pos), rewrite, now, pl)
+		if w.planJob(h, rankOf(h.Pos), rewrite, now, pl) {
+			w.sweepOrphans(h, pl)
+		}
 	}
 	w.planGone(held, gone, pl)
 	return w.send(ctx, pl)
@@ -71,8 +73,10 @@ func (w *Writer) rankFunc(ctx context.Context, rewrite bool) func(keyspace.Pos) 
 
 // planJob adds what one held job's entries need (index.Reconcile) to pl.
 // A node that joined nearer the job takes its listing over once it holds
-// the job: until then this node keeps the entries it wrote.
-func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *plan) {
+// the job: until then this node keeps the entries it wrote. It reports
+// whether the job's entries are to be swept (sweepOrphans): this node is
+// its closest, wrote none of them, and its state lists it nowhere.
+func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *plan) (sweep bool) {
 	k := string(h.Key)
 	closest := index.Lists(rank == 0, w.backupDue(k, rank, h.State, now), w.pool.ListingHeld(h.Key), w.listed(k))
 	var tmpl op // what every write of the job carries
@@ -102,7 +106,7 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 		was = append(was, kw)
 	}
 	r := index.Reconcile(was, want, rewrite && now >= st.next, tmpl.reset)
-	w.sweepOrphans(h, rank == 0 && len(st.where) == 0 && len(want) == 0, pl)
+	sweep = rank == 0 && len(st.where) == 0 && len(want) == 0 && h.State.Phase != job.Ready && w.swept[k] != sweepOf(h.State)
 	for _, kw := range r.Withdraw {
 		at := st.where[kw].at
 		final := index.RuledOut(h.State, kw, h.Project)
@@ -129,6 +133,7 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 	if r.Forget {
 		delete(w.state, k)
 	}
+	return sweep
 }
 
 // listingOf is what a held job's writes carry — its signed listing, the
