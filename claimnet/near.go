@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
@@ -43,36 +45,41 @@ func nearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(nod
 // certNearRule is nearRule for a claim certificate checked after the fact
 // (the proof of a claimed state a sync or a certify brings): an acceptor
 // counts as near when it is among the job's r + claim.NearExtra nearest
-// peers in d's routing table, those marked dead included, or among the
-// r + claim.NearExtra nearest not marked dead. A certificate's acceptors
-// were live and near when they accepted; under churn some of them leave
-// afterwards, and judging them by who is live now refused the certificate
-// at nodes that saw them leave, so the claim could not spread and the job
-// was split between claimed and ready replicas until the claim's deadline.
-// A list, not a radius: a peer ID can be ground to land near a job, so
-// only peers that joined (and so are, or were, in the routing table)
-// count — a radius let a forger's certificate of made-up acceptors pass
-// (testnet/bench TestBehaviourForgeGrants).
+// peers this node knows or lately knew (dht.NearestSeen: the routing
+// table, those marked dead included, and those that left it within
+// dht.Config.DepartedKeep), among the r + claim.NearExtra nearest not
+// marked dead, or no farther from the job than the farthest of the first
+// list. A certificate's acceptors were live and near when they accepted;
+// under churn some leave afterwards, and a node that restarted since
+// never knew them: judging by who it knows refused honest certificates
+// (the 128-node churn run's writers kept claimed jobs listed, each serve
+// a lost claim for some client). The distance covers them; what it lets
+// in is bounded by the account rule the caller applies (every acceptance
+// of a distinct node certificate, ProofChecker.Check): a forger needs q
+// certified accounts whose positions it ground near the job, which is q
+// colluding nodes — beyond f, as for a live confirm. (A radius alone,
+// without that rule, let one forger's made-up peers, their positions
+// signed by its single account, pass: testnet/bench
+// TestBehaviourForgeGrants.)
 func certNearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func(node string) bool, need int) {
 	r := d.Replication()
-	live := d.NearestUnmarked(pos, r+claim.NearExtra)
-	all := d.NearestLocal(pos, r+claim.NearExtra)
+	n := r + claim.NearExtra
+	live := d.NearestUnmarked(pos, n)
+	all := d.NearestSeen(pos, n)
 	judge := claim.CanJudge(d.RoutingTableSize(), r, upMS, warmupMS)
+	var radius keyspace.Pos
+	bounded := len(all) == n
+	if bounded {
+		radius = keyspace.Distance(keyspace.PeerPos([]byte(all[n-1])), pos)
+	}
 	near = func(node string) bool {
 		if !judge {
 			return true // the routing table is still filling: no ground to refuse
 		}
-		for _, p := range all {
-			if string(p) == node {
-				return true
-			}
+		if slices.Contains(all, peer.ID(node)) || slices.Contains(live, peer.ID(node)) {
+			return true
 		}
-		for _, p := range live {
-			if string(p) == node {
-				return true
-			}
-		}
-		return false
+		return bounded && keyspace.Compare(keyspace.Distance(keyspace.PeerPos([]byte(node)), pos), radius) <= 0
 	}
 	return near, claim.Quorum(min(r, len(all)))
 }

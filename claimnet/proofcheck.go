@@ -82,12 +82,20 @@ func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Pro
 		return err
 	}
 	sigs := newBatch(2 * len(accepts))
+	accounts := make(map[string]bool, len(signed))
 	for i, s := range signed {
 		node := peer.ID(stmts[i].Node)
 		id, err := c.ep.Admission().Verifier().VerifyCert(s.Cert, now, certs.RoleNode)
 		if err != nil {
 			return fmt.Errorf("%w: acceptance of node %s: %w", job.ErrForgedProof, node, err)
 		}
+		// One acceptance per node certificate: the certificate's rule
+		// counts acceptors by their distance to the job, so one account's
+		// made-up peers must not count more than once (certNearRule).
+		if accounts[string(id.PublicKey)] {
+			return fmt.Errorf("%w: two acceptances under the certificate of %q", job.ErrForgedProof, id.Name)
+		}
+		accounts[string(id.PublicKey)] = true
 		if err := bindReply(c.positions, i, s, &stmts[i], id.PublicKey, sigs); err != nil {
 			return fmt.Errorf("%w: acceptance of node %s signed by %q: %w", job.ErrForgedProof, node, id.Name, err)
 		}

@@ -83,6 +83,11 @@ type Config struct {
 	// already flowing. A peer that died since is caught by the failed
 	// sync that follows, which marks it dead. Default 30 s.
 	ProbeFresh time.Duration
+	// DepartedKeep is how long a node that left the routing table still
+	// counts among the nodes this party knew near a position
+	// (NearestSeen: a claim certificate's acceptors that have left since).
+	// Default 1 h.
+	DepartedKeep time.Duration
 	// AlwaysProbe pings every peer once per probe round, however recently
 	// it was heard from (ProbeFresh unused).
 	AlwaysProbe bool
@@ -137,6 +142,9 @@ func (c *Config) ApplyDefaults() {
 	if c.ProbeFresh == 0 {
 		c.ProbeFresh = 30 * time.Second
 	}
+	if c.DepartedKeep == 0 {
+		c.DepartedKeep = time.Hour
+	}
 }
 
 // Validate reports the first bad field of c (after ApplyDefaults), naming
@@ -163,6 +171,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("dht config: ProbeBackoff %s is negative", c.ProbeBackoff)
 	case c.ProbeFresh < 0:
 		return fmt.Errorf("dht config: ProbeFresh %s is negative", c.ProbeFresh)
+	case c.DepartedKeep < 0:
+		return fmt.Errorf("dht config: DepartedKeep %s is negative", c.DepartedKeep)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ type DHT struct {
 	self  keyspace.Pos
 	live  liveness
 	added addedHooks
+	left  departed
 
 	lookups      atomic.Int64 // lookups that went to the network
 	cachedHits   atomic.Int64 // lookups answered from the cache
@@ -91,6 +92,7 @@ func New(deps Deps, cfg Config) (*DHT, error) {
 	}
 	d.kad = kad
 	d.hookPeerAdded()
+	d.hookPeerRemoved()
 	d.followAdmission(ep, adm)
 	go d.sweepLoop(adm)
 	if cfg.Mode != ModeClient { // in auto mode others ask only while it serves

@@ -1,0 +1,102 @@
+package dht
+
+import (
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/dht/keyspace"
+)
+
+// departedMax bounds the nodes remembered after they left the routing
+// table (departed); the oldest are forgotten first.
+const departedMax = 2048
+
+// departed remembers the nodes that left this party's routing table (a
+// dropped connection, a revocation) and when, for DepartedKeep: a node
+// that judges a claim's certificate counts its acceptors that have left
+// since as near (claimnet's certificate rule), and kad-dht removes a peer
+// from the routing table as soon as its connection drops, so the table
+// alone forgot them.
+type departed struct {
+	mu    sync.Mutex
+	at    map[peer.ID]time.Time
+	order []peer.ID // insertion order, for eviction; may hold stale IDs
+}
+
+// hookPeerRemoved chains the departed record after kad-dht's own
+// routing-table removal callback; a peer that comes back is forgotten by
+// peerAdded's hook.
+func (d *DHT) hookPeerRemoved() {
+	rt := d.kad.RoutingTable()
+	prev := rt.PeerRemoved
+	rt.PeerRemoved = func(p peer.ID) {
+		if prev != nil {
+			prev(p)
+		}
+		d.left.add(p, d.env.Now())
+	}
+	d.OnPeerAdded(d.left.remove)
+}
+
+func (l *departed) add(p peer.ID, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at == nil {
+		l.at = map[peer.ID]time.Time{}
+	}
+	if _, ok := l.at[p]; !ok {
+		l.order = append(l.order, p)
+	}
+	l.at[p] = now
+	for len(l.at) > departedMax && len(l.order) > 0 {
+		delete(l.at, l.order[0])
+		l.order = l.order[1:]
+	}
+	if len(l.order) > 2*departedMax { // stale IDs of peers that came back
+		keep := l.order[:0]
+		for _, q := range l.order {
+			if _, ok := l.at[q]; ok {
+				keep = append(keep, q)
+			}
+		}
+		l.order = keep
+	}
+}
+
+func (l *departed) remove(p peer.ID) {
+	l.mu.Lock()
+	delete(l.at, p)
+	l.mu.Unlock()
+}
+
+// since returns the peers that left at or after t.
+func (l *departed) since(t time.Time) []peer.ID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []peer.ID
+	for p, at := range l.at {
+		if !at.Before(t) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// NearestSeen returns the n peers nearest to the raw position pos among
+// the routing table (this party included when it is a node) and the nodes
+// that left it within DepartedKeep: the nodes that are, or lately were,
+// among pos's nearest in this party's view. Nearest first. Only nodes
+// that were admitted into the routing table appear, so a peer ID ground
+// near pos counts only if it joined.
+func (d *DHT) NearestSeen(pos keyspace.Pos, n int) []peer.ID {
+	ps := d.NearestLocal(pos, n)
+	gone := d.left.since(d.env.Now().Add(-d.cfg.DepartedKeep))
+	if len(gone) == 0 {
+		return ps
+	}
+	ps = append(ps, gone...)
+	SortPeers(pos, ps)
+	return ps[:min(n, len(ps))]
+}
