@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
@@ -87,31 +88,34 @@ func certNearRule(d *dht.DHT, pos keyspace.Pos, upMS, warmupMS int64) (near func
 // probeBudget bounds the probes of one judgement (probeNear), in all.
 const probeBudget = 2 * time.Second
 
-// anyFar reports whether a node some statement names is not near.
-func anyFar(stmts []claim.Statement, near func(node string) bool) bool {
+// farOf returns the nodes statements name that are not near (at most
+// wire.MaxReplies: the decoder bounds them).
+func farOf(stmts []claim.Statement, near func(node string) bool) []peer.ID {
+	var far []peer.ID
 	for _, st := range stmts {
 		if !near(string(st.Node)) {
-			return true
+			far = append(far, peer.ID(st.Node))
 		}
 	}
-	return false
+	return far
 }
 
-// anyFarReply is anyFar for a confirm's replies.
-func anyFarReply(replies []claim.Reply, near func(node string) bool) bool {
+// farReplies is farOf for a confirm's replies.
+func farReplies(replies []claim.Reply, near func(node string) bool) []peer.ID {
+	var far []peer.ID
 	for _, r := range replies {
 		if !near(r.Node) {
-			return true
+			far = append(far, peer.ID(r.Node))
 		}
 	}
-	return false
+	return far
 }
 
-// probeNear probes the nodes d takes to be nearest pos and not known down
-// (dht.NearestLive: a connected peer counts as alive without an RPC, one
-// not connected is dialled), marking dead those that do not answer, and
-// reports whether that changed the r + claim.NearExtra nearest not marked
-// dead. A confirm or a certificate names the nodes that were the job's
+// probeNear dials the named nodes d does not know, then probes the nodes
+// it takes to be nearest pos and not known down (dht.NearestLive: a
+// connected peer counts as alive without an RPC, one not connected is
+// dialled), marking dead those that do not answer, and reports whether
+// that changed the r + claim.NearExtra nearest not marked dead. A confirm or a certificate names the nodes that were the job's
 // live nearest when they granted or accepted; a node that still counts
 // nodes that were down then (nothing told it they left) placed the
 // farthest of them outside its r + 3 nearest. With half the nodes down
@@ -124,11 +128,22 @@ func anyFarReply(replies []claim.Reply, near func(node string) bool) bool {
 // could not by a live confirm; its refused statements cost a probe of at
 // most the nodes ahead of those it names, each marked dead for its backoff
 // once it fails.
-func probeNear(d *dht.DHT, pos keyspace.Pos) bool {
+func probeNear(d *dht.DHT, pos keyspace.Pos, named []peer.ID) bool {
 	n := d.Replication() + claim.NearExtra
 	before := d.NearestUnmarked(pos, n)
 	ctx, cancel := context.WithTimeout(context.Background(), probeBudget)
 	defer cancel()
+	// A named node this one does not know (it joined or restarted since
+	// this node last heard of it) is dialled: an admitted node enters the
+	// routing table on its hello, and is then judged like any other.
+	for _, p := range named {
+		if p == d.ID() || slices.Contains(d.NearestLocal(pos, 4*n), p) || !d.IsAlive(ctx, p) {
+			continue
+		}
+		if a, ok := d.Endpoint().Admission().Get(p); ok && a.Role() == certs.RoleNode {
+			_, _ = d.AddToRoutingTable(p) // as node.Join does: kad-dht's own add waits for identify
+		}
+	}
 	d.NearestLive(ctx, pos, n)
 	return !slices.Equal(before, d.NearestUnmarked(pos, n))
 }

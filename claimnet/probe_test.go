@@ -2,6 +2,7 @@ package claimnet_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,4 +90,39 @@ func TestCertificateAfterProbe(t *testing.T) {
 			st.Phase, st.Start, w.cl.Start, judge.Pool().Evidence())
 	}
 	t.Logf("%d of the claim's nodes outside the judge's rule before the probe; claim taken after it", outside)
+}
+
+// TestConfirmLearnsUnknownGrantor: one of a job's replicas is unknown to
+// the others (it restarted, and no lookup has met it since: it is in no
+// routing table of theirs), so its grant comes from a node outside their
+// near view. A confirming node dials a named node it does not know; an
+// admitted node enters its routing table and is judged like any, so the
+// claim is won. Before, every confirm with that grant among the quorum
+// was refused ("3 of 4 replies granted by the job's closest nodes"), the
+// tail of the 128-node churn run at 30 s lifetimes. The control: before
+// the claim, the confirm's rule at each other replica counts it far.
+func TestConfirmLearnsUnknownGrantor(t *testing.T) {
+	cn := startClaimNet(t, 12, 1, 98)
+	key := cn.keys[0]
+	pos := keyspace.KeyPos(key)
+	holders := cn.net.Holders(key)
+	unknown := cn.net.Node(holders[0]).ID()
+	const up, warmup = 1 << 40, 0
+	for _, nd := range cn.net.Live() {
+		if nd.ID() == unknown {
+			continue
+		}
+		nd.DHT().Kad().RoutingTable().RemovePeer(unknown)
+		if near, _ := claimnet.NearRule(nd.DHT(), pos, up, warmup); near(string(unknown)) {
+			t.Fatalf("control: %s still counts the removed replica near", nd.Name())
+		}
+	}
+	_, cl := cn.client(t, "w")
+	got, err := cl.Claim(context.Background(), key)
+	if err != nil {
+		t.Fatalf("claim with a replica the others do not know: %v", err)
+	}
+	if !slices.Contains(got.Granted, unknown) {
+		t.Logf("the unknown replica's grant was not among those used: %v", got.Granted)
+	}
 }

@@ -75,7 +75,7 @@ func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Pro
 	near, need := certNearRule(c.d, pos, now.UnixMilli()-c.started, c.warmup)
 	// The statements first (cheap), the signatures only of a certificate
 	// that would prove the state.
-	if anyFar(stmts, near) && probeNear(c.d, pos) {
+	if far := farOf(stmts, near); len(far) > 0 && probeNear(c.d, pos, far) {
 		near, need = certNearRule(c.d, pos, now.UnixMilli()-c.started, c.warmup)
 	}
 	if err := claim.CheckClaimProof(key, st, stmts, rel, need, near, tFinish); err != nil {

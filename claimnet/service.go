@@ -356,7 +356,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 			fmt.Errorf("reply of node %s: %w", peer.ID(replies[bad].Node), claim.ErrBadSignature))
 	}
 	near, need := nearRule(s.d, h.Pos, nowMS-s.started, s.cfg.Warmup.Milliseconds()) // up to f of the r may deny or be silent
-	if anyFarReply(replies, near) && probeNear(s.d, h.Pos) {
+	if far := farReplies(replies, near); len(far) > 0 && probeNear(s.d, h.Pos, far) {
 		near, need = nearRule(s.d, h.Pos, nowMS-s.started, s.cfg.Warmup.Milliseconds())
 	}
 	s.mu.Lock()
