@@ -102,7 +102,10 @@ func reasons(evs []pool.Evidence, subs ...string) map[string]int {
 // made-up peers its own account placed — are all refused and kept as
 // evidence against it, each way for its own reason.
 func TestBehaviourForgeGrants(t *testing.T) {
-	run := runBehaviour(t, testnet.BehaviourForgeGrants, nil, nil)
+	// The forger forges on the jobs it holds ready or claimed at each of
+	// its rounds; jobs here pass through those states in well under the
+	// default 200 ms, so one run in three saw none at a round boundary.
+	run := runBehaviour(t, testnet.BehaviourForgeGrants, func(o *bench.Options) { o.Adversary.Interval = 40 * time.Millisecond }, nil)
 	c := run.counts
 	if c["forge-grants/granted"] == 0 || c["forge-grants/accepted"] == 0 {
 		t.Errorf("the forger granted %d claims and accepted %d confirms: the clients never asked it", c["forge-grants/granted"], c["forge-grants/accepted"])
@@ -119,7 +122,11 @@ func TestBehaviourForgeGrants(t *testing.T) {
 	if refused == 0 {
 		t.Errorf("%d forged certificates delivered, none refused against %s", c["forge-grants/sent"], run.byz)
 	}
-	why := reasons(run.evidence, "position record names peer", "is not our CA", "acceptances from the job's closest nodes")
+	// Made-up peers are refused as far from the job or, when the distance
+	// rule counts them (in a network this small, most), as acceptances
+	// under one node certificate.
+	why := reasons(run.evidence, "position record names peer", "is not our CA", "acceptances from the job's closest nodes",
+		"two acceptances under the certificate of")
 	t.Logf("refusal reasons %v", why)
 	for s, k := range why {
 		if k == 0 {
