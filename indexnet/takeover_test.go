@@ -25,25 +25,7 @@ func TestWriterTakeover(t *testing.T) {
 
 	// A job whose writer holds none of its entries itself, so that every
 	// entry outlives the writer until it expires.
-	victim, writer := []byte(nil), -1
-	for _, k := range keys {
-		w := in.net.Index(in.net.TrueClosest(k, 1)[0])
-		own := false
-		for _, kw := range in.jobs[string(k)] {
-			h := in.entryHolders(kw, k)
-			if len(h) != 1 {
-				t.Fatalf("job %x listed under %q on %v, want one index node", k[len(k)-4:], kw, h)
-			}
-			own = own || h[0] == w
-		}
-		if !own {
-			victim, writer = k, w
-			break
-		}
-	}
-	if victim == nil {
-		t.Fatal("every job's writer holds one of its entries")
-	}
+	victim, writer, _ := in.writerWithoutEntries(t, keys)
 	kws := in.jobs[string(victim)]
 	if err := in.net.Kill(writer); err != nil {
 		t.Fatal(err)
@@ -100,29 +82,7 @@ func TestTakeoverRewritesInPlace(t *testing.T) {
 		rng := rand.New(rand.NewPCG(51, 51))
 		keys := in.submit(t, in.project(t, "lhc"), 20, rng)
 		ctx := context.Background()
-		var victim []byte
-		writer := -1
-		before := map[string]int{}
-		for _, k := range keys {
-			w := in.net.Index(in.net.TrueClosest(k, 1)[0])
-			own := false
-			for _, kw := range in.jobs[string(k)] {
-				h := in.entryHolders(kw, k)
-				if len(h) != 1 {
-					t.Fatalf("job %x listed under %q on %v, want one index node", k[len(k)-4:], kw, h)
-				}
-				before[kw] = h[0]
-				own = own || h[0] == w
-			}
-			if !own {
-				victim, writer = k, w
-				break
-			}
-			clear(before)
-		}
-		if victim == nil {
-			t.Fatal("every job's writer holds one of its entries")
-		}
+		victim, writer, before := in.writerWithoutEntries(t, keys)
 		kws := in.jobs[string(victim)]
 		if orphan {
 			// The dead writer's entry under the first keyword, also at
@@ -166,4 +126,31 @@ func TestTakeoverRewritesInPlace(t *testing.T) {
 		}
 		t.Logf("orphan %v: %d entries of the claimed job left", orphan, left)
 	}
+}
+
+// writerWithoutEntries returns a job of keys whose writer (its closest
+// node) holds none of its entries itself, the writer, and the index node
+// holding each of the job's keywords' entry; it fails the test when a job
+// is listed on more or fewer than one index node per keyword, or when
+// every writer holds an entry of its job.
+func (in *idxNet) writerWithoutEntries(t *testing.T, keys [][]byte) ([]byte, int, map[string]int) {
+	t.Helper()
+	for _, k := range keys {
+		w := in.net.Index(in.net.TrueClosest(k, 1)[0])
+		at := map[string]int{}
+		own := false
+		for _, kw := range in.jobs[string(k)] {
+			h := in.entryHolders(kw, k)
+			if len(h) != 1 {
+				t.Fatalf("job %x listed under %q on %v, want one index node", k[len(k)-4:], kw, h)
+			}
+			at[kw] = h[0]
+			own = own || h[0] == w
+		}
+		if !own {
+			return k, w, at
+		}
+	}
+	t.Fatal("every job's writer holds one of its entries")
+	return nil, -1, nil
 }

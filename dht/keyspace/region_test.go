@@ -166,13 +166,7 @@ func TestRandomPointUniform(t *testing.T) {
 				ones[j] += p.Bit(j)
 			}
 		}
-		chi2 := 0.0
-		for _, c := range cells {
-			d := float64(c) - n/16.0
-			chi2 += d * d / (n / 16.0)
-		}
-		// 15 degrees of freedom: P(chi2 > 45) is about 7e-5.
-		if chi2 > 45 {
+		if chi2 := chiSquare16(cells, n); chi2 > 45 {
 			t.Errorf("bits %d: chi-square %.1f over 16 cells %v", bits, chi2, cells)
 		}
 		for j := bits; j < Bits; j++ {
@@ -274,16 +268,22 @@ func TestPointFor(t *testing.T) {
 		if bits+4 > Bits {
 			continue
 		}
-		chi2 := 0.0
-		for _, c := range cells {
-			d := float64(c) - n/16.0
-			chi2 += d * d / (n / 16.0)
-		}
-		if chi2 > 45 {
+		if chi2 := chiSquare16(cells, n); chi2 > 45 {
 			t.Errorf("bits %d: chi-square %.1f over 16 cells %v", bits, chi2, cells)
 		}
 		if bits > 0 && moved != n {
 			t.Errorf("bits %d: %d of %d seeds kept their point in another region", bits, n-moved, n)
 		}
 	}
+}
+
+// chiSquare16 is the chi-square statistic of n draws counted in 16 equal
+// cells: 15 degrees of freedom, P(> 45) about 7e-5.
+func chiSquare16(cells [16]int, n int) float64 {
+	chi2 := 0.0
+	for _, c := range cells {
+		d := float64(c) - float64(n)/16
+		chi2 += d * d / (float64(n) / 16)
+	}
+	return chi2
 }
