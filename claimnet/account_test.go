@@ -1,20 +1,17 @@
 package claimnet_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
-	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/wire"
 )
 
@@ -35,12 +32,7 @@ func TestCertificateOneAccountRefused(t *testing.T) {
 	// The judge: a replica that takes no part in the claim, so it still
 	// holds the job ready.
 	judge := cn.net.Node(holders[len(holders)-1])
-	refuse := func(context.Context, *overlay.Admitted, []byte) (any, error) {
-		return nil, overlay.StatusErr(wire.StatusInternal, errDeaf)
-	}
-	for _, proto := range []string{wire.ProtoClaim, wire.ProtoConfirm, wire.ProtoCertify} {
-		judge.Endpoint().Handle(protocol.ID(proto), 1<<20, []certs.Role{certs.RoleClient}, refuse)
-	}
+	deafen(judge, wire.ProtoClaim, wire.ProtoConfirm, wire.ProtoCertify)
 	w := cn.winClaim(t, "winner", key)
 	honest := cn.net.Node(holders[0]).Pool().Proof(key)
 	st, _ := cn.net.Node(holders[0]).Pool().State(key)

@@ -14,6 +14,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/wire"
@@ -168,11 +169,8 @@ func TestSignedReleaseSyncs(t *testing.T) {
 	key := cn.keys[0]
 	hs := cn.net.Holders(key)
 	deaf := hs[len(hs)-1]
-	refuse := func(context.Context, *overlay.Admitted, []byte) (any, error) {
-		return nil, overlay.StatusErr(wire.StatusInternal, errDeaf)
-	}
 	w := cn.winClaim(t, "winner", key)
-	cn.net.Node(deaf).Endpoint().Handle(wire.ProtoRelease, 1024, []certs.Role{certs.RoleClient}, refuse)
+	deafen(cn.net.Node(deaf), wire.ProtoRelease)
 	w.c.Release(context.Background(), w.cl, wire.SkipUnknown)
 	for _, i := range hs {
 		if i != deaf {
@@ -197,12 +195,7 @@ func TestClaimLearnedBySync(t *testing.T) {
 	key := cn.keys[0]
 	hs := cn.net.Holders(key)
 	deaf := hs[len(hs)-1]
-	refuse := func(context.Context, *overlay.Admitted, []byte) (any, error) {
-		return nil, overlay.StatusErr(wire.StatusInternal, errDeaf)
-	}
-	for _, proto := range []string{wire.ProtoConfirm, wire.ProtoCertify} {
-		cn.net.Node(deaf).Endpoint().Handle(protocol.ID(proto), 1<<20, []certs.Role{certs.RoleClient}, refuse)
-	}
+	deafen(cn.net.Node(deaf), wire.ProtoConfirm, wire.ProtoCertify)
 	w := cn.winClaim(t, "winner", key)
 	if st := cn.held(t, deaf, key); st.Phase != job.Ready {
 		t.Fatalf("the deaf replica holds %+v before any sync", st)
@@ -236,6 +229,17 @@ type claimParty struct {
 }
 
 var errDeaf = errors.New("this replica takes no part")
+
+// deafen makes node nd refuse clients' requests of the given claim
+// protocols (errDeaf): a replica that takes no part in them.
+func deafen(nd *node.Node, protos ...string) {
+	refuse := func(context.Context, *overlay.Admitted, []byte) (any, error) {
+		return nil, overlay.StatusErr(wire.StatusInternal, errDeaf)
+	}
+	for _, proto := range protos {
+		nd.Endpoint().Handle(protocol.ID(proto), 1<<20, []certs.Role{certs.RoleClient}, refuse)
+	}
+}
 
 // tFinish is the job's T_finish in ms.
 func (cn *claimNet) tFinish(t *testing.T, key []byte) int64 {

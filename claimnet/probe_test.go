@@ -6,13 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/protocol"
-
-	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claimnet"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
-	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/wire"
 )
@@ -47,12 +43,7 @@ func TestCertificateAfterProbe(t *testing.T) {
 	all := cn.net.TrueClosest(key, 16)
 	ji := cn.net.Index(all[0])
 	judge := cn.net.Node(ji)
-	refuse := func(context.Context, *overlay.Admitted, []byte) (any, error) {
-		return nil, overlay.StatusErr(wire.StatusInternal, errDeaf)
-	}
-	for _, proto := range []string{wire.ProtoClaim, wire.ProtoConfirm, wire.ProtoCertify} {
-		judge.Endpoint().Handle(protocol.ID(proto), 1<<20, []certs.Role{certs.RoleClient}, refuse)
-	}
+	deafen(judge, wire.ProtoClaim, wire.ProtoConfirm, wire.ProtoCertify)
 	for _, p := range all[1:5] {
 		if err := cn.net.Kill(cn.net.Index(p)); err != nil {
 			t.Fatal(err)
