@@ -77,9 +77,11 @@ func TestResultNeedsMajority(t *testing.T) {
 func TestResultRetriedUntilMajority(t *testing.T) {
 	cn, cl, won, env := submitNet(t, 72)
 	killed := cn.killAllBut(t, won, 1)
-	// Retries for about 25 s (waits capped at 1.6 s): restarting two
-	// nodes took longer than the 6 s of 8 tries under CI's race detector.
-	cl.SetSubmitBackoff(100*time.Millisecond, 20)
+	// Retries for about 90 s (waits capped at 1.6 s) and returns at the
+	// first majority: restarting two nodes (join, then the catch-up
+	// round) took longer than the 6 s of 8 tries under CI's race
+	// detector, and longer than the 25 s of 20 tries in one full CI run.
+	cl.SetSubmitBackoff(100*time.Millisecond, 60)
 	first := cn.net.Node(cn.net.Index(won.Nodes[0])).Pool()
 	type out struct {
 		n   int
@@ -95,9 +97,11 @@ func TestResultRetriedUntilMajority(t *testing.T) {
 		return has
 	})
 	for _, i := range killed[:2] {
+		began := time.Now()
 		if err := cn.net.Restart(context.Background(), i); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("node %d restarted in %v", i, time.Since(began))
 	}
 	got := <-done
 	if got.err != nil || got.n < 3 {
