@@ -41,6 +41,9 @@ type Record struct {
 	Deadline int64
 	Released bool
 	At       int64 // ms on this node's clock: when it accepted the confirm
+	// Settled is set once the claim needs no certificate watch (Unsettled):
+	// its certificate came, or the job's state moved past it.
+	Settled bool
 }
 
 // Logged is one record of Server.Log with the job it is for.

@@ -10,3 +10,7 @@ var (
 	NearRule     = nearRule
 	CertNearRule = certNearRule
 )
+
+// WatchCertificates runs one round of the certificate watch now and
+// reports how many claims it voided.
+func (s *Service) WatchCertificates() int { return s.watchCertificates() }

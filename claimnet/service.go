@@ -58,8 +58,9 @@ type Config struct {
 	Warmup time.Duration
 	// TCert is how long a claim this node accepted may go without its
 	// certificate (the client's /up/claim/certify, or a sync carrying it)
-	// before the node voids it when another client asks for the job
-	// (void.go). Default 1 min.
+	// before the node resyncs the job and then voids the claim (void.go:
+	// the certificate watch, which runs every TCert/4, and a claim
+	// request from another client). Default 1 min.
 	TCert time.Duration
 	// RequireTicket refuses a claim request without a ticket from one of
 	// the client's record nodes (checkTicket): the client's quota of jobs
@@ -182,6 +183,7 @@ type Service struct {
 	beforeConfirmApply func(key []byte)
 	voided             atomic.Int64 // mVoided's count, for Counts
 	why                whyTally     // denials and refusals by reason, for Counts
+	watch              certWatch    // the certificate watch's loop (void.go)
 }
 
 // New serves the claim protocols on a node: cfg's defaults applied, then
@@ -216,7 +218,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	}, []string{"signer"})
 	s.positions, s.forgers = newPositions(4096), map[string]int{}
 	s.mVoided = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "up_claims_voided_total", Help: "Claims accepted here that got no certificate within T_cert and were voided when another client asked.",
+		Name: "up_claims_voided_total", Help: "Claims accepted here that got no certificate within T_cert and were voided.",
 	})
 	ep.Metrics().Registry.MustRegister(s.mReplies, s.mConfirm, s.mForged, s.mVoided)
 	p.OnChange(s.onChange)
@@ -226,6 +228,8 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
 	ep.Handle(wire.ProtoCertify, 1<<20, clients, s.handleCertify)
 	ep.Handle(wire.ProtoJobExplain, wire.MaxJobKeyLen+64, explainers, s.handleExplain)
+	s.adoptUncertified()
+	s.startCertWatch()
 	return s, nil
 }
 

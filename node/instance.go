@@ -245,6 +245,9 @@ func (in *instance) close() error {
 	if in.reach != nil {
 		in.reach.Close()
 	}
+	if in.claims != nil {
+		errs = append(errs, in.claims.Close())
+	}
 	if in.writer != nil {
 		errs = append(errs, in.writer.Close())
 	}

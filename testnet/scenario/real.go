@@ -117,7 +117,7 @@ func (rr *realRun) options() testnet.Options {
 	o, p := rr.o, rr.p
 	opts := testnet.Options{Nodes: o.Nodes, Transport: testnet.Mocknet, Dir: rr.dir, Seed: o.Seed, PoolLoops: true,
 		Configure: func(_ int, cfg *node.Config) {
-			cfg.Claim.TClaim = p.TClaim
+			cfg.Claim.TClaim, cfg.Claim.TCert = p.TClaim, p.TCert
 			cfg.Claim.Limit, cfg.Claim.Burst = 1e9, 1<<30
 		}}
 	opts.DHT.Replication = o.R

@@ -177,6 +177,7 @@ type Periods struct {
 	TCollect                   time.Duration // 2 h
 	ExpirySweep                time.Duration // pool 10 s, index 30 s
 	TClaim                     time.Duration // 15 s
+	TCert                      time.Duration // 1 min: an accepted claim's wait for its certificate
 	TFinish                    time.Duration // static 48 h; dynamic 4 × job length
 	BalanceMin, BalanceMax     time.Duration // 20–60 min
 	CoolDown                   time.Duration // 21 min
@@ -199,6 +200,7 @@ func (o Options) periods() Periods {
 		ReplicaExpiry: sc(time.Hour, 0), TCollect: sc(2*time.Hour, 0),
 		ExpirySweep: sc(10*time.Second, time.Second),
 		TClaim:      sc(15*time.Second, 3*time.Second),
+		TCert:       sc(time.Minute, 3*time.Second),
 		BalanceMin:  sc(20*time.Minute, 0), BalanceMax: sc(60*time.Minute, 0),
 		CoolDown:    sc(21*time.Minute, 0),
 		LookupCache: sc(90*time.Second, 0), RegionTTL: sc(5*time.Minute, 0),
@@ -218,7 +220,7 @@ func (o Options) simConfig(balance bool) sim.Config {
 	p := o.periods()
 	c := sim.Config{Name: o.Scenario, Workload: sim.Static, Nodes: o.Nodes, Seed: o.Seed,
 		Jobs: o.Jobs, Rate: o.Rate, Gap: o.Gap, RunIdle: o.RunIdle, Keyword: scenarioProject,
-		R: o.R, TClaim: p.TClaim, TFinish: p.TFinish, TCollect: p.TCollect, Quarantine: p.Quarantine,
+		R: o.R, TClaim: p.TClaim, TCert: p.TCert, TFinish: p.TFinish, TCollect: p.TCollect, Quarantine: p.Quarantine,
 		IndexExpiry: p.IndexExpiry, RewriteMin: p.RewriteMin, RewriteMax: p.RewriteMax, WriterTick: p.WriterTick,
 		ReplicaExpiry: p.ReplicaExpiry, RepublishMin: p.RepublishMin, RepublishMax: p.RepublishMax,
 		HarvestEvery: p.HarvestEvery, Balance: balance, BalanceMin: p.BalanceMin, BalanceMax: p.BalanceMax,

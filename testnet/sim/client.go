@@ -271,6 +271,7 @@ func (s *Sim) confirm(ev event) {
 			_, _, err = srv.Applied(p, rep.st, now) // one event: nothing released meanwhile
 			if err == nil {
 				att.won = p.State
+				s.watchSoon(ev.node, s.e.now+ms(s.c.TCert))
 			}
 		}
 		ok = err == nil

@@ -61,6 +61,7 @@ type Config struct {
 	// Protocol parameters (thesis 4.3).
 	R             int           // replicas per job; default 5
 	TClaim        time.Duration // temporary claim life; default 15 s
+	TCert         time.Duration // an accepted claim's wait for its certificate before the watch voids it (claimnet); default 1 min
 	TFinish       time.Duration // claim life (job deadline); default 48 h static, 4×JobLength dynamic
 	TCollect      time.Duration // collected jobs kept; default 2 h
 	Quarantine    time.Duration // served index entry held back; default 2 min
@@ -263,6 +264,7 @@ func (c *Config) defaultWorkload() {
 func (c *Config) defaultProtocol() {
 	defInt(&c.R, 5)
 	defDur(&c.TClaim, 15*time.Second)
+	defDur(&c.TCert, time.Minute)
 	defDur(&c.TCollect, 2*time.Hour)
 	defDur(&c.Quarantine, 2*time.Minute)
 	defDur(&c.IndexExpiry, 16*time.Minute)

@@ -36,6 +36,7 @@ const (
 	evHandOn                      // a node hands jobs on to a newcomer: job the newcomer's slot, arg its incarnation
 	evStored                      // a first node's answer to the project's store, with its receipts, arrives (bat.call)
 	evCertify                     // a won claim's certificate arrives at a node that answered the claim
+	evCertWatch                   // a node's certificate watch round (certwatch.go)
 	nEvKinds
 )
 

@@ -15,6 +15,7 @@ type metrics struct {
 	reactions                               int // balances started by a piggy-backed load
 	failedAttempts, emptyQueries            int
 	uncertifiedRefused                      int    // claimed states or tombstones refused in syncs for want of a certificate
+	voided                                  int    // uncertified claims voided by the certificate watch (certwatch.go)
 	outcomes                                [5]int // failed attempts by claim.Outcome
 	notFound                                int    // failed attempts whose index queries found no job
 	lookups, cacheHits                      int

@@ -51,6 +51,7 @@ type node struct {
 	expiring bool
 	handed   map[int32]int64 // jobs handed on to a newer closest: when (ms), for the listing's grace (pool.ListingHeld)
 	resynced map[int32]int64 // jobs resynced on a client's repair request: when (ms), one per ResyncIntervalMS
+	watchAt  int64           // the certificate watch's next round (certwatch.go), 0: none
 	heard    map[int32]heard // peers heard from in this run, for the rounds' probes (liveness.go)
 
 	born int64 // ms this incarnation started (join or move)
@@ -310,6 +311,7 @@ func (s *Sim) join(id int32) {
 	}
 	n.joinSeq = s.e.seq
 	n.alive = true
+	n.watchAt = 0
 	n.cache = map[uint64]int64{}
 	n.heard = map[int32]heard{} // a restart drops every connection
 	n.rv = [2]regionView{}
@@ -348,6 +350,7 @@ func (s *Sim) join(id int32) {
 	// flush (the real writer waits for the whole round: Pool.Behind).
 	if len(n.jobs) > 0 && now > 0 {
 		s.e.after(0, event{kind: evRepublish, node: id, gen: n.gen, arg: 1})
+		s.adoptUncertified(id)
 	}
 }
 
@@ -547,6 +550,8 @@ func (s *Sim) dispatch(ev event) {
 		s.release(ev)
 	case evCertify:
 		s.certify(ev)
+	case evCertWatch:
+		s.certWatch(ev)
 	case evClientDone:
 		s.clientDone(ev.att)
 	case evResult:
