@@ -129,8 +129,8 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goLoop(n.reloadCRLLoop)
 	n.goLoop(n.savePeersLoop)
 	n.goLoop(func() { n.lb.Run(n.ctx) })
-	peers := append([]peer.AddrInfo(nil), n.cfg.Bootstrap...)
-	peers = append(peers, n.knownPeers(n.cfg.MaxKnownPeers)...)
+	known := n.knownPeers(n.cfg.MaxKnownPeers)
+	peers := append(append([]peer.AddrInfo(nil), n.cfg.Bootstrap...), known...)
 	if len(peers) == 0 {
 		n.log.Warn("no bootstrap and no remembered peers: this node is alone until other nodes join through it")
 	}
@@ -140,7 +140,7 @@ func (n *Node) Start(ctx context.Context) error {
 			tries = -1 // until ctx ends
 		}
 		if err := overlay.RetryJoin(ctx, n.log, time.Second, n.cfg.JoinBackoffMax, tries, func(ctx context.Context) error {
-			return n.Join(ctx, peers)
+			return n.join(ctx, peers, len(known) > 0)
 		}); err != nil {
 			return err
 		}
@@ -159,55 +159,6 @@ func (n *Node) Start(ctx context.Context) error {
 	n.running.Store(true)
 	n.log.Info("node started", "peer", n.ID(), "position", in.dht.Self().Short(),
 		"addrs", in.host.Addrs(), "routing_table", in.dht.RoutingTableSize())
-	return nil
-}
-
-// Join dials peers in parallel, waits until the reachable ones are
-// admitted, and refreshes the routing table with a lookup of the node's
-// own position. It fails only when none could be reached.
-func (n *Node) Join(ctx context.Context, peers []peer.AddrInfo) error {
-	in := n.cur()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	ok := 0
-	for _, ai := range peers {
-		if ai.ID == n.ID() {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, n.cfg.HelloTimeout)
-			defer cancel()
-			adm, err := in.ep.Join(cctx, ai) // follows a node that moved since ai was written
-			if err == nil && adm.Role() == certs.RoleNode {
-				// kad-dht adds a peer only after its own asynchronous
-				// check; an admitted node we just reached goes in now, so
-				// the self lookup below has someone to ask.
-				_, _ = in.dht.AddToRoutingTable(adm.Peer)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("join via %s: %w", ai.ID, err))
-				return
-			}
-			ok++
-		}()
-	}
-	wg.Wait()
-	if ok == 0 && len(errs) > 0 {
-		return fmt.Errorf("join: %w", overlay.JoinError(errs))
-	}
-	for _, err := range errs {
-		n.log.Warn("bootstrap peer unreachable", "err", err)
-	}
-	// A lookup of our own position fills the routing table around us.
-	if _, err := in.dht.ClosestN(dht.WithPurpose(ctx, dht.PurposeJoin), []byte(n.ID()), in.dht.Replication()); err != nil {
-		n.log.Warn("self lookup", "err", err)
-	}
-	in.dht.Invalidate([]byte(n.ID()))
 	return nil
 }
 

@@ -2,6 +2,8 @@ package testnet_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,5 +55,50 @@ func TestRestartKeepsIdentityAndRejoins(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRestartRefreshesWithOneNearQuestion: a restarted node that
+// remembers its peers refreshes its neighbourhood with one near question
+// to the nearest of them it reached (node.refreshNeighbours), not a
+// lookup of its own position (some 20 FIND_NODE requests): its join
+// costs one lookup RPC, and its routing table then holds its true
+// nearest nodes. A node joining for the first time still looks itself up.
+func TestRestartRefreshesWithOneNearQuestion(t *testing.T) {
+	var mu sync.Mutex
+	joinRPCs := int64(0)
+	opts := testnet.Options{Nodes: 24, Seed: 13}
+	opts.DHT.OnLookup = func(purpose string, rpcs int64) {
+		if purpose == "join" {
+			mu.Lock()
+			joinRPCs += rpcs
+			mu.Unlock()
+		}
+	}
+	net := testnet.StartNetwork(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const i = 5
+	if err := net.Kill(i); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	joinRPCs = 0
+	mu.Unlock()
+	if err := net.Restart(ctx, i); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	mu.Lock()
+	got := joinRPCs
+	mu.Unlock()
+	if got != 1 {
+		t.Fatalf("the restart's join cost %d lookup RPCs, want 1 (a near question)", got)
+	}
+	nd := net.Node(i)
+	rt := nd.DHT().RoutingTablePeers()
+	for _, p := range net.TrueClosest([]byte(nd.ID()), 6) {
+		if p != nd.ID() && !slices.Contains(rt, p) {
+			t.Fatalf("restarted node's routing table lacks %s, one of its nearest", p)
+		}
 	}
 }

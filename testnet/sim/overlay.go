@@ -140,7 +140,7 @@ const (
 	lkHarvest                  // the project finds the finished region, or a job its entry names no node of
 	lkBalance                  // a load-balancing probe of a random key (none: probes use the routing table)
 	lkCrawl                    // the project crawls the overlay (near questions)
-	lkJoin                     // a node (re)joining looks its own position up (node.Join)
+	lkJoin                     // a node joining looks its own position up (node.Join); a restart asks one near question
 	nLookupWhy
 )
 

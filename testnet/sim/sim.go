@@ -301,7 +301,8 @@ func (s *Sim) join(id int32) {
 	n := &s.nodes[id]
 	now := s.e.now
 	n.runs++
-	if !s.c.ChurnRestart || n.gen == 0 { // a new node, not a restart
+	restart := s.c.ChurnRestart && n.gen > 0
+	if !restart { // a new node
 		n.gen++
 		n.name = nodeName(id, n.gen)
 		n.pos = keyspace.PeerPos([]byte(n.name))
@@ -325,7 +326,18 @@ func (s *Sim) join(id int32) {
 		n.side = 0
 	}
 	s.ringsAdd(id)
-	if now > 0 {
+	switch {
+	case restart:
+		// A restarted node asks the nearest peer it remembers for the
+		// nodes nearest its position: one near question
+		// (node.refreshNeighbours).
+		for _, p := range s.view(n.side).closest(n.pos, 2, nil) {
+			if p != id {
+				s.near(lkJoin, p)
+				break
+			}
+		}
+	case now > 0:
 		// A lookup of its own position fills its routing table (node.Join).
 		s.lookup(lkJoin, nil, n.pos, n.side, n.pos)
 	}
