@@ -256,6 +256,11 @@ func (s *Server[K]) Temps() int { return len(s.temps) }
 // Log returns the permanent claims this node made on the jobs it still
 // holds, in the order it made them.
 func (s *Server[K]) Log() []Logged[K] {
+	return s.logWhere(func(*jobClaims, Record) bool { return true })
+}
+
+// logWhere returns the records keep accepts, in the order they were made.
+func (s *Server[K]) logWhere(keep func(*jobClaims, Record) bool) []Logged[K] {
 	type seqRec struct {
 		seq uint64
 		rec Logged[K]
@@ -263,7 +268,9 @@ func (s *Server[K]) Log() []Logged[K] {
 	var all []seqRec
 	for k, jc := range s.claims {
 		for i, r := range jc.recs {
-			all = append(all, seqRec{jc.seqs[i], Logged[K]{Job: k, Record: r}})
+			if keep(jc, r) {
+				all = append(all, seqRec{jc.seqs[i], Logged[K]{Job: k, Record: r}})
+			}
 		}
 	}
 	slices.SortFunc(all, func(a, b seqRec) int { return cmp.Compare(a.seq, b.seq) })

@@ -2,7 +2,6 @@ package claim
 
 import (
 	"bytes"
-	"cmp"
 	"slices"
 )
 
@@ -17,27 +16,9 @@ import (
 // the watch is what ends it (claimnet voids it after T_cert and a Resync
 // that found no certificate).
 func (s *Server[K]) Unsettled(before int64) []Logged[K] {
-	type seqRec struct {
-		seq uint64
-		rec Logged[K]
-	}
-	var due []seqRec
-	for k, jc := range s.claims {
-		if jc.closed {
-			continue
-		}
-		for i, r := range jc.recs {
-			if !r.Released && !r.Settled && r.At != 0 && r.At <= before {
-				due = append(due, seqRec{jc.seqs[i], Logged[K]{Job: k, Record: r}})
-			}
-		}
-	}
-	slices.SortFunc(due, func(a, b seqRec) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]Logged[K], len(due))
-	for i, sr := range due {
-		out[i] = sr.rec
-	}
-	return out
+	return s.logWhere(func(jc *jobClaims, r Record) bool {
+		return !jc.closed && !r.Released && !r.Settled && r.At != 0 && r.At <= before
+	})
 }
 
 // Settle ends the certificate watch on the claim (client, start) of job

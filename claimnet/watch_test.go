@@ -13,21 +13,17 @@ import (
 	"github.com/up-pool/up/wire"
 )
 
-// TestUncertifiedClaimVoidedByWatch: a client's claim is accepted by the
-// job's replicas but its certificate reaches none of them (every holder
-// refuses /up/claim/certify). Such a claim denies every other client,
-// and the job's closest node, holding it, does not list the job, so no
-// client comes to ask: before the certificate watch it stayed until its
-// deadline (T_finish). Now each acceptor, T_cert after accepting on its
-// own clock, resyncs the job (no fellow replica holds a certificate) and
-// voids the claim in a later round: the job is ready again on every
-// holder and another client wins it. Before T_cert a round changes
-// nothing.
-func TestUncertifiedClaimVoidedByWatch(t *testing.T) {
-	const tCert = 400 * time.Millisecond
+// watchTCert is T_cert in the certificate-watch tests.
+const watchTCert = 400 * time.Millisecond
+
+// uncertifiedNet starts 8 nodes with T_cert = watchTCert and one job,
+// whose holders (returned nearest first) accepted client x's claim but
+// refuse its certificate: the claim is uncertified everywhere.
+func uncertifiedNet(t *testing.T, seed uint64) (*claimNet, []byte, []*node.Node) {
+	t.Helper()
 	ctx := context.Background()
-	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 83,
-		Configure: func(_ int, c *node.Config) { c.Claim.TCert = tCert }})
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: seed,
+		Configure: func(_ int, c *node.Config) { c.Claim.TCert = watchTCert }})
 	cn := &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: testnet.SubmitJobs(t, f.Project, 1, testnet.Jobs{})}
 	key := cn.keys[0]
 	hs := cn.holdersByDistance(key)
@@ -42,6 +38,22 @@ func TestUncertifiedClaimVoidedByWatch(t *testing.T) {
 	if err := won.Certified(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return cn, key, hs
+}
+
+// TestUncertifiedClaimVoidedByWatch: a client's claim is accepted by the
+// job's replicas but its certificate reaches none of them (every holder
+// refuses /up/claim/certify). Such a claim denies every other client,
+// and the job's closest node, holding it, does not list the job, so no
+// client comes to ask: before the certificate watch it stayed until its
+// deadline (T_finish). Now each acceptor, T_cert after accepting on its
+// own clock, resyncs the job (no fellow replica holds a certificate) and
+// voids the claim in a later round: the job is ready again on every
+// holder and another client wins it. Before T_cert a round changes
+// nothing.
+func TestUncertifiedClaimVoidedByWatch(t *testing.T) {
+	ctx := context.Background()
+	cn, key, hs := uncertifiedNet(t, 83)
 	for _, nd := range hs {
 		if v := nd.Claims().WatchCertificates(); v != 0 {
 			t.Fatalf("%s voided %d claims before T_cert", nd.Name(), v)
@@ -54,7 +66,7 @@ func TestUncertifiedClaimVoidedByWatch(t *testing.T) {
 	if _, err := y.Claim(ctx, key); err == nil {
 		t.Fatal("another client won the job while the uncertified claim stood")
 	}
-	cn.clock.Advance(tCert + time.Second)
+	cn.clock.Advance(watchTCert + time.Second)
 	testkit.WaitFor(t, 20*time.Second, "every holder to void the uncertified claim", func() bool {
 		for _, nd := range hs {
 			if st, _ := nd.Pool().State(key); st.Phase == job.Claimed {
@@ -75,24 +87,8 @@ func TestUncertifiedClaimVoidedByWatch(t *testing.T) {
 // voids it once T_cert has passed: without the adoption it kept the claim
 // until the deadline, and the job unlisted.
 func TestUncertifiedClaimAdoptedAfterRestart(t *testing.T) {
-	const tCert = 400 * time.Millisecond
 	ctx := context.Background()
-	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 89,
-		Configure: func(_ int, c *node.Config) { c.Claim.TCert = tCert }})
-	cn := &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: testnet.SubmitJobs(t, f.Project, 1, testnet.Jobs{})}
-	key := cn.keys[0]
-	hs := cn.holdersByDistance(key)
-	for _, nd := range hs {
-		deafen(nd, string(wire.ProtoCertify))
-	}
-	_, x := cn.client(t, "x")
-	won, err := x.Claim(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := won.Certified(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cn, key, hs := uncertifiedNet(t, 89)
 	i := cn.net.Index(hs[0].ID())
 	if err := cn.net.Kill(i); err != nil {
 		t.Fatal(err)
@@ -104,7 +100,7 @@ func TestUncertifiedClaimAdoptedAfterRestart(t *testing.T) {
 	if st, _ := closest.Pool().State(key); st.Phase != job.Claimed {
 		t.Fatalf("the restarted closest holds %s, want the uncertified claim", st.Phase)
 	}
-	cn.clock.Advance(time.Duration(claim.DefaultTSkew)*time.Millisecond + tCert + time.Second)
+	cn.clock.Advance(time.Duration(claim.DefaultTSkew)*time.Millisecond + watchTCert + time.Second)
 	testkit.WaitFor(t, 20*time.Second, "the restarted closest to void the uncertified claim", func() bool {
 		st, _ := closest.Pool().State(key)
 		return st.Phase != job.Claimed

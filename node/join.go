@@ -49,15 +49,7 @@ func (n *Node) dialAll(ctx context.Context, in *instance, peers []peer.AddrInfo)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, n.cfg.HelloTimeout)
-			defer cancel()
-			adm, err := in.ep.Join(cctx, ai) // follows a node that moved since ai was written
-			if err == nil && adm.Role() == certs.RoleNode {
-				// kad-dht adds a peer only after its own asynchronous
-				// check; an admitted node we just reached goes in now, so
-				// the refresh below has someone to ask.
-				_, _ = in.dht.AddToRoutingTable(adm.Peer)
-			}
+			adm, err := n.admit(ctx, in, ai)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -71,6 +63,20 @@ func (n *Node) dialAll(ctx context.Context, in *instance, peers []peer.AddrInfo)
 	}
 	wg.Wait()
 	return reached, errs
+}
+
+// admit dials ai and waits for its admission (following a node that
+// moved since ai was written); an admitted node goes into the routing
+// table at once — kad-dht adds a peer only after its own asynchronous
+// check, and the refresh after the dials needs someone to ask.
+func (n *Node) admit(ctx context.Context, in *instance, ai peer.AddrInfo) (*overlay.Admitted, error) {
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.HelloTimeout)
+	defer cancel()
+	adm, err := in.ep.Join(cctx, ai)
+	if err == nil && adm.Role() == certs.RoleNode {
+		_, _ = in.dht.AddToRoutingTable(adm.Peer)
+	}
+	return adm, err
 }
 
 // refreshNeighbours fills the routing table around the node's own
@@ -97,11 +103,7 @@ func (n *Node) refreshNeighbours(ctx context.Context, in *instance, reached []pe
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					cctx, cancel := context.WithTimeout(ctx, n.cfg.HelloTimeout)
-					defer cancel()
-					if adm, err := in.ep.Join(cctx, peer.AddrInfo{ID: p}); err == nil && adm.Role() == certs.RoleNode {
-						_, _ = in.dht.AddToRoutingTable(adm.Peer)
-					}
+					_, _ = n.admit(ctx, in, peer.AddrInfo{ID: p})
 				}()
 			}
 			wg.Wait()
