@@ -196,6 +196,10 @@ func lies(as []*quota.Account) (n uint64) {
 	return n
 }
 
+// auditWait bounds the wait for a report's audit: beyond the audit's own
+// bound, 3 × creditnet.Config.RPCTimeout (10 s).
+const auditWait = 40 * time.Second
+
 // TestQuotaLiar: with every reported end audited, a client that reports
 // a job done while it still holds the claim is found out by the job's
 // nodes: its quota drops to the minimum and the job is held again; an
@@ -224,7 +228,9 @@ func TestQuotaLiar(t *testing.T) {
 	if err := cl.FlushReports(q.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !testkit.Poll(10*time.Second, func() bool { return lies(q.accounts(liarAgent)) == 1 }) {
+	// An audit runs in the background for up to 3 × creditnet's
+	// RPCTimeout (30 s): under CI's load one took longer than 10 s.
+	if !testkit.Poll(auditWait, func() bool { return lies(q.accounts(liarAgent)) == 1 }) {
 		t.Fatalf("the liar's false report was not found out: %+v", q.accounts(liarAgent))
 	}
 	for _, a := range q.accounts(liarAgent) {
