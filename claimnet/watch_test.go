@@ -106,3 +106,43 @@ func TestUncertifiedClaimAdoptedAfterRestart(t *testing.T) {
 		return st.Phase != job.Claimed
 	})
 }
+
+// TestWatchSkewedClockKeepsCertifiedClaim: a replica whose clock is
+// 10 min ahead, and which missed the certify of a claim that did win,
+// finds the claim T_cert old at once — but its watch resyncs before it
+// voids, the Resync brings the certificate from the fellow replicas, and
+// the claim is settled, not voided: another client still cannot win.
+func TestWatchSkewedClockKeepsCertifiedClaim(t *testing.T) {
+	ctx := context.Background()
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 97,
+		Configure: func(_ int, c *node.Config) { c.Claim.TCert = watchTCert }})
+	cn := &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: testnet.SubmitJobs(t, f.Project, 1, testnet.Jobs{})}
+	key := cn.keys[0]
+	hs := cn.holdersByDistance(key)
+	skewed := hs[0]
+	deafen(skewed, string(wire.ProtoCertify))
+	_, x := cn.client(t, "x")
+	won, err := x.Claim(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := won.Certified(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cn.net.SetClockOffset(cn.net.Index(skewed.ID()), 10*time.Minute)
+	testkit.WaitFor(t, 20*time.Second, "the skewed replica's Resync to bring the certificate", func() bool {
+		pr, err := job.DecodeProof(skewed.Pool().Proof(key))
+		return err == nil && len(pr.Claim) > 0
+	})
+	skewed.Claims().WatchCertificates()
+	if st, _ := skewed.Pool().State(key); st.Phase != job.Claimed {
+		t.Fatalf("the skewed replica holds %s, want the certified claim", st.Phase)
+	}
+	if n := skewed.Claims().Counts().Voided; n != 0 {
+		t.Fatalf("the skewed replica voided %d claims, want none", n)
+	}
+	_, y := cn.client(t, "y")
+	if _, err := y.Claim(ctx, key); err == nil {
+		t.Fatal("another client won a job whose certified claim stands")
+	}
+}
