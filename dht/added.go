@@ -6,8 +6,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// addedHooks are the functions told of nodes entering the routing table.
-type addedHooks struct {
+// peerHooks are the functions told of nodes entering (OnPeerAdded) or
+// leaving (OnPeerDown) the routing table.
+type peerHooks struct {
 	mu sync.Mutex
 	fs []func(peer.ID)
 }

@@ -14,11 +14,10 @@ import (
 const departedMax = 2048
 
 // departed remembers the nodes that left this party's routing table (a
-// dropped connection, a revocation) and when, for DepartedKeep: a node
-// that judges a claim's certificate counts its acceptors that have left
-// since as near (claimnet's certificate rule), and kad-dht removes a peer
-// from the routing table as soon as its connection drops, so the table
-// alone forgot them.
+// failed query or refresh ping, a revocation) and when, for DepartedKeep:
+// a node that judges a claim's certificate counts its acceptors that have
+// left since as near (claimnet's certificate rule), and the table alone
+// forgot them.
 type departed struct {
 	mu    sync.Mutex
 	at    map[peer.ID]time.Time
@@ -36,8 +35,32 @@ func (d *DHT) hookPeerRemoved() {
 			prev(p)
 		}
 		d.left.add(p, d.env.Now())
+		d.peerDown(p)
 	}
 	d.OnPeerAdded(d.left.remove)
+}
+
+// OnPeerDown registers f to be called whenever a node may have left: its
+// last connection closed, it failed to answer (MarkDead), or it left the
+// routing table (kad-dht evicts a peer whose query or refresh ping
+// failed, not one that merely disconnected). A peer that only lost a
+// trimmed connection is reported too: probe before acting. f may run with
+// the routing table locked: it must return at once and must not call into
+// the DHT; record the peer and do the work elsewhere.
+func (d *DHT) OnPeerDown(f func(peer.ID)) {
+	d.down.mu.Lock()
+	d.down.fs = append(d.down.fs, f)
+	d.down.mu.Unlock()
+}
+
+// peerDown tells the registered hooks that p may have left.
+func (d *DHT) peerDown(p peer.ID) {
+	d.down.mu.Lock()
+	fs := d.down.fs
+	d.down.mu.Unlock()
+	for _, f := range fs {
+		f(p)
+	}
 }
 
 func (l *departed) add(p peer.ID, now time.Time) {

@@ -32,7 +32,8 @@ type DHT struct {
 	cache *lookupCache
 	self  keyspace.Pos
 	live  liveness
-	added addedHooks
+	added peerHooks
+	down  peerHooks // OnPeerDown's hooks (departed.go)
 	left  departed
 
 	lookups      atomic.Int64 // lookups that went to the network
@@ -93,6 +94,7 @@ func New(deps Deps, cfg Config) (*DHT, error) {
 	d.kad = kad
 	d.hookPeerAdded()
 	d.hookPeerRemoved()
+	ep.OnDisconnect(d.peerDown)
 	d.followAdmission(ep, adm)
 	go d.sweepLoop(adm)
 	if cfg.Mode != ModeClient { // in auto mode others ask only while it serves

@@ -77,6 +77,7 @@ func (d *DHT) MarkDead(p peer.ID) {
 	d.live.dead[p] = mark
 	d.live.mu.Unlock()
 	d.cache.purgePeer(p)
+	d.peerDown(p)
 }
 
 func (d *DHT) markAlive(p peer.ID) {

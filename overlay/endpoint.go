@@ -105,9 +105,10 @@ type Endpoint struct {
 	bgMu    sync.Mutex // guards closing against wg.Add racing Close's Wait
 	closing bool       // Close has begun: goBackground starts nothing more
 
-	mu      sync.Mutex
-	onAdmit []func(*Admitted)
-	notifee *network.NotifyBundle
+	mu           sync.Mutex
+	onAdmit      []func(*Admitted)
+	onDisconnect []func(peer.ID) // OnDisconnect's hooks
+	notifee      *network.NotifyBundle
 	// load piggy-backing (SetLoad)
 	reportLoad  func() *wire.LoadInfo
 	observeLoad func(peer.ID, *wire.LoadInfo)
@@ -210,6 +211,15 @@ func (e *Endpoint) OnAdmit(f func(*Admitted)) {
 	e.mu.Unlock()
 }
 
+// OnDisconnect registers f to be called whenever the last connection to a
+// peer closes (the peer may have left, or a connection manager trimmed
+// it). f runs on libp2p's notification goroutine: it must return at once.
+func (e *Endpoint) OnDisconnect(f func(peer.ID)) {
+	e.mu.Lock()
+	e.onDisconnect = append(e.onDisconnect, f)
+	e.mu.Unlock()
+}
+
 // Close stops the endpoint's background work. It does not close the host.
 func (e *Endpoint) Close() error {
 	e.raw.Network().StopNotify(e.notifee)
@@ -271,6 +281,12 @@ func (e *Endpoint) disconnected(n network.Network, c network.Conn) {
 	if n.Connectedness(c.RemotePeer()) != network.Connected {
 		e.adm.Forget(c.RemotePeer())
 		e.heard.forget(c.RemotePeer())
+		e.mu.Lock()
+		fs := e.onDisconnect
+		e.mu.Unlock()
+		for _, f := range fs {
+			f(c.RemotePeer())
+		}
 	}
 }
 

@@ -31,3 +31,21 @@ func (p *Pool) jitter() time.Duration {
 	j := p.cfg.RepublishJitter
 	return p.cfg.RepublishInterval - j + time.Duration(p.rng.Int64N(int64(2*j)+1))
 }
+
+// Len is the number of jobs held.
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.jobs)
+}
+
+// Keys lists the keys of the jobs held.
+func (p *Pool) Keys() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([][]byte, 0, len(p.jobs))
+	for k := range p.jobs {
+		out = append(out, []byte(k))
+	}
+	return out
+}

@@ -106,6 +106,7 @@ type Pool struct {
 	boardMu    sync.Mutex   // serialises a unit board's read-modify-write (commits.go)
 	boardSwept int64        // when expireBoards last swept, ms on this node's clock; boardMu
 	handOns    handOns      // hand-on on join (handoff.go)
+	repairs    repairs      // repair on departure (repair.go)
 	resynced   resyncs      // last Resync per job (resync.go)
 }
 
@@ -141,10 +142,12 @@ func New(deps Deps, cfg Config) (*Pool, error) {
 	p.registerResultProtocols()
 	p.registerCommitProtocols()
 	p.registerSequenceProtocols()
+	p.watchDepartures()
 	if !cfg.DisableLoops {
 		p.goLoop(p.republishLoop)
 		p.goLoop(p.expiryLoop)
 		p.startHandOn()
+		p.goLoop(p.repairLoop)
 	}
 	return p, nil
 }
@@ -261,24 +264,6 @@ func newEntry(key string, spec *job.Spec, st job.State, responsible int64) *entr
 		certRef: string(spec.CertRef), project: spec.Project, created: spec.Created, tFinish: spec.TFinish, keywords: spec.Keywords,
 		expires: spec.Expires(), unit: string(spec.UnitKey()), steps: spec.Steps,
 	}
-}
-
-// Len is the number of jobs held.
-func (p *Pool) Len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.jobs)
-}
-
-// Keys lists the keys of the jobs held.
-func (p *Pool) Keys() [][]byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([][]byte, 0, len(p.jobs))
-	for k := range p.jobs {
-		out = append(out, []byte(k))
-	}
-	return out
 }
 
 // State returns the replica state of a held job as this node judges it

@@ -16,6 +16,11 @@ const (
 	// HandOnGraceMS is how long a node that handed a job on keeps listing
 	// it, so the newcomer's listing is up first.
 	HandOnGraceMS = 60_000
+	// RepairGatherMS is how long a node waits after a node left its
+	// routing table before repairing the jobs whose r closest it left
+	// (RepairTo), so a burst of departures goes out in one batch per
+	// target.
+	RepairGatherMS = 100
 	// ResyncIntervalMS is the least time between two resyncs of one job
 	// by one node (pool.Config.ResyncInterval's default): a resync on a
 	// client's repair request or a denial's doubt syncs the job with its
@@ -100,6 +105,42 @@ func HandOnTo[ID comparable](self ID, newcomers, view []ID, known, r int) []ID {
 		}
 	}
 	if !holder {
+		return nil
+	}
+	return to
+}
+
+// RepairTo returns the nodes this node gives a job to because nodes left:
+// gone are the nodes that just left its view; view is the nodes nearest
+// the job as they were before (the gone included where they stood, then
+// the live ones), closest first — r plus the gone suffice. When some gone
+// node was among the job's r closest and this node is now the closest
+// live one (the node that republishes and lists the job), it gives the job
+// to the live nodes that entered the r closest in the gone nodes' place,
+// so a job keeps r live replicas between republish rounds instead of
+// dwindling with every departure until the next. Any other node gives
+// nothing: each job is repaired once, by the one node that surely holds
+// it. It is pure.
+func RepairTo[ID comparable](self ID, gone, view []ID, r int) []ID {
+	lost := false
+	live := 0
+	var to []ID
+	for i, p := range view {
+		if slices.Contains(gone, p) {
+			lost = lost || i < r
+			continue
+		}
+		if live == 0 && p != self {
+			return nil // another node is the closest live one: it repairs
+		}
+		if i >= r && live < r {
+			to = append(to, p)
+		}
+		if live++; live >= r {
+			break
+		}
+	}
+	if !lost || live == 0 {
 		return nil
 	}
 	return to

@@ -52,6 +52,41 @@ func TestHandOnTo(t *testing.T) {
 	}
 }
 
+// TestRepairTo: a job whose r closest lost a node is given to the node
+// that entered the r closest in its place, by the closest live node only.
+func TestRepairTo(t *testing.T) {
+	const r = 3
+	a, b, c, d, e, x, y := nodeID("a"), nodeID("b"), nodeID("c"), nodeID("d"), nodeID("e"), nodeID("x"), nodeID("y")
+	one, two := []nodeID{x}, []nodeID{x, y}
+	for _, tc := range []struct {
+		name string
+		self nodeID
+		gone []nodeID
+		view []nodeID
+		want []nodeID
+	}{
+		{"the closest left, self next", a, one, []nodeID{x, a, b, c, d}, []nodeID{c}},
+		{"second left, self closest", a, one, []nodeID{a, x, b, c, d}, []nodeID{c}},
+		{"r-th left, self closest", a, one, []nodeID{a, b, x, c, d}, []nodeID{c}},
+		{"gone beyond the r closest", a, one, []nodeID{a, b, c, x, d}, nil},
+		{"gone not in view", a, one, []nodeID{a, b, c, d}, nil},
+		{"self not the closest live: the closest repairs", b, one, []nodeID{x, a, b, c, d}, nil},
+		{"self last of the live r", c, one, []nodeID{a, x, b, c, d}, nil},
+		{"two left, self closest", a, two, []nodeID{x, a, y, b, c, d}, []nodeID{b, c}},
+		{"two left, one beyond the r closest", a, two, []nodeID{a, x, b, y, c, d}, []nodeID{c}},
+		{"too few live nodes to replace them", a, one, []nodeID{x, a, b}, nil},
+		{"self alone left", a, two, []nodeID{x, y, a}, nil},
+		{"no one left", a, nil, []nodeID{a, b, c, d}, nil},
+		{"every node gone", a, two, []nodeID{x, y}, nil},
+		{"empty view", a, one, nil, nil},
+		{"self not in view", e, one, []nodeID{x, a, b, c}, nil},
+	} {
+		if got := replica.RepairTo(tc.self, tc.gone, tc.view, r); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: RepairTo(%s, %v, %v) = %v, want %v", tc.name, tc.self, tc.gone, tc.view, got, tc.want)
+		}
+	}
+}
+
 // TestPlanRound: the closest syncs to the other r − 1, the others to the
 // closest, a node out of the r hands the job on to its closest and drops
 // it only past the replica expiry.

@@ -113,7 +113,12 @@ type Config struct {
 	// position, its jobs and claim log kept (its index entries, caches
 	// and views are not). Off: it comes back as a new node with no data.
 	ChurnRestart bool
-	Partition    Partition // an optional partition
+	// NoRepair turns off the repair on departure (replica.RepairTo,
+	// repair.go): a crashed node's place among a job's r closest is
+	// then filled only by the next republish round. For controls and
+	// comparisons; the nodes always repair.
+	NoRepair  bool
+	Partition Partition // an optional partition
 
 	// Fault model (issue 17; fault.go). Node slots are drawn from their
 	// own seeded stream.

@@ -26,7 +26,8 @@
 // node's own clock, fault.go) for
 // replica states; replica.PlanRound for republish rounds, replica.Replan
 // for a sync whose target is gone and replica.HandOnTo for newcomers
-// (republish.go); claim.Server for the node side of claims (claim.Decide,
+// (republish.go), replica.RepairTo for a crashed node's place
+// (repair.go); claim.Server for the node side of claims (claim.Decide,
 // claim.CheckConfirm and the post-merge check, as claimnet steps it),
 // claim.Release and claim.Driver for the client's; index.Table (Put,
 // Select with quarantine, Withdraw, Expire, Page) at index nodes and

@@ -37,6 +37,7 @@ const (
 	evStored                      // a first node's answer to the project's store, with its receipts, arrives (bat.call)
 	evCertify                     // a won claim's certificate arrives at a node that answered the claim
 	evCertWatch                   // a node's certificate watch round (certwatch.go)
+	evRepair                      // a node repairs the jobs whose r closest a departed node was among: job the departed's slot
 	nEvKinds
 )
 

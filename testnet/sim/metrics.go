@@ -27,6 +27,7 @@ type metrics struct {
 	failedSyncs                             int                // node-to-node syncs that did not arrive (syncFailed)
 	handOnJobs                              int                // job states handed on to newcomers (handOn)
 	resyncs                                 int                // resyncs on clients' repair requests (resync)
+	repairJobs                              int                // job states given to nodes that entered a job's r closest in a departed node's place (repair)
 	regionTargets, staleTargets             int                // region targets drawn; of them, whose node is younger than the party's region view
 	nearRPC                                 [nLookupWhy]uint64 // near questions (region views), part of lookupRPC
 	lookupRPC                               [nLookupWhy]uint64 // lookup RPCs by purpose

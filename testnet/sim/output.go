@@ -82,6 +82,10 @@ type Summary struct {
 	// HandOnJobs counts the job states nodes handed on to newcomers
 	// (replica.HandOnTo), one per job and newcomer.
 	HandOnJobs int `json:"hand_on_jobs"`
+	// RepairJobs counts the job states nodes gave to the nodes that
+	// entered a job's r closest in a departed node's place
+	// (replica.RepairTo), one per job and target.
+	RepairJobs int `json:"repair_jobs"`
 	// Resyncs counts the resyncs nodes made on clients' repair requests
 	// (a failed claim attempt that found the job's closest short of it).
 	Resyncs int `json:"resyncs"`
@@ -196,7 +200,7 @@ func (s *Sim) summaryCounts(wall time.Duration) Summary {
 		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves, Reactions: s.m.reactions,
 		Failed: s.m.failedAttempts, FailedBy: s.m.failedBy(), EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
 		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores,
-		Resubmitted: s.m.resubmitted, GivenUp: s.m.givenUp, FailedSyncs: s.m.failedSyncs, HandOnJobs: s.m.handOnJobs, Resyncs: s.m.resyncs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
+		Resubmitted: s.m.resubmitted, GivenUp: s.m.givenUp, FailedSyncs: s.m.failedSyncs, HandOnJobs: s.m.handOnJobs, RepairJobs: s.m.repairJobs, Resyncs: s.m.resyncs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
 		RegionTargets: s.m.regionTargets,
 		RPC:           map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
@@ -63,6 +64,31 @@ func TestSyncFailureReplanned(t *testing.T) {
 	}
 	if s.nodes[next].jobs[j] == nil {
 		t.Fatalf("node %d, new among the r closest, does not hold the job after the re-planned sync", next)
+	}
+}
+
+// TestRepairOnCrash: when a node among a job's r closest crashes, the
+// job's closest live node gives it to the node that entered the r closest
+// in its place (replica.RepairTo) within a second, as pool.RepairNow
+// does, not at the next republish round; the crashed node's down time is
+// far longer.
+func TestRepairOnCrash(t *testing.T) {
+	s, j := idle(t)
+	s.c.ChurnDown = time.Hour
+	ids := holders(s, j)
+	s.e.now = 1_000
+	s.crash(ids[1])
+	now := closestOf(s, j)
+	next := now[len(now)-1]
+	if s.nodes[next].jobs[j] != nil {
+		t.Fatalf("node %d, new among the r closest, holds the job already", next)
+	}
+	runUntil(s, 2_000)
+	if s.nodes[next].jobs[j] == nil {
+		t.Fatalf("node %d, new among the r closest, does not hold the job a second after the crash", next)
+	}
+	if s.m.repairJobs != 1 {
+		t.Fatalf("%d repairs counted, want 1 (one job, one departure)", s.m.repairJobs)
 	}
 }
 

@@ -281,7 +281,7 @@ const modelNotes = `## Model
 - **Protocols**: job states merge with job.Merge/Expire; republish rounds are planned by replica.PlanRound (closest syncs
   the other r−1, the others sync the closest, a copy outside the r closest hands its state on and is dropped once that
   sync took it; one batched RPC per peer), a sync whose target is gone is re-planned by replica.Replan after the 5 s
-  time-out, and a node hands a newcomer the jobs replica.HandOnTo names; claims are claim.Driver against claim.Decide /
+  time-out, a node hands a newcomer the jobs replica.HandOnTo names, and a crashed node's place among a job's r closest is filled by its closest live node (replica.RepairTo); claims are claim.Driver against claim.Decide /
   CheckConfirm / Release at the replicas; each job's closest node keeps its entries by index.Desired and
   index.Reconcile, at a random point of the p-bit wildcard region (p = 4 unless --region-bits), batched per index node
   per 10 s writer tick, rewritten every 10–15 min, withdrawn on claim;

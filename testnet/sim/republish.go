@@ -20,7 +20,7 @@ const (
 	syncPlace               // the placing node's push of a new job (store)
 	syncPassOn              // a result's pass-on (passOn)
 	syncHandOn              // a hand-on to a newcomer (handOn)
-	syncRepair              // a resync on a client's repair request (resync)
+	syncRepair              // a resync on a client's repair request (resync), or a departure's repair (repair)
 )
 
 // republish is a node's two-way republish round (thesis 3.2.4, 4.2.1),

@@ -394,6 +394,9 @@ func (s *Sim) crash(id int32) {
 		n.jobs = nil
 	}
 	s.ringsDel(id)
+	if !s.c.NoRepair {
+		s.repairSoon(id)
+	}
 	s.takeOverDead(id, listed)
 	n.alive = false
 	n.upMS += s.e.now - n.upAt
@@ -538,6 +541,8 @@ func (s *Sim) dispatch(ev event) {
 		s.syncFailed(ev)
 	case evHandOn:
 		s.handOn(ev)
+	case evRepair:
+		s.repair(ev)
 	case evRewrite:
 		s.rewriteDue(ev)
 	case evFlush:
