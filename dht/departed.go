@@ -47,21 +47,10 @@ func (d *DHT) hookPeerRemoved() {
 // trimmed connection is reported too: probe before acting. f may run with
 // the routing table locked: it must return at once and must not call into
 // the DHT; record the peer and do the work elsewhere.
-func (d *DHT) OnPeerDown(f func(peer.ID)) {
-	d.down.mu.Lock()
-	d.down.fs = append(d.down.fs, f)
-	d.down.mu.Unlock()
-}
+func (d *DHT) OnPeerDown(f func(peer.ID)) { d.down.add(f) }
 
 // peerDown tells the registered hooks that p may have left.
-func (d *DHT) peerDown(p peer.ID) {
-	d.down.mu.Lock()
-	fs := d.down.fs
-	d.down.mu.Unlock()
-	for _, f := range fs {
-		f(p)
-	}
-}
+func (d *DHT) peerDown(p peer.ID) { d.down.call(p) }
 
 func (l *departed) add(p peer.ID, now time.Time) {
 	l.mu.Lock()

@@ -84,14 +84,54 @@ type handOns struct {
 	stats   HandOnStats
 }
 
-// HandOnStats counts what the hand-on on join did since the pool opened.
+// HandOnStats counts what the hand-on on join did since the pool opened:
+// the syncs to newcomers, and how many nodes entered the routing table.
 type HandOnStats struct {
 	Newcomers int // nodes that entered the routing table
-	Jobs      int // job states sent to newcomers (one per job and newcomer)
-	Stored    int // whole jobs sent to newcomers that lacked them
-	RPCs      int // sync and store calls that completed
-	Bytes     int // request and reply bytes of those calls
-	Failed    int // newcomers that did not answer
+	SyncCounts
+}
+
+// SyncCounts counts the syncs a hand-on or a repair sent (sendPlan).
+type SyncCounts struct {
+	Jobs   int // job states sent (one per job and target)
+	Stored int // whole jobs sent to targets that lacked them
+	RPCs   int // sync and store calls that completed
+	Bytes  int // request and reply bytes of those calls
+	Failed int // targets that did not answer
+}
+
+// add adds o to c.
+func (c *SyncCounts) add(o SyncCounts) {
+	c.Jobs += o.Jobs
+	c.Stored += o.Stored
+	c.RPCs += o.RPCs
+	c.Bytes += o.Bytes
+	c.Failed += o.Failed
+}
+
+// sendPlan syncs each target the items planned for it, batched (the
+// target stores the whole job where it lacks it); a target that fails is
+// marked dead. It returns the counts and the keys of the jobs sent.
+func (p *Pool) sendPlan(ctx context.Context, plan map[peer.ID][]wire.SyncItem) (SyncCounts, map[string]bool) {
+	var out SyncCounts
+	sent := map[string]bool{}
+	for q, items := range plan {
+		var st RoundStats
+		err := p.syncWith(ctx, q, items, &st)
+		out.RPCs += st.RPCs
+		out.Stored += st.Repaired
+		out.Bytes += st.BytesSent + st.BytesReceived
+		if err != nil {
+			out.Failed++
+			p.dht.MarkDead(q)
+			continue
+		}
+		out.Jobs += len(items)
+		for _, it := range items {
+			sent[string(it.Key)] = true
+		}
+	}
+	return out, sent
 }
 
 // startHandOn has every node that enters the routing table given, at
@@ -121,20 +161,26 @@ func (p *Pool) peerAdded(q peer.ID) {
 }
 
 func (p *Pool) handOnLoop() {
+	p.gatherLoop(p.handOns.kick, handOnGather, func() { p.HandOnNow(p.ctx) })
+}
+
+// gatherLoop runs run gather after each kick, until the pool closes: the
+// kicks that come meanwhile go out in the same run.
+func (p *Pool) gatherLoop(kick <-chan struct{}, gather time.Duration, run func()) {
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
-		case <-p.handOns.kick:
+		case <-kick:
 		}
-		t := time.NewTimer(handOnGather)
+		t := time.NewTimer(gather)
 		select {
 		case <-p.ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		p.HandOnNow(p.ctx)
+		run()
 	}
 }
 
@@ -174,24 +220,8 @@ func (p *Pool) HandOnNow(ctx context.Context) HandOnStats {
 		}
 		return true
 	})
-	var out HandOnStats
-	handed := map[string]bool{}
-	for q, items := range plan {
-		var st RoundStats
-		err := p.syncWith(ctx, q, items, &st)
-		out.RPCs += st.RPCs
-		out.Stored += st.Repaired
-		out.Bytes += st.BytesSent + st.BytesReceived
-		if err != nil {
-			out.Failed++
-			p.dht.MarkDead(q)
-			continue
-		}
-		out.Jobs += len(items)
-		for _, it := range items {
-			handed[string(it.Key)] = true
-		}
-	}
+	counts, handed := p.sendPlan(ctx, plan)
+	out := HandOnStats{SyncCounts: counts}
 	now := p.nowMS()
 	h.mu.Lock()
 	for _, q := range newcomers {
@@ -205,11 +235,7 @@ func (p *Pool) HandOnNow(ctx context.Context) HandOnStats {
 	for k := range handed {
 		h.handed[k] = now
 	}
-	h.stats.Jobs += out.Jobs
-	h.stats.Stored += out.Stored
-	h.stats.RPCs += out.RPCs
-	h.stats.Bytes += out.Bytes
-	h.stats.Failed += out.Failed
+	h.stats.add(counts)
 	h.mu.Unlock()
 	return out
 }

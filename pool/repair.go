@@ -34,14 +34,11 @@ type repairs struct {
 }
 
 // RepairStats counts what the repair on departure did since the pool
-// opened.
+// opened: the syncs to nodes that entered a job's r closest in a departed
+// node's place, and how many departures were heard of.
 type RepairStats struct {
-	Departed int // nodes that left the routing table
-	Jobs     int // job states given to nodes that entered a job's r closest in a departed node's place
-	Stored   int // whole jobs sent to such nodes that lacked them
-	RPCs     int // sync and store calls that completed
-	Bytes    int // request and reply bytes of those calls
-	Failed   int // targets that did not answer
+	Departed int // departures heard of (a node back in between counts again)
+	SyncCounts
 }
 
 // watchDepartures has every node that leaves the routing table (kad-dht
@@ -99,21 +96,7 @@ func (p *Pool) peerBack(q peer.ID) {
 }
 
 func (p *Pool) repairLoop() {
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-p.repairs.kick:
-		}
-		t := time.NewTimer(repairGather)
-		select {
-		case <-p.ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		p.RepairNow(p.ctx)
-	}
+	p.gatherLoop(p.repairs.kick, repairGather, func() { p.RepairNow(p.ctx) })
 }
 
 // RepairNow gives the jobs whose r closest the nodes departed since the
@@ -155,28 +138,11 @@ func (p *Pool) RepairNow(ctx context.Context) RepairStats {
 		rp.done[q] = true
 	}
 	rp.mu.Unlock()
-	var out RepairStats
-	for q, items := range plan {
-		var st RoundStats
-		err := p.syncWith(ctx, q, items, &st)
-		out.RPCs += st.RPCs
-		out.Stored += st.Repaired
-		out.Bytes += st.BytesSent + st.BytesReceived
-		if err != nil {
-			out.Failed++
-			p.dht.MarkDead(q)
-			continue
-		}
-		out.Jobs += len(items)
-	}
+	counts, _ := p.sendPlan(ctx, plan)
 	rp.mu.Lock()
-	rp.stats.Jobs += out.Jobs
-	rp.stats.Stored += out.Stored
-	rp.stats.RPCs += out.RPCs
-	rp.stats.Bytes += out.Bytes
-	rp.stats.Failed += out.Failed
+	rp.stats.add(counts)
 	rp.mu.Unlock()
-	return out
+	return RepairStats{SyncCounts: counts}
 }
 
 // planRepair plans the syncs that replace the departed nodes gone in the
