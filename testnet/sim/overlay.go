@@ -297,3 +297,24 @@ func (s *Sim) lookup(why lookupWhy, cache map[uint64]int64, from keyspace.Pos, s
 	}
 	return int64(h+1) * s.rtt()
 }
+
+// ringsAdd puts node id on the ring at its position (a join or a move)
+// and has its neighbours hand it their jobs (handOnSoon).
+func (s *Sim) ringsAdd(id int32) {
+	n := &s.nodes[id]
+	s.topo++
+	s.rings[0].insert(n.pos, id)
+	if s.part {
+		s.rings[1+n.side].insert(n.pos, id)
+	}
+	s.handOnSoon(id)
+}
+
+func (s *Sim) ringsDel(id int32) {
+	n := &s.nodes[id]
+	s.topo++
+	s.rings[0].remove(n.pos, id)
+	if s.part {
+		s.rings[1+n.side].remove(n.pos, id)
+	}
+}

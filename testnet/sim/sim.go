@@ -274,27 +274,6 @@ func (s *Sim) view(side int8) *ring {
 	return &s.rings[1+side]
 }
 
-// ringsAdd puts node id on the ring at its position (a join or a move)
-// and has its neighbours hand it their jobs (handOnSoon).
-func (s *Sim) ringsAdd(id int32) {
-	n := &s.nodes[id]
-	s.topo++
-	s.rings[0].insert(n.pos, id)
-	if s.part {
-		s.rings[1+n.side].insert(n.pos, id)
-	}
-	s.handOnSoon(id)
-}
-
-func (s *Sim) ringsDel(id int32) {
-	n := &s.nodes[id]
-	s.topo++
-	s.rings[0].remove(n.pos, id)
-	if s.part {
-		s.rings[1+n.side].remove(n.pos, id)
-	}
-}
-
 // join starts a new incarnation of node id at the position its peer ID
 // hashes to, and its timers.
 func (s *Sim) join(id int32) {
