@@ -6,8 +6,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// peerHooks are the functions told of nodes entering (OnPeerAdded) or
-// leaving (OnPeerDown) the routing table.
+// peerHooks are the functions told of nodes entering the routing table
+// (OnPeerAdded) or that may have left (OnPeerDown).
 type peerHooks struct {
 	mu sync.Mutex
 	fs []func(peer.ID)

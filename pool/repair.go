@@ -57,7 +57,7 @@ func (p *Pool) watchDepartures() {
 	rp.done = map[peer.ID]bool{}
 	rp.kick = make(chan struct{}, 1)
 	p.dht.OnPeerDown(p.peerRemoved)
-	p.dht.OnPeerAdded(p.peerBack)
+	// Every node entering the routing table was admitted first.
 	p.ep.OnAdmit(func(a *overlay.Admitted) { p.peerBack(a.Peer) })
 }
 
@@ -85,8 +85,8 @@ func (p *Pool) peerRemoved(q peer.ID) {
 	}
 }
 
-// peerBack forgets a departed node that is back: in the routing table
-// again, or admitted on a new connection.
+// peerBack forgets a departed node that is back: admitted on a new
+// connection.
 func (p *Pool) peerBack(q peer.ID) {
 	rp := &p.repairs
 	rp.mu.Lock()

@@ -104,3 +104,35 @@ func heardOf(pn *poolNet, want map[peer.ID]int) bool {
 	}
 	return true
 }
+
+// TestRepairIgnoresClosedConnection: a node whose connections were
+// closed but which still answers (a connection manager's trim, or a peer
+// feigning departure) is probed and repaired around by nobody. Control
+// (by hand): without the probe, node003 alone sent 223 jobs' states on.
+func TestRepairIgnoresClosedConnection(t *testing.T) {
+	pn := startPoolNet(t, 16, 300, 26)
+	a := pn.net.Node(3)
+	want := map[peer.ID]int{}
+	for _, nd := range pn.net.Live() {
+		if nd != a && nd.DHT().Endpoint().Raw().Network().Connectedness(a.ID()) == network.Connected {
+			want[nd.ID()] = 1
+		}
+	}
+	for _, nd := range pn.net.Live() {
+		if nd != a {
+			_ = nd.DHT().Endpoint().Raw().Network().ClosePeer(a.ID())
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !heardOf(pn, want) {
+		if time.Now().After(deadline) {
+			t.Fatal("live nodes have not heard of the closed connections after 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, nd := range pn.net.Live() {
+		if st := nd.Pool().RepairNow(context.Background()); st.Jobs != 0 {
+			t.Fatalf("%s repaired %d jobs around node 3, which still answers", nd.Name(), st.Jobs)
+		}
+	}
+}
