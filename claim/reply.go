@@ -66,18 +66,19 @@ type Statement struct {
 	Busy bool
 }
 
-// Signed is a Statement signed by the node's account key, with the node's
-// certificate so any node can check it, bound to the node the statement
-// names: Position is the node's signed position record (the account key's
-// statement "my node lives at peer ID Node"), and PeerSig the same message
-// signed by that peer ID's own libp2p key. A certificate alone proves only
-// that some node signed; an account key can sign a position record naming
+// Signed is a Statement signed by the node it names, with what binds that
+// node to the CA so any node can check it: Cert is the node's certificate
+// (its account key), Position the node's position record signed by that
+// account key ("my node lives at peer ID Node"), and PeerSig the message
+// signed by that peer ID's own libp2p key. CA → certificate → account key
+// → position record → peer key → statement: one signature per statement
+// (the account key signs the position record once, verified once per
+// verifier and cached). An account key can sign a position record naming
 // any peer ID, but only the holder of the peer's key can sign as it.
 type Signed struct {
 	_         struct{} `cbor:",toarray"`
 	Statement []byte
 	Cert      []byte // node certificate, DER
-	Sig       []byte
 	Position  []byte // certs.SignedPosition, encoded
 	PeerSig   []byte // by the libp2p key of Statement.Node
 }
@@ -88,16 +89,16 @@ const (
 	maxIDLen       = 128
 	maxPositionLen = 512
 	maxPeerSigLen  = 256
-	replyDomain    = "up/claim-reply/v1\x00"
+	replyDomain    = "up/claim-reply/v2\x00"
 )
 
 // ErrMalformed reports a reply that does not decode or breaks a bound.
 var ErrMalformed = errors.New("malformed claim reply")
 
-// Sign signs a statement with the node's account key and, through
-// peerSign, with the key of its peer ID; position is the node's signed
-// position record.
-func Sign(st Statement, cert, position []byte, key ed25519.PrivateKey, peerSign func(msg []byte) ([]byte, error)) ([]byte, error) {
+// Sign signs a statement, through peerSign, with the key of the node's
+// peer ID; cert is the node's certificate and position its position
+// record signed by the certificate's account key.
+func Sign(st Statement, cert, position []byte, peerSign func(msg []byte) ([]byte, error)) ([]byte, error) {
 	b, err := codec.Marshal(&st)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func Sign(st Statement, cert, position []byte, key ed25519.PrivateKey, peerSign 
 	if err != nil {
 		return nil, fmt.Errorf("sign claim reply with the peer key: %w", err)
 	}
-	return codec.Marshal(&Signed{Statement: b, Cert: cert, Sig: ed25519.Sign(key, msg), Position: position, PeerSig: psig})
+	return codec.Marshal(&Signed{Statement: b, Cert: cert, Position: position, PeerSig: psig})
 }
 
 // Decode parses a signed reply without checking its signature. The
@@ -127,7 +128,7 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 	if st.Kind < Granted || st.Kind > Ticket || (st.Kind == Accepted && st.Start <= 0) || (st.Kind != Accepted && st.Kind != Granted && st.Start != 0) || st.Start < 0 ||
 		(st.Busy && st.Kind != Denied) || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
 		len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
-		len(s.Sig) != ed25519.SignatureSize || len(s.Cert) == 0 ||
+		len(s.Cert) == 0 ||
 		len(s.Position) == 0 || len(s.Position) > maxPositionLen || len(s.PeerSig) == 0 || len(s.PeerSig) > maxPeerSigLen {
 		return nil, nil, fmt.Errorf("%w: fields out of bounds", ErrMalformed)
 	}
@@ -140,17 +141,19 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 // ErrBadSignature reports a reply whose signature does not verify.
 var ErrBadSignature = errors.New("claim reply: bad signature")
 
-// Verify checks the signature with the node's account public key.
+// Verify checks PeerSig with pub, the Ed25519 public key of the peer ID
+// the statement names (callers bind that peer to a certificate through
+// Position themselves).
 func (s *Signed) Verify(pub ed25519.PublicKey) error {
-	if !sigverify.Verify(pub, s.Message(), s.Sig) {
+	if !sigverify.Verify(pub, s.Message(), s.PeerSig) {
 		return ErrBadSignature
 	}
 	return nil
 }
 
 // Message is what the node signed: the statement under the reply domain.
-// A verifier that checks many replies at once (a batch) checks Sig over
-// it.
+// A verifier that checks many replies at once (a batch) checks PeerSig
+// over it.
 func (s *Signed) Message() []byte {
 	return append([]byte(replyDomain), s.Statement...)
 }

@@ -59,7 +59,7 @@ func TestCertificateOneAccountRefused(t *testing.T) {
 		}
 		stmt.Node = []byte(pid)
 		p := certs.SignPosition(id.Key, certs.Position{PeerID: []byte(pid), Seq: 1, IssuedAt: cn.clock.Now()})
-		b, err := claim.Sign(stmt, id.Cert.Raw, p.Marshal(), id.Key, pk.Sign)
+		b, err := claim.Sign(stmt, id.Cert.Raw, p.Marshal(), pk.Sign)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -125,18 +125,46 @@ func (s *Service) Forged() map[string]int {
 
 // attribute counts a reply refused as unbound or badly signed against
 // whoever provably made it: the certificate's holder when its account
-// signature over the statement verifies (only it can have signed a
-// statement naming another node), else only the client that sent the
-// confirm (a certificate is public: anyone can attach it to garbage).
+// signed the reply's position record and the peer that record names
+// signed the statement (only that account's node can have made a
+// statement naming another node so), else only the client that sent the
+// confirm (a certificate and a position record are public: anyone can
+// attach them to garbage).
 func (s *Service) attribute(b []byte, client string, node peer.ID, err error) {
-	signed, _, derr := claim.Decode(b)
-	if derr == nil {
-		if c, cerr := x509.ParseCertificate(signed.Cert); cerr == nil {
-			if pub, ok := c.PublicKey.(ed25519.PublicKey); ok && signed.Verify(pub) == nil {
-				s.forged(c.Subject.CommonName, client, node, err)
-				return
-			}
-		}
+	if signer, ok := provenSigner(s.positions, b); ok {
+		s.forged(signer, client, node, err)
+		return
 	}
 	s.log.Warn("confirm with a badly signed claim reply refused", "client", client, "names", node, "err", err)
+}
+
+// provenSigner returns the name on the certificate of reply b when the
+// certificate's account key signed b's position record and the Ed25519 key
+// of the peer that record names signed b's statement; false otherwise.
+func provenSigner(ps *positions, b []byte) (string, bool) {
+	signed, _, err := claim.Decode(b)
+	if err != nil {
+		return "", false
+	}
+	c, err := x509.ParseCertificate(signed.Cert)
+	if err != nil {
+		return "", false
+	}
+	account, ok := c.PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return "", false
+	}
+	named, err := ps.peerOf(account, signed.Position)
+	if err != nil {
+		return "", false
+	}
+	pub, err := peer.ID(named).ExtractPublicKey()
+	if err != nil || pub.Type() != crypto.Ed25519 {
+		return "", false
+	}
+	raw, err := pub.Raw()
+	if err != nil || signed.Verify(ed25519.PublicKey(raw)) != nil {
+		return "", false
+	}
+	return c.Subject.CommonName, true
 }

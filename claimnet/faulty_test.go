@@ -49,7 +49,7 @@ func denyAll(nd *node.Node) {
 			return nil, err
 		}
 		signed, err := claim.Sign(claim.Statement{Kind: claim.Denied, Job: req.Job, Client: []byte(from.Identity.PublicKey),
-			Node: []byte(ep.ID()), At: time.Now().UnixMilli()}, id.Cert.Raw, id.Position.Marshal(), id.Key, id.PeerKey.Sign)
+			Node: []byte(ep.ID()), At: time.Now().UnixMilli()}, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
 		if err != nil {
 			return nil, err
 		}

@@ -42,8 +42,8 @@ func TestConfirmOwnReplyAltered(t *testing.T) {
 	}
 
 	badSig := *signed
-	badSig.Sig = append([]byte(nil), signed.Sig...)
-	badSig.Sig[5] ^= 1
+	badSig.PeerSig = append([]byte(nil), signed.PeerSig...)
+	badSig.PeerSig[5] ^= 1
 	otherKind := *signed
 	otherKind.Statement, err = codec.Marshal(&claim.Statement{Kind: claim.DontCare, Job: st.Job, Client: st.Client, Node: st.Node, At: st.At})
 	if err != nil {

@@ -99,7 +99,6 @@ func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Pro
 		if err := bindReply(c.positions, i, s, &stmts[i], id.PublicKey, sigs); err != nil {
 			return fmt.Errorf("%w: acceptance of node %s signed by %q: %w", job.ErrForgedProof, node, id.Name, err)
 		}
-		sigs.add(i, id.PublicKey, s.Message(), s.Sig)
 	}
 	if bad := sigs.verify(); bad >= 0 {
 		return fmt.Errorf("%w: acceptance of node %s: %w", job.ErrForgedProof, peer.ID(stmts[bad].Node), claim.ErrBadSignature)

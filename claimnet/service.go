@@ -314,7 +314,7 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	}
 	stmt := claim.Statement{Kind: g.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now, Busy: g.Busy, Start: g.Start}
 	signed, err := claim.Sign(stmt,
-		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
+		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerKey.Sign)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +395,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 // job key: one of the quorum that makes the claim's certificate.
 func (s *Service) accept(key, client []byte, start, now int64) (*wire.ConfirmResponse, error) {
 	b, err := claim.Sign(claim.Statement{Kind: claim.Accepted, Job: key, Client: client, Node: []byte(s.ep.ID()), At: now, Start: start},
-		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.Key, s.id.PeerKey.Sign)
+		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerKey.Sign)
 	if err != nil {
 		return nil, fmt.Errorf("sign acceptance of job %x: %w", key, err)
 	}
@@ -438,7 +438,7 @@ func (s *Service) onChange(key []byte, st job.State, deleted bool) {
 // checkReply checks the signed reply i of a confirm: a node's, for this
 // job and client, from a valid node certificate bound to the node the
 // reply names (bind: the account's position record names it, and the
-// named peer's key signed the reply too); its signatures are queued on
+// named peer's key signed the reply); its peer signature is queued on
 // sigs, for the caller to verify with the others', unless the reply is,
 // byte for byte, one this node signed and sent itself. A reply not bound
 // to its node fails with ErrUnbound, and the returned Reply names the
@@ -452,20 +452,20 @@ func (s *Service) checkReply(i int, b, jobKey, client []byte, now time.Time, sig
 		return claim.Reply{}, fmt.Errorf("a reply is for another job or client")
 	}
 	reply := claim.Reply{Node: string(st.Node), Kind: st.Kind, At: st.At}
-	pub := s.id.Key.Public().(ed25519.PublicKey)
+	account := s.id.Key.Public().(ed25519.PublicKey)
+	name := s.id.Name
 	if peer.ID(st.Node) != s.ep.ID() {
 		id, err := s.ep.Admission().Verifier().VerifyCert(signed.Cert, now, certs.RoleNode)
 		if err != nil {
 			return claim.Reply{}, fmt.Errorf("reply of node %s: %w", peer.ID(st.Node), err)
 		}
-		pub = id.PublicKey
-		if err := s.bind(i, signed, st, pub, sigs); err != nil {
-			return reply, fmt.Errorf("reply of node %s signed by %q: %w", peer.ID(st.Node), id.Name, err)
-		}
+		account, name = id.PublicKey, id.Name
 	} else if s.own.take(b) {
 		return reply, nil // the very bytes this node signed
 	}
-	sigs.add(i, pub, signed.Message(), signed.Sig)
+	if err := s.bind(i, signed, st, account, sigs); err != nil {
+		return reply, fmt.Errorf("reply of node %s signed by %q: %w", peer.ID(st.Node), name, err)
+	}
 	return reply, nil
 }
 

@@ -65,7 +65,7 @@ func denyClaims(nd *node.Node, now func() time.Time) {
 			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 		}
 		signed, err := claim.Sign(claim.Statement{Kind: claim.Denied, Job: req.Job, Client: []byte(from.Identity.PublicKey),
-			Node: []byte(ep.ID()), At: now().UnixMilli()}, id.Cert.Raw, id.Position.Marshal(), id.Key, id.PeerKey.Sign)
+			Node: []byte(ep.ID()), At: now().UnixMilli()}, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +146,7 @@ func (n *Network) forgeLoop(i int, nd *node.Node, now func() time.Time) {
 func forgeGrants(nd *node.Node, now func() time.Time, a *adversary) {
 	id, ep := nd.Identity(), nd.Endpoint()
 	sign := func(st claim.Statement) ([]byte, error) {
-		return claim.Sign(st, id.Cert.Raw, id.Position.Marshal(), id.Key, id.PeerKey.Sign)
+		return claim.Sign(st, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
 	}
 	clients := []certs.Role{certs.RoleClient}
 	ep.Handle(wire.ProtoClaim, 1024, clients, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
@@ -197,7 +197,7 @@ func forgedCertificate(nd *node.Node, key []byte, tFinish int64, others []peer.I
 	start := now.UnixMilli()
 	st := job.State{Phase: job.Claimed, Client: client, Start: start, Deadline: start + tFinish}
 	stmt := claim.Statement{Kind: claim.Accepted, Job: key, Client: client, Node: []byte(nd.ID()), At: start, Start: start}
-	own, err := claim.Sign(stmt, id.Cert.Raw, id.Position.Marshal(), id.Key, id.PeerKey.Sign)
+	own, err := claim.Sign(stmt, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
 	if err != nil {
 		return st, nil, err
 	}
@@ -207,7 +207,7 @@ func forgedCertificate(nd *node.Node, key []byte, tFinish int64, others []peer.I
 		var b []byte
 		switch way {
 		case forgeOwnKeys:
-			b, err = claim.Sign(stmt, id.Cert.Raw, id.Position.Marshal(), id.Key, id.PeerKey.Sign)
+			b, err = claim.Sign(stmt, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
 		case forgeMadeUpCA:
 			b, err = madeUpCASigned(stmt, p, fakeCA, now)
 		case forgeMadeUpIDs:
@@ -238,7 +238,7 @@ func madeUpCASigned(stmt claim.Statement, p peer.ID, fakeCA *certs.Authority, no
 		return nil, err
 	}
 	pos := certs.SignPosition(key, certs.Position{PeerID: []byte(p), Seq: 1, IssuedAt: now})
-	return claim.Sign(stmt, c.Raw, pos.Marshal(), key, peerKey.Sign)
+	return claim.Sign(stmt, c.Raw, pos.Marshal(), peerKey.Sign)
 }
 
 // madeUpPeerSigned renames stmt to a made-up peer whose key the forger
@@ -255,7 +255,7 @@ func madeUpPeerSigned(stmt claim.Statement, account ed25519.PrivateKey, cert []b
 	}
 	stmt.Node = []byte(pid)
 	pos := certs.SignPosition(account, certs.Position{PeerID: []byte(pid), Seq: 1, IssuedAt: now})
-	return claim.Sign(stmt, cert, pos.Marshal(), account, peerKey.Sign)
+	return claim.Sign(stmt, cert, pos.Marshal(), peerKey.Sign)
 }
 
 // forgeCertLoop sends, every interval, forged certificates of made-up
