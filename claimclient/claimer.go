@@ -32,6 +32,10 @@ type Claimer struct {
 	key        ed25519.PrivateKey                   // signs releases (SetSigner); nil: unsigned
 	tk         tickets                              // quota tickets (ticket.go); guarded by mu
 	commitPoll time.Duration                        // first pause between counts of a unit's commitments (commit.go)
+	// certDelay is how long a won claim's certificate waits for its
+	// result (certify.go); DefaultCertifyDelay unless certDelaySet.
+	certDelay    time.Duration
+	certDelaySet bool
 
 	won, lost, unknown, failed, lookups atomic.Int64
 	refreshes, attempts                 atomic.Int64
@@ -190,25 +194,14 @@ type Claim struct {
 	// Accepts are the signed acceptances of the nodes that accepted the
 	// confirm: the claim's certificate, handed to Nodes (ProtoCertify).
 	Accepts [][]byte
-	// certified is closed when the certificate's delivery ended (nil:
-	// none under way). Claim returns without waiting for it; Release and
-	// SubmitResult wait, so that no node hears of the claim's end before
-	// it could learn the claim.
-	certified chan struct{}
-}
-
-// Certified waits until the claim's certificate was delivered to its
-// nodes (each answered or timed out), or ctx ends.
-func (cl *Claim) Certified(ctx context.Context) error {
-	if cl.certified == nil {
-		return nil
-	}
-	select {
-	case <-cl.certified:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("certificate of job %x: %w", cl.Job, ctx.Err())
-	}
+	// acceptedBy are the nodes whose acceptance is in Accepts: they hold
+	// the claim, and a result sent to them needs no certificate with it.
+	acceptedBy map[string]bool
+	// cert is the certificate's delivery (certify.go; nil: none under
+	// way). Claim returns without waiting for it; Release waits for it,
+	// so that no node hears of the claim's end before it could learn the
+	// claim, and a result sent before it carries it instead.
+	cert *certDelivery
 }
 
 // ErrLost reports a job another client holds.
@@ -381,6 +374,10 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 		accept := accepts[n]
 		if accept != nil {
 			a.out.Accepts = append(a.out.Accepts, accept)
+			if a.out.acceptedBy == nil {
+				a.out.acceptedBy = map[string]bool{}
+			}
+			a.out.acceptedBy[string(n)] = true
 		} else {
 			a.unaccepted = append(a.unaccepted, fmt.Sprintf("%s: %v", shortID(n), errs[n]))
 		}
@@ -408,15 +405,11 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 	}
 	switch act.Done {
 	case claim.Won:
-		// The certificate goes out without holding the claim up (one
-		// round trip); Release and SubmitResult wait for its delivery.
-		cl, req := a.out, &wire.CertifyRequest{Job: jobKey, Start: a.out.Start, Accepts: a.out.Accepts}
-		cl.certified = make(chan struct{})
-		go func() {
-			defer close(cl.certified)
-			c.fanOut(context.WithoutCancel(ctx), claimNodes(cl), wire.ProtoCertify, req)
-		}()
-		return cl, nil
+		// The certificate goes out without holding the claim up, after
+		// the certify delay unless the result carries it first
+		// (certify.go).
+		c.startCertify(ctx, a.out)
+		return a.out, nil
 	case claim.Lost:
 		return nil, fmt.Errorf("claim %x: %w (denied by %s)", jobKey, ErrLost, strings.Join(a.deniers, ", "))
 	case claim.Unknown:
@@ -531,12 +524,17 @@ func shortID(n string) string {
 // fanOut sends req to every node in parallel, each given the ask timeout,
 // and returns each one's error.
 func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req any) map[string]error {
-	return c.fanOutResp(ctx, nodes, proto, req, 1024, func(string) wire.Validator { return &wire.Ping{} })
+	return c.fanOutEach(ctx, nodes, proto, func(string) any { return req }, 1024, func(string) wire.Validator { return &wire.Ping{} })
 }
 
 // fanOutResp is fanOut decoding each node's answer, of at most max bytes,
 // into resp(node).
 func (c *Claimer) fanOutResp(ctx context.Context, nodes []string, proto string, req any, max int, resp func(node string) wire.Validator) map[string]error {
+	return c.fanOutEach(ctx, nodes, proto, func(string) any { return req }, max, resp)
+}
+
+// fanOutEach is fanOutResp sending each node the request reqOf(node).
+func (c *Claimer) fanOutEach(ctx context.Context, nodes []string, proto string, reqOf func(node string) any, max int, resp func(node string) wire.Validator) map[string]error {
 	if c.ask > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.ask)
@@ -549,7 +547,7 @@ func (c *Claimer) fanOutResp(ctx context.Context, nodes []string, proto string, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.ep.Call(ctx, peer.ID(n), protocol.ID(proto), req, max, resp(n))
+			err := c.ep.Call(ctx, peer.ID(n), protocol.ID(proto), reqOf(n), max, resp(n))
 			mu.Lock()
 			out[n] = err
 			mu.Unlock()

@@ -50,10 +50,41 @@ func majority(r int) int { return r/2 + 1 }
 // which then acknowledge it too. When a majority cannot be reached, the
 // error says how many stored it; a caller should not release a claim
 // whose result some replica stored.
+//
+// A result sent before the claim's certificate went out (within the
+// certify delay) carries the certificate to the nodes that did not accept
+// the claim, and the certificate goes on its own only to the claim's
+// nodes that did not store the result.
 func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) (int, error) {
-	if err := cl.Certified(ctx); err != nil {
-		return 0, fmt.Errorf("submit result: %w", err)
+	var cert *wire.CertifyRequest
+	if cl.cert != nil {
+		cert = cl.cert.take()
 	}
+	if cert == nil {
+		if err := cl.Certified(ctx); err != nil {
+			return 0, fmt.Errorf("submit result: %w", err)
+		}
+	}
+	n, err := c.submitResult(ctx, cl, envelope, cert)
+	if cert != nil {
+		c.certifyUnstored(ctx, cl, cert, n)
+	}
+	return len(n), err
+}
+
+// certifyUnstored sends the certificate a result carried to the claim's
+// nodes that did not store the result: they hold the claim without it.
+func (c *Claimer) certifyUnstored(ctx context.Context, cl *Claim, cert *wire.CertifyRequest, stored map[string]bool) {
+	rest := slices.DeleteFunc(claimNodes(cl), func(n string) bool { return stored[n] })
+	if len(rest) > 0 {
+		c.fanOut(context.WithoutCancel(ctx), rest, wire.ProtoCertify, cert)
+	}
+}
+
+// submitResult is SubmitResult's delivery, carrying cert (when not nil)
+// to the nodes outside cl.acceptedBy; it returns the nodes that stored the
+// result.
+func (c *Claimer) submitResult(ctx context.Context, cl *Claim, envelope []byte, cert *wire.CertifyRequest) (map[string]bool, error) {
 	r := c.d.Replication()
 	need := majority(r)
 	retry := c.retry
@@ -61,13 +92,24 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 		retry = submitRetry{tries: submitTries, first: submitFirst}
 	}
 	req := &wire.ResultSubmit{Envelope: envelope, At: c.now().UnixMilli()}
+	withCert := *req
+	if cert != nil {
+		withCert.Start, withCert.Accepts = cert.Start, cert.Accepts
+	}
+	reqOf := func(n string) any {
+		if cert != nil && !cl.acceptedBy[n] {
+			return &withCert
+		}
+		return req
+	}
 	stored := map[string]bool{}
 	last := map[string]error{} // each node's latest refusal or failure
 	targets := ids(cl.Nodes)
 	wait := retry.first
 	for attempt := 1; ; attempt++ {
 		req.Sent = sentTo(targets)
-		for n, err := range c.fanOut(ctx, targets, wire.ProtoResult, req) {
+		withCert.Sent = req.Sent
+		for n, err := range c.fanOutEach(ctx, targets, wire.ProtoResult, reqOf, 1024, func(string) wire.Validator { return &wire.Ping{} }) {
 			if err != nil {
 				last[n] = err
 				continue
@@ -77,7 +119,7 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 		}
 		if len(stored) >= need {
 			c.drop(cl.Job)
-			return len(stored), nil
+			return stored, nil
 		}
 		if attempt >= retry.tries || !sleep(ctx, wait) {
 			break
@@ -94,7 +136,7 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
-	return len(stored), fmt.Errorf("result of job %x not delivered: %d of its %d replicas stored it, a majority is %d: %w",
+	return stored, fmt.Errorf("result of job %x not delivered: %d of its %d replicas stored it, a majority is %d: %w",
 		cl.Job, len(stored), r, need, errors.Join(errs...))
 }
 

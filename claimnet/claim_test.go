@@ -43,7 +43,11 @@ func (cn *claimNet) client(t *testing.T, name string) (*agent.Agent, *claimclien
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	return a, claimclient.NewClaimer(a.Endpoint(), a.DHT(), cn.clock.Now, 0)
+	cl := claimclient.NewClaimer(a.Endpoint(), a.DHT(), cn.clock.Now, 0)
+	// The certificate at once, as these tests look at every replica right
+	// after a claim (TestResultCarriesCertificate covers the delay).
+	cl.SetCertifyDelay(0)
+	return a, cl
 }
 
 // states returns the job's replica states on its holders.

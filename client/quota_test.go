@@ -219,7 +219,15 @@ func TestQuotaLiar(t *testing.T) {
 		t.Fatalf("find: %d hits, %v", len(hits), err)
 	}
 	cl := claimer(liarAgent, time.Hour)
-	if _, err := cl.Claim(q.ctx, hits[0].Job); err != nil {
+	// The liar's claim certified before it lies: an uncertified claim is
+	// sent (and audited) as ready, and voided T_cert after its acceptance
+	// (a liar that never certifies holds its jobs that long at most).
+	cl.SetCertifyDelay(0)
+	won, err := cl.Claim(q.ctx, hits[0].Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := won.Certified(q.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.Report(q.ctx, hits[0].Job, quota.Done); err != nil { // a lie: no result was sent

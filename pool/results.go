@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/replica"
@@ -38,10 +39,27 @@ func (p *Pool) handleResult(_ context.Context, from *overlay.Admitted, body []by
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
-	if err := p.SubmitResultSent(from.Identity.Cert.Raw, req.Envelope, req.At, req.Sent); err != nil {
+	in := resultIn{cert: from.Identity.Cert.Raw, env: req.Envelope, at: req.At, sent: req.Sent}
+	if len(req.Accepts) > 0 {
+		in.from, in.start, in.accepts = from, req.Start, req.Accepts
+	}
+	if err := p.submitResult(in); err != nil {
 		return nil, err
 	}
 	return &wire.Ping{}, nil
+}
+
+// resultIn is a result as a client submits it: its certificate (DER),
+// the sealed envelope, its time, the nodes it says it sends it to, and,
+// when it carries the claim's certificate (wire.ResultSubmit), the sender
+// with the claim's start and acceptances.
+type resultIn struct {
+	cert, env []byte
+	at        int64
+	sent      [][]byte
+	from      *overlay.Admitted
+	start     int64
+	accepts   [][]byte
 }
 
 // SubmitResult stores a result from the client whose certificate (DER)
@@ -57,6 +75,14 @@ func (p *Pool) SubmitResult(clientCert []byte, envBytes []byte, at int64) error 
 // to the nodes sent too (ResultSubmit.Sent): it is handed on only to the
 // job's closest nodes not among them (passOnResult).
 func (p *Pool) SubmitResultSent(clientCert []byte, envBytes []byte, at int64, sent [][]byte) error {
+	return p.submitResult(resultIn{cert: clientCert, env: envBytes, at: at, sent: sent})
+}
+
+// submitResult stores a submitted result (SubmitResultSent); a result
+// carrying its claim's certificate makes a node that does not hold the
+// claim learn it first (learnClaim).
+func (p *Pool) submitResult(in resultIn) error {
+	clientCert, envBytes, at, sent := in.cert, in.env, in.at, in.sent
 	id, err := p.ep.Admission().Verifier().VerifyCert(clientCert, p.env.Now(), certs.RoleClient)
 	if err != nil {
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("result: client certificate: %w", err))
@@ -80,6 +106,11 @@ func (p *Pool) SubmitResultSent(clientCert []byte, envBytes []byte, at int64, se
 	if !ok {
 		return overlay.StatusErr(wire.StatusNotFound, fmt.Errorf("job %x not held here", env.Job))
 	}
+	if (st.Phase != job.Claimed || !bytes.Equal(st.Client, client)) && len(in.accepts) > 0 && in.from != nil {
+		if st, err = p.learnClaim(in.from, env.Job, client, in.start, in.accepts); err != nil {
+			return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("result: %w", err))
+		}
+	}
 	digest := env.Digest()
 	switch {
 	case st.Phase == job.Finished && bytes.Equal(st.Client, client) && bytes.Equal(st.Result, digest):
@@ -101,6 +132,20 @@ func (p *Pool) SubmitResultSent(clientCert []byte, envBytes []byte, at int64, se
 		p.passOnResult(env.Job, sent)
 	}
 	return nil
+}
+
+// learnClaim merges the claim (client, start) of job key with its
+// certificate, the acceptances a result carried, as a certify would
+// (claimnet's handleCertify): checked, and kept as evidence against from
+// when forged. It returns the job's state as this node then judges it.
+func (p *Pool) learnClaim(from *overlay.Admitted, key, client []byte, start int64, accepts [][]byte) (job.State, error) {
+	h, ok := p.Lookup(key)
+	if !ok {
+		return job.State{}, ErrUnknownJob
+	}
+	st := job.State{Phase: job.Claimed, Client: client, Start: start, Deadline: start + h.TFinish}
+	proof := (&job.Proof{Claim: claim.EncodeCertificate(accepts)}).Encode()
+	return p.MergeFrom(from, wire.ProtoResult, key, st, proof)
 }
 
 // passOnResult hands a result just stored here on, in the background, to

@@ -124,10 +124,16 @@ func (r *CertifyRequest) Validate() error {
 	if err := validKey(r.Job); err != nil {
 		return err
 	}
-	if r.Start <= 0 || len(r.Accepts) == 0 || len(r.Accepts) > MaxReplies {
-		return fmt.Errorf("certificate of start %d with %d acceptances: %w", r.Start, len(r.Accepts), ErrMalformed)
+	return validCertificate(r.Start, r.Accepts)
+}
+
+// validCertificate bounds a claim's certificate as carried on the wire:
+// its start and 1 to MaxReplies acceptances of at most MaxReplyBytes.
+func validCertificate(start int64, accepts [][]byte) error {
+	if start <= 0 || len(accepts) == 0 || len(accepts) > MaxReplies {
+		return fmt.Errorf("certificate of start %d with %d acceptances: %w", start, len(accepts), ErrMalformed)
 	}
-	for _, b := range r.Accepts {
+	for _, b := range accepts {
 		if len(b) == 0 || len(b) > MaxReplyBytes {
 			return fmt.Errorf("acceptance of %d bytes: %w", len(b), ErrMalformed)
 		}
@@ -180,6 +186,14 @@ type ResultSubmit struct {
 	// word: a client that names a node it skipped delays only its own
 	// result's spread, to the next republish round).
 	Sent [][]byte
+	// Start and Accepts are the claim's certificate (as CertifyRequest
+	// carries it) when the client sends the result before the
+	// certificate: a receiver that does not hold the claim learns it from
+	// them, checked as a certify is, before it takes the result. Empty
+	// when the certificate went out on its own, or the receiver accepted
+	// the claim itself.
+	Start   int64
+	Accepts [][]byte
 }
 
 // MaxResultSent bounds ResultSubmit.Sent: a claim's nodes and the job's
@@ -202,7 +216,10 @@ func (r *ResultSubmit) Validate() error {
 			return fmt.Errorf("result sent to a node ID of %d bytes: %w", len(id), ErrMalformed)
 		}
 	}
-	return nil
+	if len(r.Accepts) == 0 && r.Start == 0 {
+		return nil
+	}
+	return validCertificate(r.Start, r.Accepts)
 }
 
 // ResultGetRequest asks for the results of jobs.

@@ -31,6 +31,12 @@ type attempt struct {
 	won     job.State // the claim a confirm made (Claimed, the client, start and deadline), for the certificate
 	asked   []int32   // index nodes this attempt's search asked
 	sent    []int32   // nodes its result was sent to (ResultSubmit.Sent): passOn skips them
+	// certDue is when a won claim's certificate goes to its nodes on its
+	// own (after the certify delay); a result or release before then
+	// takes it over (certTaken): the result carries it, a release sends
+	// it first.
+	certDue   int64
+	certTaken bool
 }
 
 func (s *Sim) newAttempt(loop bool) *attempt {
@@ -291,10 +297,13 @@ func (s *Sim) confirm(ev event) {
 // here. ev.arg is the number of replies (the request's size).
 func (s *Sim) certify(ev event) {
 	att := ev.att
+	if att.certTaken && ev.arg >= 0 {
+		return // the result carried it, or a release sent it at once
+	}
 	if !s.reach(att.side, ev.node, ev.gen) || s.fault[ev.node] == Silent {
 		return
 	}
-	s.count(ev.node, kClaim, s.c.SizeState*(1+int(ev.arg)))
+	s.count(ev.node, kClaim, s.c.SizeState*(1+abs32(ev.arg)))
 	rep, _ := s.heldState(ev.node, att.job)
 	if rep == nil || att.won.Phase != job.Claimed || (s.fault[ev.node] != Honest && s.fault[ev.node] != Withhold) {
 		return
@@ -302,6 +311,37 @@ func (s *Sim) certify(ev event) {
 	if m := job.Merge(rep.st, att.won); !job.Equal(m, rep.st) {
 		s.setState(ev.node, att.job, rep, m)
 	}
+}
+
+// sendCertify sends att's certificate to every node that answered its
+// claim, after wait ms. Sent as taken over (a release sends it at once),
+// ev.arg is negative: the certify counts however certTaken is set.
+func (s *Sim) sendCertify(att *attempt, wait int64) {
+	n := int32(len(att.replies))
+	if att.certTaken {
+		n = -n
+	}
+	for _, r := range att.replies {
+		id, gen := parseName(r.Node)
+		s.e.after(wait+s.latency(), event{kind: evCertify, node: id, gen: gen, att: att, arg: n})
+	}
+}
+
+// takeCertify stops att's certificate from going on its own when it has
+// not gone yet, and reports whether it did.
+func (s *Sim) takeCertify(att *attempt) bool {
+	if att.certTaken || s.e.now >= att.certDue {
+		return false
+	}
+	att.certTaken = true
+	return true
+}
+
+func abs32(n int32) int {
+	if n < 0 {
+		return int(-n)
+	}
+	return int(n)
 }
 
 // release: the client gives back a temporary or permanent claim.
@@ -352,12 +392,12 @@ func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
 	}
 	s.m.claimed++
 	s.m.claimLatency = append(s.m.claimLatency, s.e.now+delay-att.born)
-	// The certificate goes to every node that answered the claim
-	// (claimclient: Claim.Certified), beside what follows.
-	for _, r := range att.replies {
-		id, gen := parseName(r.Node)
-		s.e.after(delay+s.latency(), event{kind: evCertify, node: id, gen: gen, att: att, arg: int32(len(att.replies))})
-	}
+	// The certificate goes to every node that answered the claim after
+	// the certify delay (claimclient: certify.go), beside what follows,
+	// unless the result or a release takes it over first.
+	wait := max(ms(s.c.CertifyDelay), 0)
+	att.certDue = s.e.now + delay + wait
+	s.sendCertify(att, delay+wait)
 	// The client fetches the job's spec from the nearest of its nodes
 	// (client.FetchSpec, /up/job/get).
 	if len(att.replies) > 0 {
@@ -420,6 +460,7 @@ func (s *Sim) clientDone(att *attempt) {
 	switch att.fate {
 	case fateOK:
 		att.doneAt = now
+		s.takeCertify(att) // the result carries the certificate to the nodes outside the claim
 		// The result goes to the nodes the client claimed at; only if
 		// none of them can store it (churn, moves) does the client look
 		// the job up again and send it to the current r closest
@@ -461,9 +502,16 @@ func (s *Sim) clientDone(att *attempt) {
 			r.gtEnded = true
 		}
 	case fateError:
+		// A release waits for the certificate's delivery, sent at once
+		// if it still waited (claimclient.Release).
+		wait := int64(0)
+		if s.takeCertify(att) {
+			s.sendCertify(att, 0)
+			wait = s.rtt()
+		}
 		for _, rp := range att.replies {
 			id, gen := parseName(rp.Node)
-			s.e.after(s.latency(), event{kind: evRelease, node: id, gen: gen, att: att})
+			s.e.after(wait+s.latency(), event{kind: evRelease, node: id, gen: gen, att: att})
 		}
 		if r.gtClient == att.id {
 			r.gtEnded = true

@@ -62,6 +62,7 @@ type Config struct {
 	R             int           // replicas per job; default 5
 	TClaim        time.Duration // temporary claim life; default 15 s
 	TCert         time.Duration // an accepted claim's wait for its certificate before the watch voids it (claimnet); default 1 min
+	CertifyDelay  time.Duration // a won claim's certificate waits this long for the result, which carries it instead (claimclient.DefaultCertifyDelay); default 1 s; negative: sent at once
 	TFinish       time.Duration // claim life (job deadline); default 48 h static, 4×JobLength dynamic
 	TCollect      time.Duration // collected jobs kept; default 2 h
 	Quarantine    time.Duration // served index entry held back; default 2 min
@@ -270,6 +271,7 @@ func (c *Config) defaultProtocol() {
 	defInt(&c.R, 5)
 	defDur(&c.TClaim, 15*time.Second)
 	defDur(&c.TCert, time.Minute)
+	defDur(&c.CertifyDelay, time.Second)
 	defDur(&c.TCollect, 2*time.Hour)
 	defDur(&c.Quarantine, 2*time.Minute)
 	defDur(&c.IndexExpiry, 16*time.Minute)
