@@ -19,6 +19,8 @@ func claimMsgs() []wire.Validator {
 		&wire.ReleaseRequest{Job: key, Start: 5, Sig: make([]byte, 64)},
 		&wire.ReleaseRequest{Job: key, Repair: true},
 		&wire.ReleaseRequest{Job: key, Reason: wire.SkipFailed},
+		&wire.ResultSubmit{Envelope: []byte{1}, At: 5},
+		&wire.ResultSubmit{Envelope: []byte{1}, At: 5, Sent: [][]byte{{1}}, Start: 5, Accepts: [][]byte{{1}, {2}}},
 	}
 }
 
@@ -68,6 +70,12 @@ func TestClaimMessageBounds(t *testing.T) {
 		{"release with a short signature", &wire.ReleaseRequest{Job: key, Start: 1, Sig: make([]byte, 63)}, false},
 		{"release signature without start", &wire.ReleaseRequest{Job: key, Sig: make([]byte, 64)}, false},
 		{"release start without signature", &wire.ReleaseRequest{Job: key, Start: 1}, false},
+		{"result without certificate", &wire.ResultSubmit{Envelope: []byte{1}, At: 1}, true},
+		{"result carrying a certificate", &wire.ResultSubmit{Envelope: []byte{1}, At: 1, Start: 1, Accepts: accepts(wire.MaxReplies, wire.MaxReplyBytes)}, true},
+		{"result certificate too many", &wire.ResultSubmit{Envelope: []byte{1}, At: 1, Start: 1, Accepts: accepts(wire.MaxReplies+1, 1)}, false},
+		{"result certificate acceptance too large", &wire.ResultSubmit{Envelope: []byte{1}, At: 1, Start: 1, Accepts: accepts(1, wire.MaxReplyBytes+1)}, false},
+		{"result certificate without start", &wire.ResultSubmit{Envelope: []byte{1}, At: 1, Accepts: accepts(1, 1)}, false},
+		{"result start without certificate", &wire.ResultSubmit{Envelope: []byte{1}, At: 1, Start: 1}, false},
 	} {
 		err := c.msg.Validate()
 		if (err == nil) != c.ok {
