@@ -29,12 +29,24 @@ var (
 //	Finished:  Cert, the certificate (DER) of the client that signed the
 //	           result envelope; the envelope itself travels apart (it is
 //	           large) and the receiver holds it before it merges
-//	Collected: Sig, the project's signature over CollectStatement; Cert,
-//	           the project's certificate when it is not the one the job
-//	           names (a renewed key)
+//	Collected: Sig, the project's signature over CollectStatement, or
+//	           over a batch's root with the job's inclusion Path
+//	           (collectbatch.go); Cert, the project's certificate when it
+//	           is not the one the job names (a renewed key)
 //	Claimed and Ready tombstones: Claim, the claim protocol's evidence,
 //	           opaque here (package claim checks it)
 type Proof struct {
+	_     struct{} `cbor:",toarray"`
+	Sig   []byte
+	Cert  []byte
+	Claim []byte
+	Path  []byte // a collected state's place in a collect batch (CollectPath); empty: none
+}
+
+// proofV1 is a proof without a Path, as every proof was encoded before
+// collect batches: a proof without one still encodes so (three
+// elements), and stored proofs decode.
+type proofV1 struct {
 	_     struct{} `cbor:",toarray"`
 	Sig   []byte
 	Cert  []byte
@@ -43,10 +55,14 @@ type Proof struct {
 
 // Encode is the proof's canonical encoding; the empty proof encodes to nil.
 func (p *Proof) Encode() []byte {
-	if len(p.Sig) == 0 && len(p.Cert) == 0 && len(p.Claim) == 0 {
+	if len(p.Sig) == 0 && len(p.Cert) == 0 && len(p.Claim) == 0 && len(p.Path) == 0 {
 		return nil
 	}
-	b, err := codec.Marshal(p)
+	var v any = p
+	if len(p.Path) == 0 {
+		v = &proofV1{Sig: p.Sig, Cert: p.Cert, Claim: p.Claim}
+	}
+	b, err := codec.Marshal(v)
 	if err != nil {
 		panic(err) // byte slices always encode
 	}
@@ -63,8 +79,15 @@ func DecodeProof(b []byte) (Proof, error) {
 	if len(b) > MaxProofSize {
 		return p, fmt.Errorf("%w: proof of %d bytes (max %d)", ErrMalformed, len(b), MaxProofSize)
 	}
+	var v1 proofV1
+	if err := codec.Unmarshal(b, &v1); err == nil {
+		return Proof{Sig: v1.Sig, Cert: v1.Cert, Claim: v1.Claim}, nil
+	}
 	if err := codec.Unmarshal(b, &p); err != nil {
 		return p, fmt.Errorf("%w: proof: %v", ErrMalformed, err)
+	}
+	if len(p.Path) == 0 {
+		return Proof{}, fmt.Errorf("%w: proof with an empty path element", ErrMalformed)
 	}
 	return p, nil
 }
@@ -86,17 +109,16 @@ func SignCollected(key []byte, at int64, projectKey ed25519.PrivateKey) Proof {
 }
 
 // CheckCollected checks that p proves the collected state st of job key:
-// the signature over CollectStatement(key, st.At) by projectKey, the key
-// of the job's project as the caller verified it (certificate of the CA,
-// not revoked, named as the spec's project).
+// the signature over CollectStatement(key, st.At), or over the root of a
+// batch the job's path leads to (CollectedMessage), by projectKey, the
+// key of the job's project as the caller verified it (certificate of the
+// CA, not revoked, named as the spec's project).
 func CheckCollected(key []byte, st State, p Proof, projectKey ed25519.PublicKey) error {
-	if st.Phase != Collected {
-		return fmt.Errorf("%w: %s state checked as collected", ErrMalformed, st.Phase)
+	msg, err := CollectedMessage(key, st, p)
+	if err != nil {
+		return err
 	}
-	if len(p.Sig) == 0 {
-		return fmt.Errorf("%w: collected at %d without the project's signature", ErrNoProof, st.At)
-	}
-	if len(projectKey) != ed25519.PublicKeySize || !sigverify.Verify(projectKey, CollectStatement(key, st.At), p.Sig) {
+	if len(projectKey) != ed25519.PublicKeySize || !sigverify.Verify(projectKey, msg, p.Sig) {
 		return fmt.Errorf("%w: collected at %d: not the project's signature", ErrForgedProof, st.At)
 	}
 	return nil

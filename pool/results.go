@@ -269,12 +269,14 @@ func (p *Pool) handleCollect(_ context.Context, from *overlay.Admitted, body []b
 	src := &source{name: from.Identity.Name, peer: from.Peer, proto: wire.ProtoCollect}
 	resp := &wire.CollectResponse{Results: make([]wire.StoreResult, len(req.Keys))}
 	for i, k := range req.Keys {
-		resp.Results[i] = p.collect(k, src, req.At, req.Sigs[i])
+		resp.Results[i] = p.collect(k, src, req.At, req.Proofs[i])
 	}
 	return resp, nil
 }
 
-func (p *Pool) collect(key []byte, src *source, at int64, sig []byte) wire.StoreResult {
+// collect marks job key collected at at, with proof (job.Proof, encoded)
+// checked first, from the project src.
+func (p *Pool) collect(key []byte, src *source, at int64, proof []byte) wire.StoreResult {
 	h, ok := p.Lookup(key)
 	switch {
 	case !ok:
@@ -284,7 +286,6 @@ func (p *Pool) collect(key []byte, src *source, at int64, sig []byte) wire.Store
 	case h.State.Phase != job.Finished && h.State.Phase != job.Collected:
 		return wire.StoreResult{Status: wire.StatusBadRequest, Msg: "job is " + h.State.Phase.String()}
 	}
-	proof := (&job.Proof{Sig: sig}).Encode()
 	if _, _, err := p.applyFrom(key, job.State{Phase: job.Collected, At: at}, proof, nil, src); err != nil {
 		status := wire.StatusInternal
 		if errors.Is(err, job.ErrForgedProof) || errors.Is(err, job.ErrNoProof) {

@@ -263,24 +263,29 @@ func (r *ResultGetResponse) Validate() error {
 }
 
 // CollectRequest tells a node that the project stored these jobs' results
-// durably, at At (Unix ms). Sigs has, for each key, the project's
-// signature over job.CollectStatement(key, At): the proof nodes keep with
-// the collected state and send in syncs.
+// durably, at At (Unix ms). Proofs has, for each key, the proof nodes keep
+// with the collected state and send in syncs (job.Proof, encoded): the
+// project's signature over job.CollectStatement(key, At), or over the
+// root of the harvest's collect batch with the job's inclusion path.
 type CollectRequest struct {
-	_    struct{} `cbor:",toarray"`
-	Keys [][]byte
-	At   int64
-	Sigs [][]byte
+	_      struct{} `cbor:",toarray"`
+	Keys   [][]byte
+	At     int64
+	Proofs [][]byte
 }
+
+// MaxCollectProofBytes bounds one collect proof: a signature and an
+// inclusion path (job.MaxPathBytes) with their encoding.
+const MaxCollectProofBytes = 1 << 10
 
 // Validate bounds a decoded CollectRequest.
 func (r *CollectRequest) Validate() error {
-	if len(r.Keys) == 0 || len(r.Keys) > MaxSyncItems || r.At <= 0 || len(r.Sigs) != len(r.Keys) {
-		return fmt.Errorf("collect of %d jobs at %d with %d signatures: %w", len(r.Keys), r.At, len(r.Sigs), ErrMalformed)
+	if len(r.Keys) == 0 || len(r.Keys) > MaxSyncItems || r.At <= 0 || len(r.Proofs) != len(r.Keys) {
+		return fmt.Errorf("collect of %d jobs at %d with %d proofs: %w", len(r.Keys), r.At, len(r.Proofs), ErrMalformed)
 	}
-	for _, s := range r.Sigs {
-		if len(s) != ed25519.SignatureSize {
-			return fmt.Errorf("collect signature of %d bytes: %w", len(s), ErrMalformed)
+	for _, p := range r.Proofs {
+		if len(p) == 0 || len(p) > MaxCollectProofBytes {
+			return fmt.Errorf("collect proof of %d bytes: %w", len(p), ErrMalformed)
 		}
 	}
 	for _, k := range r.Keys {

@@ -23,7 +23,7 @@ func jobMsgs() []wire.Validator {
 		&wire.SyncRequest{Items: []wire.SyncItem{{Key: key, State: job.State{Phase: job.Collected, At: 9},
 			Proof: (&job.Proof{Sig: make([]byte, 64)}).Encode()}}},
 		&wire.StoreRequest{Jobs: []wire.JobEnvelope{{Signed: []byte{1}, State: claimed, Proof: (&job.Proof{Claim: []byte{1}}).Encode()}}},
-		&wire.CollectRequest{Keys: [][]byte{key}, At: 9, Sigs: [][]byte{make([]byte, 64)}},
+		&wire.CollectRequest{Keys: [][]byte{key}, At: 9, Proofs: [][]byte{make([]byte, 64)}},
 	}
 }
 
@@ -101,9 +101,11 @@ func TestJobMessageBounds(t *testing.T) {
 		{"receipt for a job not in the store", &wire.StoreResponse{Results: make([]wire.StoreResult, 1), Receipts: receipts(1, 1)}, false},
 		{"receipt with a short signature", &wire.StoreResponse{Results: make([]wire.StoreResult, 1), Receipts: []wire.StoreReceipt{{Cert: []byte{1}, Jobs: []uint16{0}, Sig: make([]byte, 63)}}}, false},
 		{"receipt without a certificate", &wire.StoreResponse{Results: make([]wire.StoreResult, 1), Receipts: []wire.StoreReceipt{{Jobs: []uint16{0}, Sig: make([]byte, 64)}}}, false},
-		{"collect with its signatures", &wire.CollectRequest{Keys: keys(2), At: 1, Sigs: [][]byte{make([]byte, 64), make([]byte, 64)}}, true},
-		{"collect without signatures", &wire.CollectRequest{Keys: keys(2), At: 1}, false},
-		{"collect with a short signature", &wire.CollectRequest{Keys: keys(1), At: 1, Sigs: [][]byte{make([]byte, 63)}}, false},
+		{"collect with its proofs", &wire.CollectRequest{Keys: keys(2), At: 1, Proofs: [][]byte{make([]byte, 64), make([]byte, 64)}}, true},
+		{"collect proof at bound", &wire.CollectRequest{Keys: keys(1), At: 1, Proofs: [][]byte{make([]byte, wire.MaxCollectProofBytes)}}, true},
+		{"collect without proofs", &wire.CollectRequest{Keys: keys(2), At: 1}, false},
+		{"collect with an empty proof", &wire.CollectRequest{Keys: keys(1), At: 1, Proofs: [][]byte{{}}}, false},
+		{"collect proof over bound", &wire.CollectRequest{Keys: keys(1), At: 1, Proofs: [][]byte{make([]byte, wire.MaxCollectProofBytes+1)}}, false},
 	} {
 		err := c.msg.Validate()
 		if (err == nil) != c.ok {
