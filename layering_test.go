@@ -144,6 +144,7 @@ var purePackages = []purePackage{
 		allowed: []string{
 			"bytes",
 			"cmp",
+			"crypto",
 			"crypto/ed25519",
 			"crypto/sha256",
 			"encoding/binary",
@@ -153,6 +154,9 @@ var purePackages = []purePackage{
 			"unicode",
 			"unicode/utf8",
 			"github.com/ipfs/go-cid",
+			"github.com/transparency-dev/merkle/compact",
+			"github.com/transparency-dev/merkle/proof",
+			"github.com/transparency-dev/merkle/rfc6962",
 			"github.com/multiformats/go-multihash",
 			"github.com/up-pool/up/codec",
 			"github.com/up-pool/up/sigverify",
