@@ -27,7 +27,7 @@ var purePackages = []purePackage{
 		// of computed values behind a mutex), no clock, files or
 		// network; its tests' randomness is seeded.
 		path:           module + "/sigverify",
-		allowed:        []string{"crypto/ed25519", "sync", "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"},
+		allowed:        []string{"crypto/ed25519", "crypto/sha256", "sync", "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"},
 		neverImports:   noClockFilesRandomness,
 		allowedInTests: []string{"crypto/ed25519", "math/rand/v2", "testing"},
 	},

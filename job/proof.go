@@ -40,7 +40,7 @@ type Proof struct {
 	Sig   []byte
 	Cert  []byte
 	Claim []byte
-	Path  []byte // a collected state's place in a collect batch (CollectPath); empty: none
+	Path  []byte // a collected state's place in a collect batch (BatchPath); empty: none
 }
 
 // proofV1 is a proof without a Path, as every proof was encoded before

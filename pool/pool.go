@@ -18,6 +18,7 @@ import (
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
@@ -84,8 +85,11 @@ type Pool struct {
 	rng   *rand.Rand
 	goneN int // gone records on disk (gone.go)
 
-	proven   map[[32]byte]struct{} // proofs checked here (proof.go)
-	evidence evidenceLog           // refused forgeries (evidence.go)
+	proven map[[32]byte]struct{} // proofs checked here (proof.go)
+	// sigs are the project signatures verified here: a batch's root
+	// signature (collect statements, specs) comes with each of its jobs.
+	sigs     *sigverify.Once
+	evidence evidenceLog // refused forgeries (evidence.go)
 
 	hooks []func(key []byte, st job.State, deleted bool)
 
@@ -128,6 +132,7 @@ func New(deps Deps, cfg Config) (*Pool, error) {
 		units:  make(map[string]map[string]struct{}),
 		certs:  make(map[string][]byte),
 		proven: make(map[[32]byte]struct{}),
+		sigs:   sigverify.NewOnce(maxProofCache),
 		rng:    rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())

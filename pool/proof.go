@@ -2,7 +2,6 @@ package pool
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/result"
-	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
@@ -158,40 +156,10 @@ func (p *Pool) checkCollected(key []byte, e jobInfo, st job.State, pr job.Proof)
 	if err != nil {
 		return &refusal{err}
 	}
-	if !p.verifiedOnce(id.PublicKey, msg, pr.Sig) {
+	if !p.sigs.Verify(id.PublicKey, msg, pr.Sig) {
 		return &refusal{fmt.Errorf("%w: collected at %d: not the project's signature", job.ErrForgedProof, st.At)}
 	}
 	return nil
-}
-
-// verifiedOnce reports whether sig is pub's signature of msg, verifying
-// each (pub, msg, sig) once on this node: a collect batch's root
-// signature comes with every job of the batch. Kept with the proofs
-// checked here (p.proven, under its own digest domain).
-func (p *Pool) verifiedOnce(pub ed25519.PublicKey, msg, sig []byte) bool {
-	h := sha256.New()
-	h.Write([]byte("up/pool/verified-signature\x00"))
-	h.Write(pub)
-	h.Write(sig)
-	h.Write(msg)
-	var d [sha256.Size]byte
-	h.Sum(d[:0])
-	p.mu.Lock()
-	_, done := p.proven[d]
-	p.mu.Unlock()
-	if done {
-		return true
-	}
-	if !sigverify.Verify(pub, msg, sig) {
-		return false
-	}
-	p.mu.Lock()
-	if len(p.proven) >= maxProofCache {
-		clear(p.proven)
-	}
-	p.proven[d] = struct{}{}
-	p.mu.Unlock()
-	return true
 }
 
 // proofDigest identifies a (job, state, proof) checked here.

@@ -9,6 +9,7 @@ package sigverify
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"sync"
 
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
@@ -66,4 +67,50 @@ func Expanded(pub ed25519.PublicKey) *voi.ExpandedPublicKey {
 	keys[k] = ek
 	mu.Unlock()
 	return ek
+}
+
+// Once verifies signatures remembering the valid ones: a (key, message,
+// signature) verified here before is valid without a second
+// verification — a batch's root signature comes with every object of
+// the batch. Each party keeps its own (one per node: a verdict is never
+// shared between parties). Bounded: it starts afresh when full. Safe for
+// concurrent use; a nil *Once verifies every time.
+type Once struct {
+	mu   sync.Mutex
+	max  int
+	seen map[[sha256.Size]byte]struct{}
+}
+
+// NewOnce returns a Once remembering at most max valid signatures.
+func NewOnce(max int) *Once {
+	return &Once{max: max, seen: make(map[[sha256.Size]byte]struct{})}
+}
+
+// Verify is the package's Verify, remembering a valid signature.
+func (o *Once) Verify(pub ed25519.PublicKey, msg, sig []byte) bool {
+	if o == nil {
+		return Verify(pub, msg, sig)
+	}
+	h := sha256.New()
+	h.Write(pub)
+	h.Write(sig)
+	h.Write(msg)
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	o.mu.Lock()
+	_, ok := o.seen[d]
+	o.mu.Unlock()
+	if ok {
+		return true
+	}
+	if !Verify(pub, msg, sig) {
+		return false
+	}
+	o.mu.Lock()
+	if len(o.seen) >= o.max {
+		clear(o.seen)
+	}
+	o.seen[d] = struct{}{}
+	o.mu.Unlock()
+	return true
 }

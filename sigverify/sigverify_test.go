@@ -121,3 +121,40 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	})
 }
+
+// TestOnce: a valid signature is remembered, an invalid one never is, a
+// damaged signature of a remembered message still fails (the verdict is
+// per key, message and signature), and a full cache starts afresh.
+func TestOnce(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(make([]byte, 32))
+	pub := key.Public().(ed25519.PublicKey)
+	msg := []byte("root")
+	sig := ed25519.Sign(key, msg)
+	bad := append([]byte(nil), sig...)
+	bad[3] ^= 1
+	o := NewOnce(2)
+	for range 3 {
+		if !o.Verify(pub, msg, sig) {
+			t.Fatal("valid signature refused")
+		}
+		if o.Verify(pub, msg, bad) {
+			t.Fatal("damaged signature accepted after the valid one")
+		}
+	}
+	if len(o.seen) != 1 {
+		t.Fatalf("%d verdicts kept, want 1 (only the valid one)", len(o.seen))
+	}
+	for i := range 3 {
+		m := []byte{byte(i)}
+		if !o.Verify(pub, m, ed25519.Sign(key, m)) {
+			t.Fatal("valid signature refused")
+		}
+	}
+	if len(o.seen) > 2 {
+		t.Fatalf("%d verdicts kept, bound 2", len(o.seen))
+	}
+	var none *Once
+	if !none.Verify(pub, msg, sig) || none.Verify(pub, msg, bad) {
+		t.Fatal("a nil Once does not verify as Verify")
+	}
+}

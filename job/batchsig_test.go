@@ -61,11 +61,11 @@ func TestCollectBatchRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := State{Phase: Collected, At: 42}
-	path, err := DecodeCollectPath(proofs[5].Path)
+	path, err := DecodeBatchPath(proofs[5].Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reencode := func(c CollectPath) []byte {
+	reencode := func(c BatchPath) []byte {
 		b, err := codec.Marshal(&c)
 		if err != nil {
 			t.Fatal(err)
@@ -141,9 +141,9 @@ func TestProofEncodingKeepsV1(t *testing.T) {
 	}
 }
 
-// FuzzDecodeCollectPath: never a panic; what decodes is within bounds and
+// FuzzDecodeBatchPath: never a panic; what decodes is within bounds and
 // re-encodes to the same bytes.
-func FuzzDecodeCollectPath(f *testing.F) {
+func FuzzDecodeBatchPath(f *testing.F) {
 	proofs, err := SignCollectedBatch(batchKeys(9), 1, ed25519.NewKeyFromSeed(make([]byte, 32)))
 	if err != nil {
 		f.Fatal(err)
@@ -154,14 +154,14 @@ func FuzzDecodeCollectPath(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x83, 0, 2, 0x80})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := DecodeCollectPath(b)
+		c, err := DecodeBatchPath(b)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v is not ErrMalformed", err)
 			}
 			return
 		}
-		if c.Size < 2 || c.Size > MaxCollectBatch || c.Index >= c.Size || len(c.Hashes) > maxPathHashes {
+		if c.Size < 2 || c.Size > MaxBatch || c.Index >= c.Size || len(c.Hashes) > maxPathHashes {
 			t.Fatalf("decoded out of bounds: %+v", c)
 		}
 		if re, err := codec.Marshal(&c); err != nil || !bytes.Equal(re, b) {

@@ -1,0 +1,196 @@
+package job
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ed25519"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/up-pool/up/codec"
+)
+
+// A project signs a batch of objects — the collect statements of a
+// harvest pass, the specs and listings of a submission — under one
+// signature: their payloads are the leaves of an RFC 6962 Merkle tree
+// (SHA-256, transparency-dev/merkle), the project signs domain ‖ size ‖
+// root once, and each object carries that signature and its inclusion
+// path (a BatchPath). A verifier folds the path with a few hashes and
+// verifies the root's signature once per batch (sigverify.Once).
+
+const collectBatchDomain = "up/collected-batch/v1\x00"
+
+// Bounds of a collect batch.
+const (
+	// MaxBatch is the most objects one batch signature covers.
+	MaxBatch = 1 << 16
+	// maxPathHashes bounds a path: ⌈log2 MaxBatch⌉ hashes.
+	maxPathHashes = 16
+	// MaxPathBytes bounds an encoded BatchPath.
+	MaxPathBytes = 16 + maxPathHashes*(rfc6962Size+2) + 8
+	rfc6962Size  = 32
+)
+
+var treeHasher = rfc6962.New(crypto.SHA256)
+
+// BatchPath is an object's place in a signed batch: its leaf's Index of
+// Size leaves, and the inclusion proof's Hashes, leaf to root.
+type BatchPath struct {
+	_      struct{} `cbor:",toarray"`
+	Index  uint64
+	Size   uint64
+	Hashes [][]byte
+}
+
+// batchMessage is what the project signs for a batch of size leaves
+// whose tree has root, under domain.
+func batchMessage(domain string, size uint64, root []byte) []byte {
+	b := binary.BigEndian.AppendUint64([]byte(domain), size)
+	return append(b, root...)
+}
+
+// SignCollectedBatch returns the proofs of State{Phase: Collected, At:
+// at} for each job of keys, under one signature by the project's key: a
+// single job gets SignCollected's plain proof, two or more the batch's
+// signature and each its inclusion path.
+func SignCollectedBatch(keys [][]byte, at int64, projectKey ed25519.PrivateKey) ([]Proof, error) {
+	switch len(keys) {
+	case 0:
+		return nil, nil
+	case 1:
+		return []Proof{SignCollected(keys[0], at, projectKey)}, nil
+	}
+	payloads := make([][]byte, len(keys))
+	for i, k := range keys {
+		payloads[i] = CollectStatement(k, at)
+	}
+	sig, paths, err := signBatch(collectBatchDomain, payloads, projectKey)
+	if err != nil {
+		return nil, fmt.Errorf("collect batch: %w", err)
+	}
+	out := make([]Proof, len(keys))
+	for i := range keys {
+		out[i] = Proof{Sig: sig, Path: paths[i]}
+	}
+	return out, nil
+}
+
+// signBatch signs payloads (at least two, at most MaxBatch) under one
+// signature of domain ‖ size ‖ root with key, and returns it with each
+// payload's encoded BatchPath.
+func signBatch(domain string, payloads [][]byte, key ed25519.PrivateKey) ([]byte, [][]byte, error) {
+	if n := len(payloads); n < 2 || n > MaxBatch {
+		return nil, nil, fmt.Errorf("batch of %d objects, 2 to %d", n, MaxBatch)
+	}
+	size := uint64(len(payloads))
+	nodes := map[compact.NodeID][]byte{}
+	visit := func(id compact.NodeID, h []byte) { nodes[id] = h }
+	rf := &compact.RangeFactory{Hash: treeHasher.HashChildren}
+	tree := rf.NewEmptyRange(0)
+	for _, p := range payloads {
+		if err := tree.Append(treeHasher.HashLeaf(p), visit); err != nil {
+			return nil, nil, fmt.Errorf("batch tree: %w", err)
+		}
+	}
+	root, err := tree.GetRootHash(visit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("batch root: %w", err)
+	}
+	sig := ed25519.Sign(key, batchMessage(domain, size, root))
+	paths := make([][]byte, len(payloads))
+	for i := range payloads {
+		hashes, err := inclusionPath(nodes, uint64(i), size)
+		if err != nil {
+			return nil, nil, err
+		}
+		if paths[i], err = codec.Marshal(&BatchPath{Index: uint64(i), Size: size, Hashes: hashes}); err != nil {
+			return nil, nil, err
+		}
+	}
+	return sig, paths, nil
+}
+
+// batchSigned is the message a batch's signature covers for the object
+// whose payload and encoded path are given: domain ‖ size ‖ the root the
+// path leads to from the payload's leaf. An error wraps ErrMalformed for
+// a path out of its bounds, ErrBadSignature for one that leads nowhere.
+func batchSigned(domain string, payload, path []byte) ([]byte, error) {
+	c, err := DecodeBatchPath(path)
+	if err != nil {
+		return nil, err
+	}
+	root, err := proof.RootFromInclusionProof(treeHasher, c.Index, c.Size, treeHasher.HashLeaf(payload), c.Hashes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: batch path: %v", ErrBadSignature, err)
+	}
+	return batchMessage(domain, c.Size, root), nil
+}
+
+// inclusionPath is leaf index's inclusion proof in a tree of size
+// leaves whose node hashes are nodes.
+func inclusionPath(nodes map[compact.NodeID][]byte, index, size uint64) ([][]byte, error) {
+	want, err := proof.Inclusion(index, size)
+	if err != nil {
+		return nil, err
+	}
+	hashes := make([][]byte, len(want.IDs))
+	for i, id := range want.IDs {
+		h, ok := nodes[id]
+		if !ok {
+			return nil, fmt.Errorf("collect batch: node %+v of leaf %d's path not in the tree", id, index)
+		}
+		hashes[i] = h
+	}
+	return want.Rehash(hashes, treeHasher.HashChildren)
+}
+
+// DecodeBatchPath parses a proof's path within its bounds, in its one
+// canonical encoding.
+func DecodeBatchPath(b []byte) (BatchPath, error) {
+	var c BatchPath
+	if len(b) == 0 || len(b) > MaxPathBytes {
+		return c, fmt.Errorf("%w: batch path of %d bytes", ErrMalformed, len(b))
+	}
+	if err := codec.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("%w: batch path: %v", ErrMalformed, err)
+	}
+	if c.Size < 2 || c.Size > MaxBatch || c.Index >= c.Size || len(c.Hashes) > maxPathHashes {
+		return c, fmt.Errorf("%w: batch path of leaf %d of %d with %d hashes", ErrMalformed, c.Index, c.Size, len(c.Hashes))
+	}
+	for _, h := range c.Hashes {
+		if len(h) != rfc6962Size {
+			return c, fmt.Errorf("%w: batch path hash of %d bytes", ErrMalformed, len(h))
+		}
+	}
+	if re, err := codec.Marshal(&c); err != nil || !bytes.Equal(re, b) {
+		return c, fmt.Errorf("%w: batch path not canonically encoded", ErrMalformed)
+	}
+	return c, nil
+}
+
+// CollectedMessage checks the shape of p as the proof of the collected
+// state st of job key and returns the message p.Sig must be the project's
+// signature of: the job's CollectStatement for a plain proof, the batch's
+// root message — the path followed from the job's leaf — for a batch
+// proof. The caller verifies the signature (caching a batch's, which
+// recurs for every job of the batch).
+func CollectedMessage(key []byte, st State, p Proof) ([]byte, error) {
+	if st.Phase != Collected {
+		return nil, fmt.Errorf("%w: %s state checked as collected", ErrMalformed, st.Phase)
+	}
+	if len(p.Sig) == 0 {
+		return nil, fmt.Errorf("%w: collected at %d without the project's signature", ErrNoProof, st.At)
+	}
+	if len(p.Path) == 0 {
+		return CollectStatement(key, st.At), nil
+	}
+	msg, err := batchSigned(collectBatchDomain, CollectStatement(key, st.At), p.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: collected at %d: %w", ErrForgedProof, st.At, err)
+	}
+	return msg, nil
+}
