@@ -103,8 +103,13 @@ func TestReadmeWalkthrough(t *testing.T) {
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A script that fails (set -e) leaves its background daemons holding
+	// the output pipe: Wait would wait for them for ever. WaitDelay ends
+	// the wait for the pipe 5 s after bash exits; the daemons are killed
+	// below.
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	// Whatever the script left running in the background goes with it.
 	if cmd.Process != nil {
