@@ -20,6 +20,7 @@ import (
 	"github.com/up-pool/up/index"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/wire"
 )
 
@@ -98,6 +99,7 @@ type Server struct {
 	table    *index.Table
 	rng      *rand.Rand
 	verified map[[32]byte]verifiedListing
+	sigs     *sigverify.Once            // project signatures verified here: a batch's root once per batch
 	certs    map[string]certs.Identity  // project certificates by project name
 	closest  func(keyspace.Pos) peer.ID // the node's view, for redirects; nil: accept all
 	limiter  *overlay.RateLimiter       // per client identity
@@ -128,6 +130,7 @@ func New(deps Deps, cfg ServerConfig) (*Server, error) {
 		cfg:     cfg, env: deps.Env, ep: ep, table: index.NewTable(cfg.Table),
 		rng:      rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
 		verified: map[[32]byte]verifiedListing{},
+		sigs:     sigverify.NewOnce(4096),
 		certs:    map[string]certs.Identity{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -371,7 +374,7 @@ func (s *Server) verifyListing(b []byte, offered map[string][]byte, now time.Tim
 		}
 		id = cand
 	}
-	if err := signed.Verify(id.PublicKey); err != nil {
+	if err := signed.VerifyOnce(id.PublicKey, s.sigs); err != nil {
 		return nil, fmt.Errorf("listing of project %q: %w", l.Project, err)
 	}
 	s.mu.Lock()

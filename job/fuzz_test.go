@@ -40,6 +40,13 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
+	batch, err := SignBatch(batchSpecs(3), testKey(1))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range batch {
+		f.Add(s.Encode())
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		signed, spec, err := Decode(b)
 		if err != nil {

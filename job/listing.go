@@ -42,6 +42,15 @@ type SignedListing struct {
 	_       struct{} `cbor:",toarray"`
 	Listing []byte
 	Sig     []byte
+	Path    []byte // the listing's place in a signed batch (BatchPath); empty: Sig signs the listing alone
+}
+
+// signedListingV1 is a signed listing without a Path, encoded as every
+// listing was before batches: two elements.
+type signedListingV1 struct {
+	_       struct{} `cbor:",toarray"`
+	Listing []byte
+	Sig     []byte
 }
 
 const listingDomain = "up/listing/v1\x00"
@@ -81,7 +90,11 @@ func SignListing(l *Listing, key ed25519.PrivateKey) (*SignedListing, error) {
 
 // Encode is the canonical encoding of a signed listing.
 func (s *SignedListing) Encode() []byte {
-	b, err := codec.Marshal(s)
+	var v any = s
+	if len(s.Path) == 0 {
+		v = &signedListingV1{Listing: s.Listing, Sig: s.Sig}
+	}
+	b, err := codec.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
@@ -94,8 +107,13 @@ func DecodeListing(b []byte) (*SignedListing, *Listing, error) {
 		return nil, nil, fmt.Errorf("%w: listing of %d bytes (max %d)", ErrMalformed, len(b), MaxListingSize)
 	}
 	var s SignedListing
-	if err := codec.Unmarshal(b, &s); err != nil {
+	var v1 signedListingV1
+	if err := codec.Unmarshal(b, &v1); err == nil {
+		s = SignedListing{Listing: v1.Listing, Sig: v1.Sig}
+	} else if err := codec.Unmarshal(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("%w: listing: %v", ErrMalformed, err)
+	} else if _, err := DecodeBatchPath(s.Path); err != nil {
+		return nil, nil, err
 	}
 	if len(s.Sig) != ed25519.SignatureSize {
 		return nil, nil, fmt.Errorf("%w: listing signature of %d bytes", ErrMalformed, len(s.Sig))
@@ -127,7 +145,21 @@ func DecodeListing(b []byte) (*SignedListing, *Listing, error) {
 
 // Verify checks the listing's signature with the project's key.
 func (s *SignedListing) Verify(pub ed25519.PublicKey) error {
-	if len(pub) != ed25519.PublicKeySize || !sigverify.Verify(pub, append([]byte(listingDomain), s.Listing...), s.Sig) {
+	return s.VerifyOnce(pub, nil)
+}
+
+// VerifyOnce is Verify remembering valid signatures in once (a batch's
+// root signature is verified once per party); nil once verifies every
+// time.
+func (s *SignedListing) VerifyOnce(pub ed25519.PublicKey, once *sigverify.Once) error {
+	msg := append([]byte(listingDomain), s.Listing...)
+	if len(s.Path) > 0 {
+		var err error
+		if msg, err = batchSigned(listingBatchDomain, msg, s.Path); err != nil {
+			return fmt.Errorf("listing: %w: %w", ErrBadSignature, err)
+		}
+	}
+	if len(pub) != ed25519.PublicKeySize || !once.Verify(pub, msg, s.Sig) {
 		return fmt.Errorf("listing: %w", ErrBadSignature)
 	}
 	return nil

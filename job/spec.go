@@ -341,9 +341,19 @@ func truncate(s string) string {
 }
 
 // Signed is a signed spec: the canonical encoding of a Spec and the
-// project's Ed25519 signature over it. Its canonical encoding is what the
-// job's CID hashes.
+// project's Ed25519 signature over it — or, with a Path, over the root of
+// a submission batch the spec is a leaf of (specbatch.go). Its canonical
+// encoding is what the job's CID hashes.
 type Signed struct {
+	_    struct{} `cbor:",toarray"`
+	Spec []byte
+	Sig  []byte
+	Path []byte // the spec's place in a signed batch (BatchPath); empty: Sig signs the spec alone
+}
+
+// signedV1 is a signed spec without a Path, encoded as every spec was
+// before batches: two elements (its CID unchanged).
+type signedV1 struct {
 	_    struct{} `cbor:",toarray"`
 	Spec []byte
 	Sig  []byte
@@ -372,7 +382,11 @@ func signPayload(spec []byte) []byte {
 
 // Encode is the canonical encoding of the signed spec.
 func (s *Signed) Encode() []byte {
-	b, err := codec.Marshal(s)
+	var v any = s
+	if len(s.Path) == 0 {
+		v = &signedV1{Spec: s.Spec, Sig: s.Sig}
+	}
+	b, err := codec.Marshal(v)
 	if err != nil {
 		panic(err) // two byte strings always encode
 	}
@@ -386,8 +400,13 @@ func Decode(b []byte) (*Signed, *Spec, error) {
 		return nil, nil, fmt.Errorf("%w: %d bytes (max %d)", ErrMalformed, len(b), MaxSignedSize)
 	}
 	var s Signed
-	if err := codec.Unmarshal(b, &s); err != nil {
+	var v1 signedV1
+	if err := codec.Unmarshal(b, &v1); err == nil {
+		s = Signed{Spec: v1.Spec, Sig: v1.Sig}
+	} else if err := codec.Unmarshal(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	} else if _, err := DecodeBatchPath(s.Path); err != nil {
+		return nil, nil, err
 	}
 	if len(s.Sig) != signatureBytes {
 		return nil, nil, fmt.Errorf("%w: signature of %d bytes", ErrMalformed, len(s.Sig))
@@ -410,7 +429,21 @@ func Decode(b []byte) (*Signed, *Spec, error) {
 
 // Verify checks the signature with the project's public key.
 func (s *Signed) Verify(pub ed25519.PublicKey) error {
-	if len(pub) != ed25519.PublicKeySize || !sigverify.Verify(pub, signPayload(s.Spec), s.Sig) {
+	return s.VerifyOnce(pub, nil)
+}
+
+// VerifyOnce is Verify remembering valid signatures in once (a batch's
+// root signature, which each spec of the batch carries, is verified once
+// per party); nil once verifies every time.
+func (s *Signed) VerifyOnce(pub ed25519.PublicKey, once *sigverify.Once) error {
+	msg := signPayload(s.Spec)
+	if len(s.Path) > 0 {
+		var err error
+		if msg, err = batchSigned(specBatchDomain, msg, s.Path); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadSignature, err)
+		}
+	}
+	if len(pub) != ed25519.PublicKeySize || !once.Verify(pub, msg, s.Sig) {
 		return ErrBadSignature
 	}
 	return nil

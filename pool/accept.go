@@ -222,7 +222,7 @@ func (r *acceptRun) signedByProject(v verifiedJob, env wire.JobEnvelope, a *acce
 		a.refuse(wire.StatusUnauthorized, "job %s: names project %q but its certificate is %q's", v.signed.CID(), v.spec.Project, id.Name)
 		return false
 	}
-	if err := v.signed.Verify(id.PublicKey); err != nil {
+	if err := v.signed.VerifyOnce(id.PublicKey, r.p.sigs); err != nil {
 		a.refuse(wire.StatusUnauthorized, "job %s of project %q: %v", v.signed.CID(), v.spec.Project, err)
 		return false
 	}

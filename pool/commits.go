@@ -175,7 +175,7 @@ func (p *Pool) commitSpec(req *wire.CommitPost, c *result.Commit) (*job.Spec, er
 	if id.Name != spec.Project {
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("job %s names project %q, its certificate is %q's", signed.CID(), spec.Project, id.Name))
 	}
-	if err := signed.Verify(id.PublicKey); err != nil {
+	if err := signed.VerifyOnce(id.PublicKey, p.sigs); err != nil {
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("job %s: %w", signed.CID(), err))
 	}
 	return spec, nil

@@ -75,46 +75,8 @@ func (p *Project) SubmitUnits(ctx context.Context, l *Ledger, units []Unit, copi
 	// Sign what is missing and record it, 1000 jobs a transaction. A new
 	// batch's jobs are then sent as signed; a re-run sends what the ledger
 	// has as not acknowledged.
-	var fresh []unitJob
-	var signed []*Prepared
-	flush := func() error {
-		if len(fresh) == 0 {
-			return nil
-		}
-		err := l.record(b, fresh, p.a.Now())
-		fresh = fresh[:0]
-		return err
-	}
-	for idx, u := range units {
-		var got map[int]bool
-		if unit, ok := b.unitIDs[idx]; ok {
-			got = have[unit]
-		}
-		for c := range copies {
-			if got[c] {
-				continue
-			}
-			spec, err := p.SpecFor(u)
-			if err != nil {
-				return rep, fmt.Errorf("unit %d: %w", idx, err)
-			}
-			prep, err := p.Sign(spec)
-			if err != nil {
-				return rep, fmt.Errorf("unit %d: %w", idx, err)
-			}
-			fresh = append(fresh, unitJob{idx: idx, adaptive: u.Adaptive, PreparedJob: PreparedJob{CID: prep.cidString(), Copy: c, Signed: prep.Encode(), Listing: prep.Listing}})
-			if id == 0 {
-				signed = append(signed, prep)
-			}
-			rep.Prepared++
-			if len(fresh) == 1000 {
-				if err := flush(); err != nil {
-					return rep, err
-				}
-			}
-		}
-	}
-	if err := flush(); err != nil {
+	signed, err := p.signUnits(l, b, units, copies, have, id == 0, &rep)
+	if err != nil {
 		return rep, err
 	}
 	if b.id == 0 { // no units: record the batch alone
@@ -289,6 +251,79 @@ func (p *Project) newCopy(l *Ledger, unit int64) (PreparedJob, *Prepared, error)
 		return PreparedJob{}, nil, err
 	}
 	return PreparedJob{CID: prep.cidString(), Unit: unit, Copy: maxCopy + 1, Signed: prep.Encode(), Listing: prep.Listing}, prep, nil
+}
+
+// specsPerSignature is how many jobs a submission signs at once
+// (Project.SignBatch): their paths grow by a 32-byte hash each time it
+// doubles, the signatures checked per node shrink in proportion.
+const specsPerSignature = 64
+
+// signUnits signs the copies of units the ledger lacks (have: those it
+// holds, by unit ID) in batches of specsPerSignature, and records them in
+// b, 1000 a transaction; keep returns the signed jobs too (a new batch,
+// sent as signed).
+func (p *Project) signUnits(l *Ledger, b *batchRecord, units []Unit, copies int, have map[int64]map[int]bool, keep bool, rep *SubmitReport) ([]*Prepared, error) {
+	var fresh, pending []unitJob
+	var specs []*job.Spec
+	var signed []*Prepared
+	flush := func() error {
+		if len(fresh) == 0 {
+			return nil
+		}
+		err := l.record(b, fresh, p.a.Now())
+		fresh = fresh[:0]
+		return err
+	}
+	sign := func() error {
+		preps, err := p.SignBatch(specs)
+		if err != nil {
+			return fmt.Errorf("units %d–%d: %w", pending[0].idx, pending[len(pending)-1].idx, err)
+		}
+		for i, prep := range preps {
+			u := pending[i]
+			u.PreparedJob = PreparedJob{CID: prep.cidString(), Copy: u.Copy, Signed: prep.Encode(), Listing: prep.Listing}
+			fresh = append(fresh, u)
+			if keep {
+				signed = append(signed, prep)
+			}
+			rep.Prepared++
+			if len(fresh) >= 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		pending, specs = pending[:0], specs[:0]
+		return nil
+	}
+	for idx, u := range units {
+		var got map[int]bool
+		if unit, ok := b.unitIDs[idx]; ok {
+			got = have[unit]
+		}
+		for c := range copies {
+			if got[c] {
+				continue
+			}
+			spec, err := p.SpecFor(u)
+			if err != nil {
+				return nil, fmt.Errorf("unit %d: %w", idx, err)
+			}
+			pending = append(pending, unitJob{idx: idx, adaptive: u.Adaptive, PreparedJob: PreparedJob{Copy: c}})
+			specs = append(specs, spec)
+			if len(specs) == specsPerSignature {
+				if err := sign(); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if len(specs) > 0 {
+		if err := sign(); err != nil {
+			return nil, err
+		}
+	}
+	return signed, flush()
 }
 
 // sendCopies submits copies already recorded (Prepare) and records those

@@ -196,6 +196,43 @@ func (p *Project) Sign(spec *job.Spec) (*Prepared, error) {
 	return prep, nil
 }
 
+// SignBatch signs specs and their listings with the project key: two
+// signatures for the whole batch (job.SignBatch, job.SignListingBatch —
+// the roots of a Merkle tree of the specs and of the listings), each job
+// carrying its inclusion paths; nodes and index nodes verify each root
+// once. A batch of one is Sign.
+func (p *Project) SignBatch(specs []*job.Spec) ([]*Prepared, error) {
+	if len(specs) == 1 {
+		prep, err := p.Sign(specs[0])
+		return []*Prepared{prep}, err
+	}
+	for _, spec := range specs {
+		if spec.Project != p.Name() {
+			return nil, fmt.Errorf("spec of project %q signed by project %q", spec.Project, p.Name())
+		}
+	}
+	key := p.a.Identity().Key
+	signed, err := job.SignBatch(specs, key)
+	if err != nil {
+		return nil, err
+	}
+	preps := make([]*Prepared, len(signed))
+	listings := make([]*job.Listing, len(signed))
+	for i, s := range signed {
+		preps[i] = &Prepared{Signed: s}
+		preps[i].cidString()
+		listings[i] = listingOf(preps[i].Key(), specs[i])
+	}
+	sls, err := job.SignListingBatch(listings, key)
+	if err != nil {
+		return nil, err
+	}
+	for i, sl := range sls {
+		preps[i].Listing = sl.Encode()
+	}
+	return preps, nil
+}
+
 // listingOf is job.ListingOf for the job of key (computed once by the
 // caller, where ListingOf computes it again).
 func listingOf(key []byte, spec *job.Spec) *job.Listing {
