@@ -194,11 +194,6 @@ type Claim struct {
 	// Accepts are the signed acceptances of the nodes that accepted the
 	// confirm: the claim's certificate, handed to Nodes (ProtoCertify).
 	Accepts [][]byte
-	// Spec and SpecCert are the job's signed spec and its project's
-	// certificate as the first granting node sent them with its grant
-	// (wire.ClaimResponse): unverified, the caller checks them as a
-	// fetched spec; nil when no node sent them.
-	Spec, SpecCert []byte
 	// acceptedBy are the nodes whose acceptance is in Accepts: they hold
 	// the claim, and a result sent to them needs no certificate with it.
 	acceptedBy map[string]bool
@@ -310,7 +305,7 @@ type attempt struct {
 // askStep asks node n and feeds its answer to the driver; after a denial
 // it waits (denyWait) before the next ask.
 func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Action, error) {
-	st, reply, took, err := c.ask1(ctx, a.out, a.ticket, n, a.out.Spec == nil)
+	st, reply, took, err := c.ask1(ctx, a.out.Job, a.ticket, n)
 	if err != nil {
 		return claim.Action{}, err
 	}
@@ -369,7 +364,7 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 	if act.Ask != "" {
 		spare = make(chan spareAnswer, 1)
 		go func(n peer.ID) {
-			st, reply, _, err := c.ask1(ctx, a.out, a.ticket, n, false)
+			st, reply, _, err := c.ask1(ctx, a.out.Job, a.ticket, n)
 			spare <- spareAnswer{st, reply, err}
 		}(peer.ID(act.Ask))
 	}
@@ -434,12 +429,7 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 // its reply and how long it took; a nil statement when it did not answer
 // usably (a silent node is marked dead, so lookups route around it); an
 // error ends the attempt (ctx ended, or the node rate-limits this client).
-//
-// With wantSpec, a granting node is asked for the job's spec, kept in
-// out (Claim.Spec) when it comes; the spare's ask, concurrent with the
-// confirms, does not ask.
-func (c *Claimer) ask1(ctx context.Context, out *Claim, ticket []byte, n peer.ID, wantSpec bool) (*claim.Statement, []byte, time.Duration, error) {
-	jobKey := out.Job
+func (c *Claimer) ask1(ctx context.Context, jobKey, ticket []byte, n peer.ID) (*claim.Statement, []byte, time.Duration, error) {
 	if c.pace != nil {
 		if err := c.pace(ctx, n); err != nil {
 			return nil, nil, 0, err
@@ -448,7 +438,7 @@ func (c *Claimer) ask1(ctx context.Context, out *Claim, ticket []byte, n peer.ID
 	var resp wire.ClaimResponse
 	t0 := time.Now()
 	actx, cancel := context.WithTimeout(ctx, c.ask)
-	err := c.ep.Call(actx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey, Ticket: ticket, Spec: wantSpec}, wire.MaxClaimResponse, &resp)
+	err := c.ep.Call(actx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey, Ticket: ticket}, wire.MaxReplyBytes+64, &resp)
 	cancel()
 	took := time.Since(t0)
 	if err != nil && ctx.Err() != nil {
@@ -470,9 +460,6 @@ func (c *Claimer) ask1(ctx context.Context, out *Claim, ticket []byte, n peer.ID
 	_, st, err := claim.Decode(resp.Reply)
 	if err != nil || string(st.Job) != string(jobKey) || peer.ID(st.Node) != n {
 		return nil, nil, took, nil
-	}
-	if wantSpec && st.Kind == claim.Granted && len(resp.Signed) > 0 {
-		out.Spec, out.SpecCert = resp.Signed, resp.Cert
 	}
 	return st, resp.Reply, took, nil
 }

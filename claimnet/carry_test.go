@@ -2,15 +2,12 @@ package claimnet_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/x509"
 	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/wire"
@@ -107,52 +104,5 @@ func TestCertifyAfterDelay(t *testing.T) {
 			t.Fatalf("%d of 5 replicas hold the certified claim 10 s after the claim", certified)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// TestGrantCarriesSpec: a claim request asking for the spec gets, with a
-// grant, the job's signed spec and its project's certificate, which verify
-// (a fetch saved); a denial carries nothing, nor does a grant not asked
-// for it.
-func TestGrantCarriesSpec(t *testing.T) {
-	cn := startClaimNet(t, 8, 1, 75)
-	ctx := context.Background()
-	key := cn.keys[0]
-	node := cn.net.Node(cn.net.Holders(key)[0])
-	ask := func(name string, spec bool) wire.ClaimResponse {
-		a, _ := cn.client(t, name)
-		var resp wire.ClaimResponse
-		if err := a.Endpoint().Call(ctx, node.ID(), wire.ProtoClaim, &wire.ClaimRequest{Job: key, Spec: spec}, wire.MaxClaimResponse, &resp); err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	granted := ask("first", true)
-	if _, st, err := claim.Decode(granted.Reply); err != nil || st.Kind != claim.Granted {
-		t.Fatalf("first claim: %+v, %v", st, err)
-	}
-	s, spec, err := job.Decode(granted.Signed)
-	if err != nil || string(s.Key()) != string(key) {
-		t.Fatalf("spec with the grant: %v (key %x, want %x)", err, s.Key(), key)
-	}
-	c, err := x509.ParseCertificate(granted.Cert)
-	if err != nil || c.Subject.CommonName != spec.Project || string(job.CertRef(granted.Cert)) != string(spec.CertRef) {
-		t.Fatalf("certificate with the grant: %v", err)
-	}
-	if err := s.Verify(c.PublicKey.(ed25519.PublicKey)); err != nil {
-		t.Fatalf("spec with the grant does not verify under its certificate: %v", err)
-	}
-	denied := ask("second", true) // the first client's temporary claim holds
-	if _, st, err := claim.Decode(denied.Reply); err != nil || st.Kind != claim.Denied || len(denied.Signed) > 0 || len(denied.Cert) > 0 {
-		t.Fatalf("denial: %+v, %v, spec of %d bytes", st, err, len(denied.Signed))
-	}
-	other := cn.net.Node(cn.net.Holders(key)[1])
-	a, _ := cn.client(t, "plain")
-	var plain wire.ClaimResponse
-	if err := a.Endpoint().Call(ctx, other.ID(), wire.ProtoClaim, &wire.ClaimRequest{Job: cn.keys[0]}, wire.MaxClaimResponse, &plain); err != nil {
-		t.Fatal(err)
-	}
-	if _, st, err := claim.Decode(plain.Reply); err != nil || st.Kind != claim.Granted || len(plain.Signed) > 0 {
-		t.Fatalf("a grant not asked for the spec: %+v, %v, spec of %d bytes", st, err, len(plain.Signed))
 	}
 }

@@ -319,15 +319,7 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 		return nil, err
 	}
 	s.own.add(signed, now)
-	resp := &wire.ClaimResponse{Reply: signed}
-	if req.Spec && g.Kind == claim.Granted {
-		// The spec with the grant: the client runs the job without
-		// fetching it (ProtoJobGet).
-		if spec, cert, ok := s.pool.SignedSpec(req.Job); ok {
-			resp.Signed, resp.Cert = spec, cert
-		}
-	}
-	return resp, nil
+	return &wire.ClaimResponse{Reply: signed}, nil
 }
 
 // refused counts a refused confirm, with its reason.

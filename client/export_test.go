@@ -9,7 +9,3 @@ var MaxRevealing = &maxRevealing
 
 // BreakStalls lets the tests turn off the early reveal at the quota.
 var BreakStalls = &breakStalls
-
-// CheckSpec is checkSpec: what a client checks of a spec sent with a
-// grant or fetched.
-var CheckSpec = checkSpec

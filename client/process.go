@@ -405,17 +405,9 @@ func describe(out runner.Outcome) string {
 	return ""
 }
 
-// fetchSpec gets the job's signed spec — the one a granting node sent
-// with its grant, else from one of the job's nodes — and checks the
-// project's signature and certificate.
+// fetchSpec gets the job's signed spec from one of its nodes and checks
+// the project's signature and certificate.
 func (c *Client) fetchSpec(ctx context.Context, cl *claimclient.Claim) (*job.Signed, *job.Spec, error) {
-	if len(cl.Spec) > 0 {
-		s, spec, err := checkSpec(c.cfg.Agent, c.cfg.Now(), cl.Job, cl.Spec, [][]byte{cl.SpecCert})
-		if err == nil {
-			return s, spec, nil
-		}
-		c.log.Warn("spec sent with a grant refused; fetching it", "job", jobName(cl.Job), "err", err)
-	}
 	return FetchSpec(ctx, c.cfg.Agent, c.cfg.Now(), cl.Job, cl.Nodes)
 }
 
@@ -443,27 +435,15 @@ func getSpec(ctx context.Context, a *agent.Agent, now time.Time, n peer.ID, key 
 	if len(resp.Jobs) != 1 {
 		return nil, nil, fmt.Errorf("node %s does not hold the job", n)
 	}
-	s, spec, err := checkSpec(a, now, key, resp.Jobs[0].Signed, resp.Certs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("node %s: %w", n, err)
-	}
-	return s, spec, nil
-}
-
-// checkSpec decodes the signed spec b of job key and checks it against
-// the project certificate among ders its spec refers to (valid at now):
-// the certificate's name is the spec's project, and its key signed the
-// spec.
-func checkSpec(a *agent.Agent, now time.Time, key, b []byte, ders [][]byte) (*job.Signed, *job.Spec, error) {
-	s, spec, err := job.Decode(b)
+	s, spec, err := job.Decode(resp.Jobs[0].Signed)
 	if err != nil {
 		return nil, nil, err
 	}
 	if string(s.Key()) != string(key) {
-		return nil, nil, fmt.Errorf("another job sent for job %x", key)
+		return nil, nil, fmt.Errorf("node %s sent another job", n)
 	}
 	v := a.Endpoint().Admission().Verifier()
-	for _, der := range ders {
+	for _, der := range resp.Certs {
 		if string(job.CertRef(der)) != string(spec.CertRef) {
 			continue
 		}

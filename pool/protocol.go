@@ -291,22 +291,6 @@ func (p *Pool) handleGet(_ context.Context, _ *overlay.Admitted, body []byte) (a
 	return resp, nil
 }
 
-// SignedSpec returns a held job's signed spec (job.Signed, encoded) and
-// its project's certificate (DER), as a claim grant carries them
-// (wire.ClaimResponse); false when the job or the certificate is not held.
-func (p *Pool) SignedSpec(key []byte) (signed, cert []byte, ok bool) {
-	env, err := p.Envelope(key)
-	if err != nil {
-		return nil, nil, false
-	}
-	p.mu.Lock()
-	if e, held := p.jobs[string(key)]; held {
-		cert = p.certs[e.certRef]
-	}
-	p.mu.Unlock()
-	return env.Signed, cert, len(cert) > 0
-}
-
 // handleSync serves /up/job/sync/1.0.0: merge the closest node's states
 // whose proofs hold, answer what is missing here and where the merged
 // state differs. A finished state whose result envelope this node lacks

@@ -3,8 +3,6 @@ package wire
 import (
 	"crypto/ed25519"
 	"fmt"
-
-	"github.com/up-pool/up/job"
 )
 
 // Claim and result protocols.
@@ -41,11 +39,6 @@ type ClaimRequest struct {
 	_      struct{} `cbor:",toarray"`
 	Job    []byte
 	Ticket []byte
-	// Spec asks a node that grants the claim to send the job's signed
-	// spec and its project's certificate with the grant: the client
-	// needs them to run the job, and would otherwise fetch them with one
-	// more request (ProtoJobGet).
-	Spec bool
 }
 
 // Validate bounds a decoded ClaimRequest.
@@ -63,27 +56,16 @@ func validKey(k []byte) error {
 	return nil
 }
 
-// ClaimResponse carries the node's signed reply (claim.Signed, encoded)
-// and, with a grant the request asked so (ClaimRequest.Spec), the job's
-// signed spec (job.Signed, encoded) and its project's certificate (DER):
-// unverified here, the client checks them as it checks a fetched spec.
+// ClaimResponse carries the node's signed reply (claim.Signed, encoded).
 type ClaimResponse struct {
-	_      struct{} `cbor:",toarray"`
-	Reply  []byte
-	Signed []byte
-	Cert   []byte
+	_     struct{} `cbor:",toarray"`
+	Reply []byte
 }
-
-// MaxClaimResponse bounds a claim response carrying the job's spec.
-const MaxClaimResponse = MaxReplyBytes + job.MaxSignedSize + MaxCertBytes + 64
 
 // Validate bounds a decoded ClaimResponse.
 func (r *ClaimResponse) Validate() error {
 	if len(r.Reply) == 0 || len(r.Reply) > MaxReplyBytes {
 		return fmt.Errorf("claim reply of %d bytes: %w", len(r.Reply), ErrMalformed)
-	}
-	if len(r.Signed) > job.MaxSignedSize || len(r.Cert) > MaxCertBytes || (len(r.Signed) == 0) != (len(r.Cert) == 0) {
-		return fmt.Errorf("claim reply with a spec of %d bytes and a certificate of %d: %w", len(r.Signed), len(r.Cert), ErrMalformed)
 	}
 	return nil
 }

@@ -398,8 +398,12 @@ func (s *Sim) attemptEnd(att *attempt, out claim.Outcome, delay int64) {
 	wait := max(ms(s.c.CertifyDelay), 0)
 	att.certDue = s.e.now + delay + wait
 	s.sendCertify(att, delay+wait)
-	// The job's spec came with the first grant (wire.ClaimRequest.Spec):
-	// no fetch.
+	// The client fetches the job's spec from the nearest of its nodes
+	// (client.FetchSpec, /up/job/get).
+	if len(att.replies) > 0 {
+		id, _ := parseName(att.replies[0].Node)
+		s.count(id, kJob, s.c.SizeJob)
+	}
 	r := &s.jobs[att.job]
 	if !r.claimed {
 		r.claimed = true
