@@ -106,3 +106,46 @@ func TestCertifyAfterDelay(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestResultCarriesCertificateSkewed: the replicas' clocks are minutes
+// apart (within T_skew), the ones outside the claim 8 min ahead or behind
+// the client's: the certificate a result carries still proves the claim
+// to them, and every replica, one 4 min behind the client included, ends
+// finished. Nothing of the delay travels: it is the client's own wait.
+func TestResultCarriesCertificateSkewed(t *testing.T) {
+	for _, skew := range []time.Duration{8 * time.Minute, -8 * time.Minute} {
+		cn, skews := startSkewedClaimNet(t, 8, 1, 76)
+		ctx := context.Background()
+		key := cn.keys[0]
+		hs := cn.net.Holders(key)
+		for n, i := range hs {
+			skews[i].Store(int64(time.Duration(n%3-1) * 4 * time.Minute)) // −4, 0, +4 min
+		}
+		a, cl := cn.client(t, "skewed-carrier")
+		cl.SetCertifyDelay(time.Hour)
+		won, err := cl.Claim(ctx, key)
+		if err != nil {
+			t.Fatalf("skew %s: %v", skew, err)
+		}
+		outside := 0
+		for _, i := range hs {
+			if st, _ := cn.net.Node(i).Pool().State(key); st.Phase != job.Claimed {
+				skews[i].Store(int64(skew))
+				outside++
+			}
+		}
+		if outside == 0 {
+			t.Fatalf("skew %s: every replica accepted: nothing learned from the result", skew)
+		}
+		// Sent to all five at once: each answered before SubmitResult
+		// returns, whatever the majority it waits for.
+		if _, err := cl.SubmitResult(ctx, won, sealFor(t, cn, a, key)); err != nil {
+			t.Fatalf("skew %s: SubmitResult: %v", skew, err)
+		}
+		for _, st := range cn.states(key) {
+			if st.Phase != job.Finished {
+				t.Fatalf("skew %s: replica state %+v, want finished", skew, st)
+			}
+		}
+	}
+}
