@@ -99,7 +99,9 @@ func (p *Pool) submitResult(in resultIn) error {
 		return overlay.StatusErr(wire.StatusUnauthorized, err)
 	}
 	now := p.nowMS()
-	if at < now-3600_000 || at > now+60_000 {
+	// The client dates its result on its own clock: within T_skew ahead
+	// of this one (any two clocks of the model are), as a claim's start.
+	if at < now-3600_000 || at > now+p.cfg.TSkew.Milliseconds() {
 		return overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("result time %d is %d ms from now", at, at-now))
 	}
 	st, ok := p.State(env.Job)
