@@ -524,7 +524,12 @@ func shortID(n string) string {
 // fanOut sends req to every node in parallel, each given the ask timeout,
 // and returns each one's error.
 func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req any) map[string]error {
-	return c.fanOutEach(ctx, nodes, proto, func(string) any { return req }, 1024, func(string) wire.Validator { return &wire.Ping{} })
+	return c.fanOutTo(ctx, nodes, proto, func(string) any { return req })
+}
+
+// fanOutTo is fanOut sending each node the request reqOf(node).
+func (c *Claimer) fanOutTo(ctx context.Context, nodes []string, proto string, reqOf func(node string) any) map[string]error {
+	return c.fanOutEach(ctx, nodes, proto, reqOf, 1024, func(string) wire.Validator { return &wire.Ping{} })
 }
 
 // fanOutResp is fanOut decoding each node's answer, of at most max bytes,

@@ -109,7 +109,7 @@ func (c *Claimer) submitResult(ctx context.Context, cl *Claim, envelope []byte, 
 	for attempt := 1; ; attempt++ {
 		req.Sent = sentTo(targets)
 		withCert.Sent = req.Sent
-		for n, err := range c.fanOutEach(ctx, targets, wire.ProtoResult, reqOf, 1024, func(string) wire.Validator { return &wire.Ping{} }) {
+		for n, err := range c.fanOutTo(ctx, targets, wire.ProtoResult, reqOf) {
 			if err != nil {
 				last[n] = err
 				continue
