@@ -162,24 +162,45 @@ func (w *Writer) listingOf(h pool.Held) (op, []string, bool) {
 }
 
 // planGone withdraws what was written for the jobs gone from the pool
-// (those in gone, or every one not held when gone is nil).
+// (those in gone, or every one not held when gone is nil). With gone set
+// (a flush of the pool's changes) it looks at gone's jobs only: the work
+// is the change's size, not the number of jobs this node ever listed.
 func (w *Writer) planGone(held, gone map[string]bool, pl *plan) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if gone != nil {
+		for k := range gone {
+			if !held[k] {
+				w.dropGone(k, pl)
+			}
+		}
+		return
+	}
 	for k := range w.swept {
-		if !held[k] && (gone == nil || gone[k]) {
+		if !held[k] {
 			delete(w.swept, k)
 		}
 	}
-	for k, st := range w.state {
-		if !held[k] && (gone == nil || gone[k]) {
-			delete(w.backups, k)
-			for kw, p := range st.where {
-				pl.withdraws[p.at] = append(pl.withdraws[p.at], op{key: k, keyword: kw})
-			}
-			delete(w.state, k)
+	for k := range w.state {
+		if !held[k] {
+			w.dropGone(k, pl)
 		}
 	}
+}
+
+// dropGone forgets job k, gone from the pool, and plans the withdrawal
+// of every entry written for it. w.mu is held.
+func (w *Writer) dropGone(k string, pl *plan) {
+	delete(w.swept, k)
+	st, ok := w.state[k]
+	if !ok {
+		return
+	}
+	delete(w.backups, k)
+	for kw, p := range st.where {
+		pl.withdraws[p.at] = append(pl.withdraws[p.at], op{key: k, keyword: kw})
+	}
+	delete(w.state, k)
 }
 
 // send places the unplaced entries, sends the withdrawals, then the

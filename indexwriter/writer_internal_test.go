@@ -1,7 +1,11 @@
 package indexwriter
 
 import (
+	"maps"
+	"slices"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/job"
 )
@@ -57,5 +61,62 @@ func TestWriterClaimedBounded(t *testing.T) {
 	}
 	if len(w.claimed) != 0 {
 		t.Fatalf("%d keys left in the claimed set after 1000 jobs went through", len(w.claimed))
+	}
+}
+
+// TestPlanGone: a flush (gone set) withdraws and forgets exactly the gone
+// jobs that are not held, whatever else the writer lists; a round (gone
+// nil) every job not held.
+func TestPlanGone(t *testing.T) {
+	newWriter := func() *Writer {
+		w := &Writer{state: map[string]*written{}, backups: map[string]int64{}, swept: map[string]sweep{}}
+		for _, k := range []string{"a", "b", "c", "d"} {
+			w.state[k] = &written{where: map[string]placed{"kw": {at: peer.ID("n-" + k)}}}
+			w.backups[k] = 1
+		}
+		w.swept["e"] = sweep{}
+		w.swept["b"] = sweep{}
+		return w
+	}
+	withdrawn := func(pl *plan) []string {
+		var ks []string
+		for _, ops := range pl.withdraws {
+			for _, o := range ops {
+				ks = append(ks, o.key)
+			}
+		}
+		slices.Sort(ks)
+		return ks
+	}
+	left := func(w *Writer) []string { return slices.Sorted(maps.Keys(w.state)) }
+	for _, tc := range []struct {
+		name              string
+		held, gone        map[string]bool
+		wantOut, wantLeft []string
+		wantSwept         []string
+	}{
+		{"flush", map[string]bool{"a": true}, map[string]bool{"b": true, "x": true}, []string{"b"}, []string{"a", "c", "d"}, []string{"e"}},
+		{"flush of a held job", map[string]bool{"b": true}, map[string]bool{"b": true}, nil, []string{"a", "b", "c", "d"}, []string{"b", "e"}},
+		{"round", map[string]bool{"a": true, "c": true}, nil, []string{"b", "d"}, []string{"a", "c"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWriter()
+			pl := &plan{withdraws: map[peer.ID][]op{}}
+			w.planGone(tc.held, tc.gone, pl)
+			if got := withdrawn(pl); !slices.Equal(got, tc.wantOut) {
+				t.Errorf("withdrawn %v, want %v", got, tc.wantOut)
+			}
+			if got := left(w); !slices.Equal(got, tc.wantLeft) {
+				t.Errorf("listed after %v, want %v", got, tc.wantLeft)
+			}
+			if got := slices.Sorted(maps.Keys(w.swept)); !slices.Equal(got, tc.wantSwept) {
+				t.Errorf("swept after %v, want %v", got, tc.wantSwept)
+			}
+			for _, k := range tc.wantOut {
+				if _, ok := w.backups[k]; ok {
+					t.Errorf("backup of %s kept", k)
+				}
+			}
+		})
 	}
 }
