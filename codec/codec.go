@@ -5,10 +5,12 @@ package codec
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -24,13 +26,13 @@ var ErrFrameTooLarge = errors.New("frame too large")
 var ErrMalformed = errors.New("malformed message")
 
 var (
-	encMode cbor.EncMode
+	encMode cbor.UserBufferEncMode
 	decMode cbor.DecMode
 )
 
 func init() {
 	var err error
-	encMode, err = cbor.CoreDetEncOptions().EncMode()
+	encMode, err = cbor.CoreDetEncOptions().UserBufferEncMode()
 	if err != nil {
 		panic(err)
 	}
@@ -75,25 +77,55 @@ func Unmarshal(b []byte, v any) error {
 // WriteFrame writes v as one frame: its CBOR length as an unsigned varint,
 // then the CBOR bytes.
 func WriteFrame(w io.Writer, v any) error {
-	body, err := Marshal(v)
-	if err != nil {
-		return err
+	buf := framePool.Get().(*bytes.Buffer)
+	defer putFrameBuffer(buf)
+	buf.Reset()
+	buf.Write(make([]byte, binary.MaxVarintLen64)) // room for the length
+	if err := encMode.MarshalToBuffer(v, buf); err != nil {
+		return fmt.Errorf("encode %T: %w", v, err)
 	}
-	return WriteRawFrame(w, body)
+	return writeFramed(w, buf.Bytes())
 }
 
 // WriteRawFrame writes already encoded bytes as one frame.
 func WriteRawFrame(w io.Writer, body []byte) error {
-	if len(body) > MaxFrame {
-		return fmt.Errorf("write frame of %d bytes: %w", len(body), ErrFrameTooLarge)
+	buf := framePool.Get().(*bytes.Buffer)
+	defer putFrameBuffer(buf)
+	buf.Reset()
+	buf.Write(make([]byte, binary.MaxVarintLen64))
+	buf.Write(body)
+	return writeFramed(w, buf.Bytes())
+}
+
+// writeFramed writes b's body, which follows binary.MaxVarintLen64 bytes
+// of room, as one frame: the length goes in the room's end and the frame
+// leaves in one Write (one muxer frame, one syscall).
+func writeFramed(w io.Writer, b []byte) error {
+	body := len(b) - binary.MaxVarintLen64
+	if body > MaxFrame {
+		return fmt.Errorf("write frame of %d bytes: %w", body, ErrFrameTooLarge)
 	}
 	var hdr [binary.MaxVarintLen64]byte
-	n := binary.PutUvarint(hdr[:], uint64(len(body)))
-	buf := make([]byte, 0, n+len(body))
-	buf = append(buf, hdr[:n]...)
-	buf = append(buf, body...)
-	_, err := w.Write(buf)
+	n := binary.PutUvarint(hdr[:], uint64(body))
+	start := binary.MaxVarintLen64 - n
+	copy(b[start:], hdr[:n])
+	_, err := w.Write(b[start:])
 	return err
+}
+
+// framePool holds the buffers frames are written from: io.Writer's
+// contract is that Write does not keep the slice, so a buffer is reused
+// once the write returns.
+var framePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledFrame is the largest buffer put back in framePool (bytes): a
+// rare large frame does not keep its memory alive.
+const maxPooledFrame = 64 << 10
+
+func putFrameBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledFrame {
+		framePool.Put(b)
+	}
 }
 
 // ReadRawFrame reads one frame of at most max bytes and returns its body.
