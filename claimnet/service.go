@@ -314,7 +314,7 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	}
 	stmt := claim.Statement{Kind: g.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now, Busy: g.Busy, Start: g.Start}
 	signed, err := claim.Sign(stmt,
-		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerKey.Sign)
+		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerSign)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +395,7 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 // job key: one of the quorum that makes the claim's certificate.
 func (s *Service) accept(key, client []byte, start, now int64) (*wire.ConfirmResponse, error) {
 	b, err := claim.Sign(claim.Statement{Kind: claim.Accepted, Job: key, Client: client, Node: []byte(s.ep.ID()), At: now, Start: start},
-		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerKey.Sign)
+		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerSign)
 	if err != nil {
 		return nil, fmt.Errorf("sign acceptance of job %x: %w", key, err)
 	}

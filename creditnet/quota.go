@@ -89,7 +89,7 @@ func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body [
 		return nil, err
 	}
 	st := claim.Statement{Kind: claim.Ticket, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now}
-	signed, err := claim.Sign(st, s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerKey.Sign)
+	signed, err := claim.Sign(st, s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerSign)
 	if err != nil {
 		return nil, err
 	}
