@@ -21,6 +21,7 @@ type benchFlags struct {
 	noShare     bool
 	profile     string
 	heapProfile string
+	heapPlot    string
 }
 
 // defaultBenchFlags are the defaults of 'up bench'.
@@ -91,6 +92,7 @@ func bindBenchFlags(f *pflag.FlagSet, fl *benchFlags) {
 	f.StringVar(&fl.o.Exec, "exec", fl.o.Exec, "how clients run the application: inproc or subprocess")
 	f.BoolVar(&fl.asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&fl.noShare, "no-share", false, "do not profile the CPU to split it by party")
+	f.StringVar(&fl.heapPlot, "heapplot", "", "write the live heap against the jobs harvested, sampled every 2 s, as a PNG to this file")
 	f.StringVar(&fl.heapProfile, "memprofile", "", "write the heap profile taken after the last harvest (what the run retains) to this file")
 	f.StringVar(&fl.profile, "cpuprofile", "", "write the CPU profile of the measured phase (setup excluded) to this file, samples labelled by party")
 	f.StringVar(&fl.o.Dir, "dir", "", "directory for the CA, nodes and ledger (default: a temporary one, removed after)")
@@ -171,6 +173,11 @@ func runBench(cmd *cobra.Command, fl benchFlags, o bench.Options) error {
 		}
 	} else {
 		rep.Format(out)
+	}
+	if fl.heapPlot != "" {
+		if err := rep.PlotHeap(fl.heapPlot); err != nil {
+			return err
+		}
 	}
 	if err := rep.Consistent(); err != nil {
 		return fmt.Errorf("bench: the figures do not add up: %w", err)

@@ -237,6 +237,9 @@ type Report struct {
 	LiveHeapWarmMiB float64 `json:"live_heap_warm_mib,omitempty"`
 	LiveHeapEndMiB  float64 `json:"live_heap_end_mib,omitempty"`
 	LiveHeapMaxMiB  float64 `json:"live_heap_max_mib,omitempty"`
+	// HeapCurve is every 2 s sample of the live heap, from the first
+	// submission on: the curve behind the three figures above.
+	HeapCurve []HeapSample `json:"heap_curve,omitempty"`
 
 	// Consistency.
 	Submitted     int `json:"submitted"`        // acknowledged by r replicas

@@ -134,6 +134,13 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// HeapSample is one sample of the live heap during a run.
+type HeapSample struct {
+	S         float64 `json:"s"`         // since the first submission
+	Harvested int64   `json:"harvested"` // jobs harvested by then
+	LiveMiB   float64 `json:"live_mib"`  // reachable at the last GC
+}
+
 // heapTrack follows the live heap over a run to tell growth from warm-up:
 // the warm sample is the first taken once the run is past its warm-up (a
 // fifth of the jobs harvested and, with a short T_collect, collected jobs

@@ -57,6 +57,7 @@ func (r *benchRun) logProgress(ticks int) {
 	}
 	h := r.harvested.Load()
 	live := r.heap.sample(h >= int64(o.Jobs)/5 && time.Since(r.t0) > o.TCollect)
+	r.rep.HeapCurve = append(r.rep.HeapCurve, HeapSample{S: time.Since(r.t0).Seconds(), Harvested: h, LiveMiB: float64(live) / (1 << 20)})
 	r.logf("  %6.1f s: %d submitted, %d harvested, live heap %.0f MiB", time.Since(r.t0).Seconds(), r.submitted.Load(), h, float64(live)/(1<<20))
 }
 
