@@ -1,8 +1,12 @@
 package indexwriter
 
 import (
+	"context"
+	"slices"
+
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 )
 
@@ -16,6 +20,19 @@ const closestAmong = 8
 // closestAmong are nearer in all; else -1. The peers' positions are hashed once here, where
 // NearestLocal would hash and sort them for every position.
 func (w *Writer) closestFunc() func(pos keyspace.Pos) int {
+	return w.rankPass(context.Background(), nil)
+}
+
+// rankPass returns rank for many positions in a row from one snapshot of
+// the routing table, its peers' positions hashed once: this node's rank
+// is the number of live peers nearer to pos than itself, when that is
+// below Listers and fewer than closestAmong are nearer in all; else -1.
+// Live is not marked dead and, with a prober, answering its probe; the
+// nearer peers are probed nearest first, as rank walks them, so the same
+// peers are probed. Where rank sorts the whole table for each position
+// (NearestLocal), this sorts only the few peers nearer than this node —
+// a full round ranks every job the node holds.
+func (w *Writer) rankPass(ctx context.Context, probe *dht.Prober) func(pos keyspace.Pos) int {
 	if !w.d.IsServer() {
 		return func(keyspace.Pos) int { return -1 } // never among NearestLocal's
 	}
@@ -31,19 +48,29 @@ func (w *Writer) closestFunc() func(pos keyspace.Pos) int {
 		}
 	}
 	me, listers := w.d.Self(), w.cfg.Listers
+	nearer := make([]peerPos, 0, closestAmong)
 	return func(pos keyspace.Pos) int {
-		nearer, live := 0, 0
+		nearer = nearer[:0]
 		for _, q := range ps {
 			if !keyspace.CloserTo(pos, q.pos, me) {
 				continue
 			}
-			if nearer++; nearer >= closestAmong {
+			if nearer = append(nearer, q); len(nearer) >= closestAmong {
 				return -1
 			}
-			if !w.d.IsMarkedDead(q.id) {
-				if live++; live >= listers {
-					return -1
-				}
+		}
+		if probe != nil {
+			slices.SortFunc(nearer, func(a, b peerPos) int {
+				return keyspace.Compare(keyspace.Distance(a.pos, pos), keyspace.Distance(b.pos, pos))
+			})
+		}
+		live := 0
+		for _, q := range nearer {
+			if w.d.IsMarkedDead(q.id) || probe != nil && !probe.Alive(ctx, q.id) {
+				continue
+			}
+			if live++; live >= listers {
+				return -1
 			}
 		}
 		return live

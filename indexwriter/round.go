@@ -62,13 +62,7 @@ func (w *Writer) rankFunc(ctx context.Context, rewrite bool) func(keyspace.Pos) 
 	}
 	probe := w.d.NewProber()
 	w.dropDeadTargets(ctx, probe)
-	selfNearest := w.d.SelfNearestFunc()
-	return func(pos keyspace.Pos) int {
-		if selfNearest(pos) {
-			return 0
-		}
-		return w.rank(ctx, pos, probe)
-	}
+	return w.rankPass(ctx, probe)
 }
 
 // planJob adds what one held job's entries need (index.Reconcile) to pl.
