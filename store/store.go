@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
 // ErrNotFound reports a missing key.
@@ -51,6 +52,20 @@ type Store struct {
 	stopped sync.WaitGroup
 }
 
+// pebbleOptions are pebble's defaults with a Bloom filter (10 bits per
+// key, ~1 % false positives) in every level's tables: a node asks its
+// store for keys it does not have on every job it takes (the gone
+// records of jobs it never held, pool.gone), and without filters each
+// such miss searches every table that may hold the key. Tables written
+// before filters were set have none and are read as before.
+func pebbleOptions() *pebble.Options {
+	o := &pebble.Options{Logger: quietLogger{}}
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	return o
+}
+
 // Open opens (creating if needed) the store in dir; every write is synced.
 func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
 
@@ -59,7 +74,7 @@ func OpenWith(dir string, o Options) (*Store, error) {
 	if o.SyncInterval < 0 {
 		return nil, fmt.Errorf("open store %s: sync interval %s is negative", dir, o.SyncInterval)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	db, err := pebble.Open(dir, pebbleOptions())
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
