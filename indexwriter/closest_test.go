@@ -27,10 +27,7 @@ func TestClosestFuncMatchesNearestLocal(t *testing.T) {
 		for i := range net.Live() {
 			fast, ref := net.Node(i).Writer().ClosestTests()
 			for range 400 {
-				var pos keyspace.Pos
-				for j := range pos {
-					pos[j] = byte(rng.Uint32())
-				}
+				pos := randomPos(rng)
 				want := ref(pos)
 				if got := fast(pos); got != want {
 					t.Fatalf("%s: node %d at %x: %v, NearestLocal says %v", round, i, pos[:4], got, want)
@@ -85,10 +82,7 @@ func TestProbedRankMatchesRank(t *testing.T) {
 			}
 			fast, ref := net.Node(i).Writer().ProbedRankTests(ctx)
 			for range 300 {
-				var pos keyspace.Pos
-				for j := range pos {
-					pos[j] = byte(rng.Uint32())
-				}
+				pos := randomPos(rng)
 				want := ref(pos)
 				if got := fast(pos); got != want {
 					t.Fatalf("%s: node %d at %x: rank %d, the walk over NearestLocal says %d", round, i, pos[:4], got, want)
@@ -107,4 +101,13 @@ func TestProbedRankMatchesRank(t *testing.T) {
 		}
 	}
 	check("two killed", map[int]bool{3: true, 7: true})
+}
+
+// randomPos is a uniformly random position drawn from rng.
+func randomPos(rng *rand.Rand) keyspace.Pos {
+	var pos keyspace.Pos
+	for j := range pos {
+		pos[j] = byte(rng.Uint32())
+	}
+	return pos
 }
