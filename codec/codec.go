@@ -77,10 +77,8 @@ func Unmarshal(b []byte, v any) error {
 // WriteFrame writes v as one frame: its CBOR length as an unsigned varint,
 // then the CBOR bytes.
 func WriteFrame(w io.Writer, v any) error {
-	buf := framePool.Get().(*bytes.Buffer)
+	buf := getFrameBuffer()
 	defer putFrameBuffer(buf)
-	buf.Reset()
-	buf.Write(make([]byte, binary.MaxVarintLen64)) // room for the length
 	if err := encMode.MarshalToBuffer(v, buf); err != nil {
 		return fmt.Errorf("encode %T: %w", v, err)
 	}
@@ -89,10 +87,8 @@ func WriteFrame(w io.Writer, v any) error {
 
 // WriteRawFrame writes already encoded bytes as one frame.
 func WriteRawFrame(w io.Writer, body []byte) error {
-	buf := framePool.Get().(*bytes.Buffer)
+	buf := getFrameBuffer()
 	defer putFrameBuffer(buf)
-	buf.Reset()
-	buf.Write(make([]byte, binary.MaxVarintLen64))
 	buf.Write(body)
 	return writeFramed(w, buf.Bytes())
 }
@@ -121,6 +117,16 @@ var framePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // maxPooledFrame is the largest buffer put back in framePool (bytes): a
 // rare large frame does not keep its memory alive.
 const maxPooledFrame = 64 << 10
+
+// getFrameBuffer is an empty pooled buffer but for binary.MaxVarintLen64
+// bytes of room for the frame's length (writeFramed fills it).
+func getFrameBuffer() *bytes.Buffer {
+	b := framePool.Get().(*bytes.Buffer)
+	b.Reset()
+	var room [binary.MaxVarintLen64]byte
+	b.Write(room[:])
+	return b
+}
 
 func putFrameBuffer(b *bytes.Buffer) {
 	if b.Cap() <= maxPooledFrame {

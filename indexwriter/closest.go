@@ -14,11 +14,7 @@ import (
 // included) isClosest looks at.
 const closestAmong = 8
 
-// closestFunc returns rank without a prober, for many positions in a row:
-// this node's rank is the number of live (not marked dead) peers of its
-// routing table nearer to pos, when that is below Listers and fewer than
-// closestAmong are nearer in all; else -1. The peers' positions are hashed once here, where
-// NearestLocal would hash and sort them for every position.
+// closestFunc is rankPass without a prober: live is not marked dead.
 func (w *Writer) closestFunc() func(pos keyspace.Pos) int {
 	return w.rankPass(context.Background(), nil)
 }

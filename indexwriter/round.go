@@ -57,11 +57,11 @@ func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string
 // A full round probes the nodes ahead of this one, so the next closest
 // takes over from a dead writer within one T_rewrite.
 func (w *Writer) rankFunc(ctx context.Context, rewrite bool) func(keyspace.Pos) int {
-	if !rewrite {
-		return w.closestFunc() // one pass over the routing table, no sorting
+	var probe *dht.Prober
+	if rewrite {
+		probe = w.d.NewProber()
+		w.dropDeadTargets(ctx, probe)
 	}
-	probe := w.d.NewProber()
-	w.dropDeadTargets(ctx, probe)
 	return w.rankPass(ctx, probe)
 }
 

@@ -360,7 +360,9 @@ func (w *Writer) dropDeadTargets(ctx context.Context, probe *dht.Prober) {
 // rank is this node's place among the live nodes nearest pos in its view
 // (0: the closest), or -1 when it is not among the Listers nearest: peers
 // ahead of it that are marked dead (or, with a prober, fail a probe) do
-// not count.
+// not count. It walks NearestLocal per position; rounds use rankPass,
+// which gives the same answer in one pass, and the tests hold it to
+// this reference.
 func (w *Writer) rank(ctx context.Context, pos keyspace.Pos, probe *dht.Prober) int {
 	self := w.d.ID()
 	live := 0
