@@ -16,7 +16,7 @@ const closestAmong = 8
 
 // closestFunc is rankPass without a prober: live is not marked dead.
 func (w *Writer) closestFunc() func(pos keyspace.Pos) int {
-	return w.rankPass(context.Background(), nil)
+	return w.rankPass(context.Background(), nil, nil)
 }
 
 // rankPass returns rank for many positions in a row from one snapshot of
@@ -27,8 +27,10 @@ func (w *Writer) closestFunc() func(pos keyspace.Pos) int {
 // nearer peers are probed nearest first, as rank walks them, so the same
 // peers are probed. Where rank sorts the whole table for each position
 // (NearestLocal), this sorts only the few peers nearer than this node —
-// a full round ranks every job the node holds.
-func (w *Writer) rankPass(ctx context.Context, probe *dht.Prober) func(pos keyspace.Pos) int {
+// a full round ranks every job the node holds. The peers looked at past
+// the cut-off are added to ahead unless it is nil: the caller holds
+// w.busy, which orders these writes with the rounds' reads.
+func (w *Writer) rankPass(ctx context.Context, probe *dht.Prober, ahead map[peer.ID]bool) func(pos keyspace.Pos) int {
 	if !w.d.IsServer() {
 		return func(keyspace.Pos) int { return -1 } // never among NearestLocal's
 	}
@@ -62,6 +64,9 @@ func (w *Writer) rankPass(ctx context.Context, probe *dht.Prober) func(pos keysp
 		}
 		live := 0
 		for _, q := range nearer {
+			if ahead != nil {
+				ahead[q.id] = true
+			}
 			if w.d.IsMarkedDead(q.id) || probe != nil && !probe.Alive(ctx, q.id) {
 				continue
 			}

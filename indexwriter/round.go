@@ -33,36 +33,27 @@ type plan struct {
 }
 
 // process plans and sends the writes and withdraws for the given held
-// jobs (rewriting those due when rewrite is set) and for the jobs gone
-// from the pool: those in gone, or, on a full round (gone nil), every
-// job written for that is no longer held.
-func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string]bool, rewrite bool) WriteStats {
+// jobs and for the jobs gone from the pool: those in gone, or, on a full
+// round (gone nil), every job written for that is no longer held. A round
+// (probe set) probes the nodes ahead of this one, so the next closest
+// takes over from a dead writer, and rewrites the entries due; a flush
+// (probe nil) does neither. Either way the peers the ranks rested on are
+// watched from then on (roundState.ahead).
+func (w *Writer) process(ctx context.Context, helds []pool.Held, gone map[string]bool, probe *dht.Prober) WriteStats {
 	now := w.env.Now().UnixMilli()
 	pl := &plan{writes: map[peer.ID][]op{}, withdraws: map[peer.ID][]op{}}
 	held := map[string]bool{}
 	for _, h := range helds {
 		held[string(h.Key)] = true
 	}
-	rankOf := w.rankFunc(ctx, rewrite)
+	rankOf := w.rankPass(ctx, probe, w.rounds.ahead)
 	for _, h := range helds {
-		if w.planJob(h, rankOf(h.Pos), rewrite, now, pl) {
+		if w.planJob(h, rankOf(h.Pos), probe != nil, now, pl) {
 			w.sweepOrphans(h, pl)
 		}
 	}
 	w.planGone(held, gone, pl)
 	return w.send(ctx, pl)
-}
-
-// rankFunc returns this node's rank among the live nodes nearest a point.
-// A full round probes the nodes ahead of this one, so the next closest
-// takes over from a dead writer within one T_rewrite.
-func (w *Writer) rankFunc(ctx context.Context, rewrite bool) func(keyspace.Pos) int {
-	var probe *dht.Prober
-	if rewrite {
-		probe = w.d.NewProber()
-		w.dropDeadTargets(ctx, probe)
-	}
-	return w.rankPass(ctx, probe)
 }
 
 // planJob adds what one held job's entries need (index.Reconcile) to pl.
@@ -72,7 +63,8 @@ func (w *Writer) rankFunc(ctx context.Context, rewrite bool) func(keyspace.Pos) 
 // its closest, wrote none of them, and its state lists it nowhere.
 func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *plan) (sweep bool) {
 	k := string(h.Key)
-	closest := index.Lists(rank == 0, w.backupDue(k, rank, h.State, now), w.pool.ListingHeld(h.Key), w.listed(k))
+	backup, listingHeld, listed := w.backupDue(k, rank, h.State, now), w.pool.ListingHeld(h.Key), w.listed(k)
+	closest := index.Lists(rank == 0, backup, listingHeld, listed)
 	var tmpl op // what every write of the job carries
 	var keywords []string
 	if closest && (h.State.Phase == job.Ready || h.State.Phase == job.Finished || h.Trickles) {
@@ -84,6 +76,9 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 	want := index.WithTrickles(index.Desired(closest, h.State, keywords, h.Project), closest, h.Trickles, h.Project)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if rank != 0 && !backup && listingHeld && listed {
+		w.rounds.retry[k] = true // a hand-on in progress: look again next round
+	}
 	st := w.state[k]
 	if st == nil {
 		st = &written{where: map[string]placed{}}
@@ -123,6 +118,9 @@ func (w *Writer) planJob(h pool.Held, rank int, rewrite bool, now int64, pl *pla
 	}
 	if r.Reschedule {
 		st.next = now + w.jitter()
+		if !r.Forget {
+			w.schedule(k, st.next, dueRewrite)
+		}
 	}
 	if r.Forget {
 		delete(w.state, k)
@@ -213,6 +211,7 @@ func (w *Writer) send(ctx context.Context, pl *plan) WriteStats {
 		at, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, x)
 		if err != nil {
 			stats.Failed++
+			w.retryNext(o.key)
 			continue
 		}
 		o.point = x
@@ -252,8 +251,10 @@ func (w *Writer) sendWrites(ctx context.Context, writes map[peer.ID][]op, stats 
 						continue
 					}
 					stats.Failed++
+					w.retryNext(o.key)
 				default:
 					stats.Failed++
+					w.retryNext(o.key)
 				}
 			}
 		}
@@ -275,7 +276,15 @@ func (w *Writer) recordWrite(o op, at peer.ID, ok bool, stats *WriteStats) {
 			stats.Written++
 		}
 		st.where[o.keyword] = placed{at: at, point: o.point}
+		w.rounds.targets[at] = true
 	default:
 		delete(st.where, o.keyword)
 	}
+}
+
+// retryNext has the next round visit job k again (a write of it failed).
+func (w *Writer) retryNext(k string) {
+	w.mu.Lock()
+	w.rounds.retry[k] = true
+	w.mu.Unlock()
 }

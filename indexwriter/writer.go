@@ -44,6 +44,12 @@ type Config struct {
 	// listed by its closest is usually claimed or collected before then,
 	// so honest runs see no second entry. Default RewriteMin (10 min).
 	BackupDelay time.Duration
+	// FullRound is how often a round visits every job the node holds
+	// although its view of the nodes has not changed; between those, a
+	// round visits only the jobs whose rewrite or backup wait is due, those
+	// that changed, and those a failed write or a hand-on left (due.go).
+	// Default RewriteMin (10 min).
+	FullRound time.Duration
 	// DisableLoops turns off the background rounds (tests call Round).
 	DisableLoops bool
 }
@@ -82,6 +88,9 @@ func (c *Config) ApplyDefaults() {
 	if c.BackupDelay == 0 {
 		c.BackupDelay = c.RewriteMin
 	}
+	if c.FullRound == 0 {
+		c.FullRound = c.RewriteMin
+	}
 }
 
 // Validate reports the first bad field of c (after ApplyDefaults), naming
@@ -100,6 +109,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("index writer config: Listers %d is negative", c.Listers)
 	case c.BackupDelay < 0:
 		return fmt.Errorf("index writer config: BackupDelay %s is negative", c.BackupDelay)
+	case c.FullRound < 0:
+		return fmt.Errorf("index writer config: FullRound %s is negative", c.FullRound)
 	}
 	return nil
 }
@@ -147,6 +158,7 @@ type Writer struct {
 	backups map[string]int64 // ms: since when this node, a backup lister of the job, has seen it listable
 	swept   map[string]sweep // jobs whose entries this node withdrew at their points, as their closest, in that state
 	kick    chan struct{}
+	rounds  roundState // what lets a round visit only the jobs due (due.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -191,6 +203,7 @@ func New(deps Deps, cfg Config) (*Writer, error) {
 		backups: map[string]int64{},
 		swept:   map[string]sweep{},
 		kick:    make(chan struct{}, 1),
+		rounds:  newRoundState(),
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	p.OnChange(w.onChange)
@@ -261,9 +274,13 @@ func (w *Writer) loop() {
 	}
 }
 
-// WriteStats counts what a round did.
+// WriteStats counts what a round or a flush did: entries written,
+// rewritten, withdrawn and failed, and the jobs visited (Full: every job
+// held).
 type WriteStats struct {
 	Written, Rewritten, Withdrawn, Failed int
+	Visited                               int
+	Full                                  bool
 }
 
 // Flush processes the jobs that changed since the last flush.
@@ -280,38 +297,10 @@ func (w *Writer) Flush(ctx context.Context) WriteStats {
 	if len(keys) == 0 {
 		return WriteStats{}
 	}
-	var helds []pool.Held
-	gone := map[string]bool{}
-	for k := range keys {
-		if h, ok := w.pool.Lookup([]byte(k)); ok {
-			helds = append(helds, h)
-		} else {
-			gone[k] = true
-		}
-	}
-	return w.process(ctx, helds, gone, false)
-}
-
-// Round processes every job: writes what is missing, rewrites what is due,
-// withdraws what should no longer be listed.
-func (w *Writer) Round(ctx context.Context) WriteStats {
-	if w.pool.Behind() {
-		// A restarted node's jobs may have been claimed or finished while
-		// it was down: nothing is listed before its pool caught up
-		// (pool.CatchUp).
-		return WriteStats{}
-	}
-	w.busy.Lock()
-	defer w.busy.Unlock()
-	w.mu.Lock()
-	w.dirty = map[string]bool{}
-	w.mu.Unlock()
-	var helds []pool.Held
-	w.pool.Each(func(h pool.Held) bool {
-		helds = append(helds, h)
-		return true
-	})
-	return w.process(ctx, helds, nil, true)
+	helds, gone := w.lookup(keys)
+	st := w.process(ctx, helds, gone, nil)
+	st.Visited = len(keys)
+	return st
 }
 
 // listed reports whether this writer has entries of job k written.
@@ -400,7 +389,11 @@ func (w *Writer) backupDue(k string, rank int, st job.State, now int64) bool {
 		w.backups[k] = now
 		since = now
 	}
-	return now-since >= int64(rank)*w.cfg.BackupDelay.Milliseconds()
+	at := since + int64(rank)*w.cfg.BackupDelay.Milliseconds()
+	if now < at {
+		w.schedule(k, at, dueBackup) // the wait's end is a round's due work
+	}
+	return now >= at
 }
 
 func (w *Writer) jitter() int64 {
