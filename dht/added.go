@@ -51,6 +51,7 @@ func (d *DHT) hookPeerAdded() {
 		if prev != nil {
 			prev(p)
 		}
+		d.table.changed()
 		d.peerAdded(p)
 	}
 }

@@ -34,6 +34,7 @@ func (d *DHT) hookPeerRemoved() {
 		if prev != nil {
 			prev(p)
 		}
+		d.table.changed()
 		d.left.add(p, d.env.Now())
 		d.peerDown(p)
 	}

@@ -35,6 +35,7 @@ type DHT struct {
 	added peerHooks
 	down  peerHooks // OnPeerDown's hooks (departed.go)
 	left  departed
+	table tableCache // the routing table's peers and positions (table.go)
 
 	lookups      atomic.Int64 // lookups that went to the network
 	cachedHits   atomic.Int64 // lookups answered from the cache

@@ -34,23 +34,14 @@ func (w *Writer) rankPass(ctx context.Context, probe *dht.Prober, ahead map[peer
 	if !w.d.IsServer() {
 		return func(keyspace.Pos) int { return -1 } // never among NearestLocal's
 	}
-	type peerPos struct {
-		id  peer.ID
-		pos keyspace.Pos
-	}
 	self := w.d.ID()
-	var ps []peerPos
-	for _, p := range w.d.RoutingTablePeers() {
-		if p != self {
-			ps = append(ps, peerPos{p, keyspace.PeerPos([]byte(p))})
-		}
-	}
+	ps := w.d.TablePositions()
 	me, listers := w.d.Self(), w.cfg.Listers
-	nearer := make([]peerPos, 0, closestAmong)
+	nearer := make([]dht.PeerAt, 0, closestAmong)
 	return func(pos keyspace.Pos) int {
 		nearer = nearer[:0]
 		for _, q := range ps {
-			if !keyspace.CloserTo(pos, q.pos, me) {
+			if q.ID == self || !keyspace.CloserTo(pos, q.Pos, me) {
 				continue
 			}
 			if nearer = append(nearer, q); len(nearer) >= closestAmong {
@@ -58,16 +49,16 @@ func (w *Writer) rankPass(ctx context.Context, probe *dht.Prober, ahead map[peer
 			}
 		}
 		if probe != nil {
-			slices.SortFunc(nearer, func(a, b peerPos) int {
-				return keyspace.Compare(keyspace.Distance(a.pos, pos), keyspace.Distance(b.pos, pos))
+			slices.SortFunc(nearer, func(a, b dht.PeerAt) int {
+				return keyspace.Compare(keyspace.Distance(a.Pos, pos), keyspace.Distance(b.Pos, pos))
 			})
 		}
 		live := 0
 		for _, q := range nearer {
 			if ahead != nil {
-				ahead[q.id] = true
+				ahead[q.ID] = true
 			}
-			if w.d.IsMarkedDead(q.id) || probe != nil && !probe.Alive(ctx, q.id) {
+			if w.d.IsMarkedDead(q.ID) || probe != nil && !probe.Alive(ctx, q.ID) {
 				continue
 			}
 			if live++; live >= listers {
