@@ -387,17 +387,10 @@ func (d *DHT) SelfNearestFunc() func(pos keyspace.Pos) bool {
 	if !d.IsServer() {
 		return func(keyspace.Pos) bool { return false }
 	}
-	peers := d.kad.RoutingTable().ListPeers()
-	ps := make([]keyspace.Pos, 0, len(peers))
-	for _, p := range peers {
-		if p != d.ep.ID() {
-			ps = append(ps, keyspace.PeerPos([]byte(p)))
-		}
-	}
-	self := d.self
+	ps, me, self := d.TablePositions(), d.ep.ID(), d.self
 	return func(pos keyspace.Pos) bool {
 		for _, q := range ps {
-			if keyspace.CloserTo(pos, q, self) {
+			if q.ID != me && keyspace.CloserTo(pos, q.Pos, self) {
 				return false
 			}
 		}

@@ -48,3 +48,7 @@ func (d *DHT) TablePositions() []PeerAt {
 	c.peers, c.built = peers, gen+1
 	return peers
 }
+
+// TableGen is the routing table's generation: it changes whenever a peer
+// is added to the table or removed from it.
+func (d *DHT) TableGen() uint64 { return d.table.gen.Load() }

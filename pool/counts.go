@@ -7,21 +7,70 @@ import (
 )
 
 // Counts reports the jobs held, and those for which this node is the
-// closest in its local view (the load-balancing n_job).
+// closest in its local view (the load-balancing n_job). The closest are
+// kept counted as jobs come and go (closestCount): a call looks at the
+// jobs that came since the last one, and at every job only when the
+// routing table or this node's position changed.
 func (p *Pool) Counts() (held, closest int) {
+	gen, self := p.dht.TableGen(), p.dht.Self()
+	nearest := p.dht.SelfNearestFunc() // taken outside p.mu: it may list the routing table
 	p.mu.Lock()
-	items := make([]keyspace.Pos, 0, len(p.jobs))
-	for _, e := range p.jobs {
-		items = append(items, e.pos)
+	defer p.mu.Unlock()
+	c := &p.close
+	if c.gen != gen+1 || c.self != self {
+		c.n, c.fresh = 0, c.fresh[:0]
+		for _, e := range p.jobs {
+			c.count(e, nearest)
+		}
+		c.gen, c.self = gen+1, self
+		return len(p.jobs), c.n
 	}
-	p.mu.Unlock()
-	nearest := p.dht.SelfNearestFunc()
-	for _, pos := range items {
-		if nearest(pos) {
-			closest++
+	for _, k := range c.fresh {
+		if e, ok := p.jobs[k]; ok && !e.counted {
+			c.count(e, nearest)
 		}
 	}
-	return len(items), closest
+	c.fresh = c.fresh[:0]
+	return len(p.jobs), c.n
+}
+
+// closestCount is the number of held jobs this node is the closest to,
+// as of routing-table generation gen − 1 (0: not counted yet) and
+// position self, and the jobs held since that are not counted yet.
+// Guarded by Pool.mu.
+type closestCount struct {
+	n     int
+	gen   uint64
+	self  keyspace.Pos
+	fresh []string
+}
+
+// count counts e with nearest.
+func (c *closestCount) count(e *entry, nearest func(keyspace.Pos) bool) {
+	e.counted, e.closest = true, nearest(e.pos)
+	if e.closest {
+		c.n++
+	}
+}
+
+// add notes job key, just held, for the next count; when more jobs wait
+// than are held (Counts is not being called) the next count starts over,
+// so the list stays bounded by the jobs held.
+func (c *closestCount) add(key string, e *entry, held int) {
+	e.counted = false
+	if len(c.fresh) >= held {
+		c.gen, c.fresh = 0, c.fresh[:0]
+		return
+	}
+	c.fresh = append(c.fresh, key)
+}
+
+// drop takes e, no longer held, out of the count.
+func (c *closestCount) drop(e *entry) {
+	if e.counted && e.closest {
+		c.n--
+	}
+	e.counted = false
 }
 
 // jitter returns the next round's wait: Interval ± Jitter, uniformly.

@@ -60,6 +60,9 @@ type entry struct {
 	// lapsed says the claim state holds has lapsed on this node's clock,
 	// as last told to the OnChange hooks (ExpireNow reports changes).
 	lapsed bool
+	// counted says closest is this node's closeness to the job as
+	// Counts last counted it (counts.go).
+	counted, closest bool
 }
 
 // Pool is a node's share of the job pool. Safe for concurrent use.
@@ -81,6 +84,7 @@ type Pool struct {
 	mu    sync.Mutex
 	jobs  map[string]*entry              // by job key (CID bytes)
 	units map[string]map[string]struct{} // job keys held, by unit key (hold, unhold)
+	close closestCount                   // the jobs this node is the closest to, kept as jobs come and go (counts.go)
 	certs map[string][]byte              // project certificate DER by CertRef
 	rng   *rand.Rand
 	goneN int // gone records on disk (gone.go)

@@ -9,7 +9,11 @@ import (
 // hold keeps e as the entry of job key and indexes it by its unit. Called
 // with p.mu held.
 func (p *Pool) hold(key string, e *entry) {
+	if old, ok := p.jobs[key]; ok {
+		p.close.drop(old)
+	}
 	p.jobs[key] = e
+	p.close.add(key, e, len(p.jobs))
 	keys := p.units[e.unit]
 	if keys == nil {
 		keys = make(map[string]struct{}, 1)
@@ -26,6 +30,7 @@ func (p *Pool) unhold(key string) {
 		return
 	}
 	delete(p.jobs, key)
+	p.close.drop(e)
 	if keys := p.units[e.unit]; keys != nil {
 		delete(keys, key)
 		if len(keys) == 0 {
