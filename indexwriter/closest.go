@@ -27,9 +27,9 @@ func (w *Writer) closestFunc() func(pos keyspace.Pos) int {
 // nearer peers are probed nearest first, as rank walks them, so the same
 // peers are probed. Where rank sorts the whole table for each position
 // (NearestLocal), this sorts only the few peers nearer than this node —
-// a full round ranks every job the node holds. The peers looked at past
-// the cut-off are added to ahead unless it is nil: the caller holds
-// w.busy, which orders these writes with the rounds' reads.
+// a full round ranks every job the node holds. The nearer peers a rank
+// looks at are added to ahead unless it is nil: the caller holds w.busy,
+// which orders these writes with the rounds' reads.
 func (w *Writer) rankPass(ctx context.Context, probe *dht.Prober, ahead map[peer.ID]bool) func(pos keyspace.Pos) int {
 	if !w.d.IsServer() {
 		return func(keyspace.Pos) int { return -1 } // never among NearestLocal's

@@ -145,3 +145,29 @@ func TestBackupListsFromTheQueue(t *testing.T) {
 	}
 	t.Logf("backup's round after its wait: %+v", st)
 }
+
+// TestClockJumpMakesRoundFull: a node whose clock jumps back (before its
+// last full visit) cannot trust its due times, so its next round visits
+// every job; one that jumps forward finds every rewrite due and makes it
+// from the queue, losing no entry.
+func TestClockJumpMakesRoundFull(t *testing.T) {
+	net, clock, _ := dueNet(t, 77, 2*time.Hour)
+	roundEach(net)
+	entries := 0
+	for _, nd := range net.Live() {
+		entries += nd.Writer().Entries()
+	}
+	clock.Advance(-time.Hour)
+	if _, full := roundEach(net); full != len(net.Live()) {
+		t.Fatalf("after a jump back: %d of %d rounds full", full, len(net.Live()))
+	}
+	clock.Advance(time.Hour + 20*time.Minute)
+	st, _ := roundEach(net)
+	after := 0
+	for _, nd := range net.Live() {
+		after += nd.Writer().Entries()
+	}
+	if st.Rewritten != entries || after != entries {
+		t.Fatalf("after a jump forward: %+v, %d entries kept of %d", st, after, entries)
+	}
+}
