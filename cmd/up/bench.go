@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -94,6 +95,7 @@ func bindBenchFlags(f *pflag.FlagSet, fl *benchFlags) {
 	f.BoolVar(&fl.noShare, "no-share", false, "do not profile the CPU to split it by party")
 	f.StringVar(&fl.heapPlot, "heapplot", "", "write the live heap against the jobs harvested, sampled every 2 s, as a PNG to this file")
 	f.StringVar(&fl.heapProfile, "memprofile", "", "write the heap profile taken after the last harvest (what the run retains) to this file")
+	f.IntVar(&fl.o.HeapProfileEvery, "memprofile-every", 0, "with --memprofile FILE, also write FILE.<harvested> each time another this many jobs are harvested (diff them with pprof -base)")
 	f.StringVar(&fl.profile, "cpuprofile", "", "write the CPU profile of the measured phase (setup excluded) to this file, samples labelled by party")
 	f.StringVar(&fl.o.Dir, "dir", "", "directory for the CA, nodes and ledger (default: a temporary one, removed after)")
 	f.Uint64Var(&fl.o.Seed, "seed", fl.o.Seed, "seed of identities, so a run replays its keyspace")
@@ -117,6 +119,9 @@ func (fl benchFlags) options(self string) (bench.Options, error) {
 	}
 	if o.Timeout <= 0 {
 		return bench.Options{}, usageError{fmt.Errorf("--timeout %v: must be positive", o.Timeout)}
+	}
+	if o.HeapProfileEvery < 0 || o.HeapProfileEvery > 0 && fl.heapProfile == "" {
+		return bench.Options{}, usageError{fmt.Errorf("--memprofile-every %d: needs --memprofile and a positive count", o.HeapProfileEvery)}
 	}
 	o.Launcher = []string{self, "app", "exec"}
 	o.ProjectShare = !fl.noShare
@@ -159,6 +164,9 @@ func runBench(cmd *cobra.Command, fl benchFlags, o bench.Options) error {
 		}
 		defer hf.Close()
 		o.HeapProfile = hf
+		o.HeapProfileAt = func(harvested int64) (io.WriteCloser, error) {
+			return os.Create(fmt.Sprintf("%s.%d", fl.heapProfile, harvested))
+		}
 	}
 	rep, err := bench.Run(ctx, o)
 	if err != nil {

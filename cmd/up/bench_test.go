@@ -49,6 +49,11 @@ func TestBenchFlags(t *testing.T) {
 		{"subprocess", []string{"--exec", "subprocess", "--copies", "2", "--tcollect", "1m"}, "", func(o bench.Options) bool {
 			return o.Exec == bench.ExecSubprocess && o.Copies == 2 && o.TCollect == time.Minute
 		}},
+		{"mid-run heap profiles", []string{"--memprofile", "h.pb", "--memprofile-every", "50000"}, "", func(o bench.Options) bool {
+			return o.HeapProfileEvery == 50000
+		}},
+		{"heap profiles without a file", []string{"--memprofile-every", "100"}, "--memprofile-every 100: needs --memprofile", nil},
+		{"negative heap profile count", []string{"--memprofile", "h.pb", "--memprofile-every", "-1"}, "--memprofile-every -1: needs", nil},
 		{"zero nodes", []string{"--nodes", "0"}, "--nodes 0: must be at least 1", nil},
 		{"zero replication", []string{"--replication", "0"}, "--replication 0: must be at least 1", nil},
 		{"zero clients", []string{"--clients", "0"}, "--clients 0: must be at least 1", nil},

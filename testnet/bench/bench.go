@@ -63,6 +63,13 @@ type Options struct {
 	// after the last harvest (after a garbage collection): what the run
 	// retains.
 	HeapProfile io.Writer
+	// HeapProfileEvery, when set with HeapProfileAt, has the run take a
+	// heap profile (after a garbage collection) each time another
+	// HeapProfileEvery jobs are harvested, written to what HeapProfileAt
+	// returns for the jobs harvested so far: profiles to diff
+	// (pprof -base) to attribute growth within one run.
+	HeapProfileEvery int
+	HeapProfileAt    func(harvested int64) (io.WriteCloser, error)
 	// TCollect, when set, is the nodes' T_collect (collected jobs are
 	// deleted this long after collection; production 2 h) and scales the
 	// republish period (25 ± 5 min in production), replica expiry (1 h)

@@ -268,7 +268,7 @@ func (r *benchRun) countClaims() {
 		r.rep.Released += st.Released
 	}
 	r.claimMu.Lock()
-	r.rep.Claim = quantiles(r.claimTimes)
+	r.rep.Claim = r.claimTimes.quantiles()
 	r.claimMu.Unlock()
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -56,17 +57,47 @@ func (r *benchRun) logProgress(ticks int) {
 		r.cancel()
 	}
 	h := r.harvested.Load()
+	r.midRunHeapProfile(h)
 	live := r.heap.sample(h >= int64(o.Jobs)/5 && time.Since(r.t0) > o.TCollect)
 	r.rep.HeapCurve = append(r.rep.HeapCurve, HeapSample{S: time.Since(r.t0).Seconds(), Harvested: h, LiveMiB: float64(live) / (1 << 20)})
 	r.logf("  %6.1f s: %d submitted, %d harvested, live heap %.0f MiB", time.Since(r.t0).Seconds(), r.submitted.Load(), h, float64(live)/(1<<20))
 }
 
+// midRunHeapProfile writes a heap profile when another
+// o.HeapProfileEvery jobs have been harvested since the last one; a
+// failure is logged and ends the profiles, not the run.
+func (r *benchRun) midRunHeapProfile(harvested int64) {
+	every := int64(r.o.HeapProfileEvery)
+	if every <= 0 || r.o.HeapProfileAt == nil || harvested < r.lastHeapProfile+every {
+		return
+	}
+	r.lastHeapProfile = harvested / every * every
+	err := func() error {
+		w, err := r.o.HeapProfileAt(harvested)
+		if err != nil {
+			return err
+		}
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(w); err != nil {
+			w.Close()
+			return err
+		}
+		return w.Close()
+	}()
+	if err != nil {
+		r.logf("  heap profile at %d harvested: %v (no more taken)", harvested, err)
+		r.o.HeapProfileEvery = 0
+	}
+}
+
 // submitAll submits the bench's units, o.Copies jobs each, a part at a
 // time: with o.Rate, a part every 100 ms sized to the rate; else o.Batch
 // jobs a part, keeping at most o.Window jobs submitted and not harvested.
+// Each part's units are made when it is submitted, so the run holds no
+// list sized by o.Jobs.
 func (r *benchRun) submitAll(ctx context.Context) error {
 	o := r.o
-	units := benchUnits(o.Jobs/o.Copies, o.Keywords)
+	n, kws := o.Jobs/o.Copies, benchKeywords(o.Keywords)
 	step := max(1, o.Batch/o.Copies) // units per submission
 	var tick *time.Ticker
 	if o.Rate > 0 {
@@ -74,8 +105,8 @@ func (r *benchRun) submitAll(ctx context.Context) error {
 		tick = time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 	}
-	for b, start := 0, 0; start < len(units); b, start = b+1, start+step {
-		part := units[start:min(start+step, len(units))]
+	for b, start := 0, 0; start < n; b, start = b+1, start+step {
+		part := benchUnits(start, min(start+step, n), kws)
 		if err := r.awaitTurn(ctx, tick, len(part)*o.Copies); err != nil {
 			return err
 		}
@@ -171,16 +202,21 @@ func (r *benchRun) harvest(ctx context.Context) (recorded int, err error) {
 	return hrep.Recorded, nil
 }
 
-// benchUnits are n units of the zero-work application, each with its
-// own seed, listed under the project's name and keywords-1 more keywords.
-func benchUnits(n, keywords int) []project.Unit {
+// benchKeywords are the project's name and keywords-1 more keywords.
+func benchKeywords(keywords int) []string {
 	kws := []string{benchProject}
 	for k := 2; k <= keywords; k++ {
 		kws = append(kws, fmt.Sprintf("benchkw%d", k))
 	}
-	out := make([]project.Unit, n)
-	for i := range out {
-		out[i] = project.Unit{App: App, Args: []string{"0", fmt.Sprintf("unit%d", i)}, Keywords: kws, TFinish: 5 * time.Minute}
+	return kws
+}
+
+// benchUnits are units from to to-1 of the zero-work application, each
+// with its own seed, listed under kws.
+func benchUnits(from, to int, kws []string) []project.Unit {
+	out := make([]project.Unit, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, project.Unit{App: App, Args: []string{"0", fmt.Sprintf("unit%d", i)}, Keywords: kws, TFinish: 5 * time.Minute})
 	}
 	return out
 }

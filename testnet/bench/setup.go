@@ -135,6 +135,6 @@ func (r *benchRun) startClient(ctx context.Context, i int, a *agent.Agent) error
 // claimTimed adds one claim's time to claimTimes.
 func (r *benchRun) claimTimed(d time.Duration) {
 	r.claimMu.Lock()
-	r.claimTimes = append(r.claimTimes, d)
+	r.claimTimes.add(d)
 	r.claimMu.Unlock()
 }
