@@ -17,6 +17,7 @@ import (
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/recent"
 	"github.com/up-pool/up/wire"
 )
 
@@ -45,7 +46,7 @@ type Claimer struct {
 	// releasing holds, per job whose release is on its way to the nodes, a
 	// channel closed when it is done: a new claim of the job waits for it.
 	releasing map[string]chan struct{}
-	starts    map[string]int64 // the latest claim start used per job, Unix ms
+	starts    *recent.Map[string, int64] // the latest claim start used per job, Unix ms (startsRemembered)
 }
 
 // ErrHeld reports a job this claimer is already claiming or holds (for
@@ -478,15 +479,22 @@ func (c *Claimer) nextStart(jobKey []byte, after int64) int64 {
 	start := max(c.now().UnixMilli(), after+1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if last, ok := c.starts[string(jobKey)]; ok && start <= last {
+	if c.starts == nil {
+		c.starts = recent.NewMap[string, int64](startsRemembered)
+	}
+	if last, ok := c.starts.Get(string(jobKey)); ok && start <= last {
 		start = last + 1
 	}
-	if c.starts == nil || len(c.starts) >= 1<<16 {
-		c.starts = map[string]int64{} // older starts are long past T_claim
-	}
-	c.starts[string(jobKey)] = start
+	c.starts.Put(string(jobKey), start)
 	return start
 }
+
+// startsRemembered bounds the claim starts a Claimer remembers
+// (nextStart): a start is kept through at least 8,192 later claims of
+// other jobs, and it matters only while an old release of it could still
+// reach a replica — within T_claim (15 s) of it, when a client would have
+// to start 546 claims a second to push it out.
+const startsRemembered = 1 << 14
 
 // confirm sends the confirm to every node in parallel, each given the ask
 // timeout, and returns each node's signed acceptance: nil when it refused,

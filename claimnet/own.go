@@ -11,17 +11,22 @@ import (
 // this node signed and sent, they are exactly those bytes, and the
 // signature in them is this node's own: it need not be verified again.
 // Any other bytes (altered, re-encoded, another node's, or a reply
-// forgotten here) are verified as before. Bounded: entries older than ttl
-// go when the map is full, and all of them if it is still full.
+// forgotten here) are verified as before. Bounded in two generations: a
+// new one starts when the current one is ttl old or holds max/2, and the
+// one before it is dropped, so at most max digests are held and each for
+// at least min(ttl, max/2 later replies). A reply never confirmed back
+// (the replica a client did not confirm to) is forgotten within 2 × ttl,
+// so the memory follows the reply rate, not the run's length.
 type ownReplies struct {
-	mu  sync.Mutex
-	max int
-	ttl int64 // ms
-	m   map[[sha256.Size]byte]int64
+	mu       sync.Mutex
+	half     int
+	ttl      int64                          // ms
+	cur, old map[[sha256.Size]byte]struct{} // the current generation, since curFrom, and the one before
+	curFrom  int64                          // Unix ms
 }
 
 func newOwnReplies(max int, ttlMS int64) *ownReplies {
-	return &ownReplies{max: max, ttl: ttlMS, m: map[[sha256.Size]byte]int64{}}
+	return &ownReplies{half: max / 2, ttl: ttlMS, cur: map[[sha256.Size]byte]struct{}{}}
 }
 
 // add remembers reply b, signed and sent by this node at now (Unix ms).
@@ -29,17 +34,10 @@ func (o *ownReplies) add(b []byte, now int64) {
 	d := sha256.Sum256(b)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.m) >= o.max {
-		for k, at := range o.m {
-			if at < now-o.ttl {
-				delete(o.m, k)
-			}
-		}
-		if len(o.m) >= o.max {
-			clear(o.m)
-		}
+	if len(o.cur) >= o.half || now-o.curFrom >= o.ttl || now < o.curFrom {
+		o.old, o.cur, o.curFrom = o.cur, make(map[[sha256.Size]byte]struct{}, len(o.cur)), now
 	}
-	o.m[d] = now
+	o.cur[d] = struct{}{}
 }
 
 // take reports whether b is a reply this node signed and sent, and
@@ -48,9 +46,9 @@ func (o *ownReplies) take(b []byte) bool {
 	d := sha256.Sum256(b)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.m[d]; !ok {
-		return false
-	}
-	delete(o.m, d)
-	return true
+	_, inCur := o.cur[d]
+	_, inOld := o.old[d]
+	delete(o.cur, d)
+	delete(o.old, d)
+	return inCur || inOld
 }

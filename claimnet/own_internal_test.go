@@ -3,9 +3,10 @@ package claimnet
 import "testing"
 
 // TestOwnReplies: a reply is recognised once, byte for byte; a copy with
-// one byte changed is not; a full cache drops the old entries first.
+// one byte changed is not; a generation ends when ttl old or holding
+// max/2, and the one before it is dropped.
 func TestOwnReplies(t *testing.T) {
-	o := newOwnReplies(3, 1000)
+	o := newOwnReplies(4, 1000)
 	reply := []byte("a signed reply")
 	o.add(reply, 0)
 	altered := append([]byte(nil), reply...)
@@ -24,9 +25,9 @@ func TestOwnReplies(t *testing.T) {
 	}
 
 	o.add([]byte("old"), 0)
-	o.add([]byte("new1"), 5000)
+	o.add([]byte("new1"), 5000) // "old"'s generation is past ttl: a new one
 	o.add([]byte("new2"), 5000)
-	o.add([]byte("new3"), 5000) // full: "old" goes
+	o.add([]byte("new3"), 5000) // the new one holds max/2: "old"'s generation goes
 	if o.take([]byte("old")) {
 		t.Fatal("an expired reply was kept in a full cache")
 	}

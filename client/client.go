@@ -16,6 +16,7 @@ import (
 	"github.com/up-pool/up/client/feasible"
 	"github.com/up-pool/up/client/sched"
 	"github.com/up-pool/up/indexclient"
+	"github.com/up-pool/up/recent"
 	"github.com/up-pool/up/wire"
 )
 
@@ -41,7 +42,7 @@ type Client struct {
 	rng     *rand.Rand
 	backoff map[string]backoff
 	jobs    map[string]*JobStatus // by job CID, while in progress
-	units   map[string]bool       // units this client ran a copy of
+	units   recent.Set[[32]byte]  // units this client ran a copy of, by unit key (the latest unitsRemembered)
 	pending []pendingHit          // entries served and not claimed yet (RunOne)
 	skips   map[string]*skipping  // by project: jobs this client will not take
 	listed  map[string]time.Time  // by project: when the index last served it entries
@@ -104,7 +105,7 @@ func New(cfg Config) (*Client, error) {
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0xc11e)),
 		backoff: map[string]backoff{},
 		jobs:    map[string]*JobStatus{},
-		units:   map[string]bool{},
+		units:   recent.NewSet[[32]byte](unitsRemembered),
 		skips:   map[string]*skipping{},
 		listed:  map[string]time.Time{},
 		pace:    newPacer(cfg.Pace, max(1, int(cfg.Pace))),

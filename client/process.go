@@ -536,18 +536,21 @@ func (c *Client) download(ctx context.Context, in job.Input, path string) error 
 // project, application, arguments and inputs) before, or runs one now,
 // and remembers it under the returned key.
 func (c *Client) seenUnit(spec *job.Spec) (bool, string) {
-	key := string(spec.UnitKey())
+	key := spec.UnitKey()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.units[key] {
-		return true, key
+	if c.units.Has([32]byte(key)) {
+		return true, string(key)
 	}
-	if len(c.units) >= 100000 {
-		clear(c.units)
-	}
-	c.units[key] = true
-	return false, key
+	c.units.Add([32]byte(key))
+	return false, string(key)
 }
+
+// unitsRemembered is how many units a client remembers running (seenUnit):
+// the latest 16,384 to 32,768 (recent.Set), weeks of a volunteer's work,
+// ~1.5 MiB. It is a first line only: the project credits one copy of a
+// unit per client.
+const unitsRemembered = 1 << 15
 
 // forgetUnit undoes seenUnit's mark for a copy that did not run to a
 // submitted result, so a later copy of the unit may run here: otherwise,
@@ -555,7 +558,9 @@ func (c *Client) seenUnit(spec *job.Spec) (bool, string) {
 // be completed. The copies of the unit it skipped are its to take again.
 func (c *Client) forgetUnit(key string) {
 	c.mu.Lock()
-	delete(c.units, key)
+	if len(key) == len([32]byte{}) {
+		c.units.Delete([32]byte([]byte(key)))
+	}
 	c.mu.Unlock()
 	c.unskipUnit(key)
 }
