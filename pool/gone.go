@@ -34,6 +34,7 @@ const (
 // which keeps the collected state's proof (the project's signature).
 func markGone(b *store.Batch, key []byte, collectedAt, lapse int64, proof []byte) {
 	b.Delete(store.Key(jobNS, key))
+	b.Delete(store.Key(stateNS, key))
 	b.Delete(store.Key(resultNS, key))
 	b.Delete(store.Key(proofNS, key))
 	b.Delete(store.Key(ckptNS, key))
@@ -75,6 +76,7 @@ func goneLapse(expires, now, keep int64) int64 {
 // dropExpired adds to b the deletion of a job whose lifetime ended.
 func dropExpired(b *store.Batch, key []byte) {
 	b.Delete(store.Key(jobNS, key))
+	b.Delete(store.Key(stateNS, key))
 	b.Delete(store.Key(resultNS, key))
 	b.Delete(store.Key(ckptNS, key))
 	b.Delete(store.Key(trickleNS, key))

@@ -27,7 +27,21 @@ import (
 const (
 	jobNS  = "job"
 	certNS = "cert"
+	// stateNS holds a held job's latest state and responsibility time
+	// ("jstate/<key>", a stateRecord), written on each change so that a
+	// change costs one small write, not a read and rewrite of the job's
+	// record (signed spec and listing: written once, at acceptance). A job
+	// without one (never changed since acceptance, or stored before the
+	// split) has its state in its record.
+	stateNS = "jstate"
 )
+
+// stateRecord is a held job's state as persisted under stateNS.
+type stateRecord struct {
+	_           struct{} `cbor:",toarray"`
+	State       job.State
+	Responsible int64
+}
 
 // record is a job as persisted: the signed spec, its replica state and when
 // the node last found itself among the job's r closest.
@@ -214,6 +228,26 @@ func (p *Pool) view(e *entry, now int64) job.State {
 	return job.LapseRenewed(e.state, now, e.tFinish, p.cfg.TSkew.Milliseconds(), e.renewal)
 }
 
+// loadStates reads every job's state written apart from its record
+// (stateNS), by job key. A state that does not decode is logged and left
+// out: its record's state stands.
+func (p *Pool) loadStates() (map[string]stateRecord, error) {
+	states := map[string]stateRecord{}
+	err := p.st.Scan(store.Key(stateNS), func(k, v []byte) bool {
+		var sr stateRecord
+		if err := codec.Unmarshal(v, &sr); err != nil {
+			p.log.Error("job store", "err", fmt.Errorf("stored state %x: %w", k, err))
+			return true
+		}
+		states[string(k[len(stateNS)+1:])] = sr
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read job states: %w", err)
+	}
+	return states, nil
+}
+
 // load reads every held job and certificate from the store.
 func (p *Pool) load() error {
 	var errs []error
@@ -221,6 +255,10 @@ func (p *Pool) load() error {
 		p.certs[string(k[len(certNS)+1:])] = append([]byte(nil), v...)
 		return true
 	})
+	if err != nil {
+		return err
+	}
+	states, err := p.loadStates()
 	if err != nil {
 		return err
 	}
@@ -236,6 +274,9 @@ func (p *Pool) load() error {
 			return true
 		}
 		key := string(signed.Key())
+		if sr, ok := states[key]; ok {
+			rec.State, rec.Responsible = sr.State, sr.Responsible
+		}
 		// A restarted node gets a fresh replica-expiry grace for its jobs:
 		// the next rounds tell whether it is still among their r closest.
 		e := newEntry(key, spec, rec.State, max(rec.Responsible, p.nowMS()))
@@ -532,21 +573,13 @@ func (p *Pool) apply(key []byte, st job.State, proof []byte) (merged, view job.S
 	return merged, view, nil
 }
 
-// persistLocked writes a held job's new state and its proof. p.mu is held.
+// persistLocked writes a held job's new state (under stateNS, the job's
+// record untouched) and its proof. p.mu is held.
 func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte) error {
-	k := store.Key(jobNS, key)
-	v, err := p.st.Get(k)
+	k := store.Key(stateNS, key)
+	b, err := codec.Marshal(&stateRecord{State: st, Responsible: e.responsible})
 	if err != nil {
 		return fmt.Errorf("job %x: %w", key, err)
-	}
-	var rec record
-	if err := codec.Unmarshal(v, &rec); err != nil {
-		return fmt.Errorf("job %x: %w", key, err)
-	}
-	rec.State, rec.Responsible = st, e.responsible
-	b, err := codec.Marshal(&rec)
-	if err != nil {
-		return err
 	}
 	if len(proof) == 0 && len(e.proof) == 0 {
 		if err := p.st.Put(k, b); err != nil {
@@ -575,6 +608,7 @@ func (p *Pool) Forget(key []byte) error {
 	_, held := p.jobs[string(key)]
 	p.unhold(string(key))
 	err := p.st.Delete(store.Key(jobNS, key))
+	_ = p.st.Delete(store.Key(stateNS, key))
 	_ = p.st.Delete(store.Key(resultNS, key))
 	_ = p.st.Delete(store.Key(proofNS, key))
 	_ = p.st.Delete(store.Key(ckptNS, key))
