@@ -10,7 +10,6 @@ import (
 
 	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
-	kb "github.com/libp2p/go-libp2p-kbucket"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -345,17 +344,63 @@ func (d *DHT) Stats() LookupStats {
 
 // NearestLocal returns up to n peers nearest to the raw position pos from
 // the local view: the routing table, plus this party itself when it serves
-// the DHT. Nearest first; no RPC.
+// the DHT. Nearest first; no RPC. It selects from the table's snapshot
+// (TablePositions: positions hashed once per change of the table) in one
+// pass keeping the n best, where ranking through kad-dht's table sorted
+// and re-hashed every peer per call (a republish round ranks every held
+// job).
 func (d *DHT) NearestLocal(pos keyspace.Pos, n int) []peer.ID {
-	ps := d.kad.RoutingTable().NearestPeers(kb.ID(pos[:]), n)
+	if n <= 0 {
+		return nil
+	}
+	table := d.TablePositions()
+	var best []ranked
+	if n*4 < len(table) { // few of many: one pass keeping the n best
+		best = make([]ranked, 0, n)
+		for _, q := range table {
+			best = keepNearest(best, n, ranked{keyspace.Distance(q.Pos, pos), q.ID})
+		}
+	} else { // most of the table: sort it
+		best = make([]ranked, len(table), len(table)+1)
+		for i, q := range table {
+			best[i] = ranked{keyspace.Distance(q.Pos, pos), q.ID}
+		}
+		slices.SortFunc(best, func(a, b ranked) int { return keyspace.Compare(a.d, b.d) })
+		best = best[:min(n, len(best))]
+	}
 	if d.IsServer() {
-		ps = append(ps, d.ep.ID())
+		self := d.ep.ID()
+		best = keepNearest(best, n, ranked{keyspace.Distance(keyspace.PeerPos([]byte(self)), pos), self})
 	}
-	SortPeers(pos, ps)
-	if len(ps) > n {
-		ps = ps[:n]
+	out := make([]peer.ID, len(best))
+	for i, r := range best {
+		out[i] = r.p
 	}
-	return ps
+	return out
+}
+
+// ranked is a peer with its distance to a position.
+type ranked struct {
+	d keyspace.Pos
+	p peer.ID
+}
+
+// keepNearest inserts r into best, sorted nearest first and at most n
+// long, when it is nearer than best's farthest or best has room.
+func keepNearest(best []ranked, n int, r ranked) []ranked {
+	if len(best) == n && keyspace.Compare(r.d, best[n-1].d) >= 0 {
+		return best
+	}
+	i := len(best)
+	for i > 0 && keyspace.Compare(r.d, best[i-1].d) < 0 {
+		i--
+	}
+	if len(best) < n {
+		best = append(best, ranked{})
+	}
+	copy(best[i+1:], best[i:len(best)-1])
+	best[i] = r
+	return best
 }
 
 // SortPeers sorts peers by the XOR distance of their positions to pos.

@@ -1,6 +1,7 @@
 package dht_test
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -49,4 +50,37 @@ func TestTablePositionsFollowTheTable(t *testing.T) {
 	}
 	d.SweepRoutingTable()
 	check("after the sweep")
+}
+
+// TestNearestLocalMatchesSortingTheTable: NearestLocal's one-pass
+// selection from the snapshot returns what sorting every routing-table
+// peer and this node by distance returns, for random positions and every
+// n from 0 past the table's size, before and after the table changes.
+func TestNearestLocalMatchesSortingTheTable(t *testing.T) {
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 12, Seed: 15})
+	d := net.Node(0).DHT()
+	rng := rand.New(rand.NewPCG(15, 1))
+	check := func(when string) {
+		t.Helper()
+		all := append(d.RoutingTablePeers(), net.Node(0).ID())
+		for range 200 {
+			var pos keyspace.Pos
+			for i := range pos {
+				pos[i] = byte(rng.UintN(256))
+			}
+			want := slices.Clone(all)
+			dht.SortPeers(pos, want)
+			for n := range len(all) + 2 {
+				got := d.NearestLocal(pos, n)
+				if w := want[:min(n, len(want))]; !slices.Equal(got, w) {
+					t.Fatalf("%s: NearestLocal(%x, %d) = %v, sorting gives %v", when, pos[:4], n, got, w)
+				}
+			}
+		}
+	}
+	check("at start")
+	if ok, _ := d.AddToRoutingTable(peer.ID("a stranger")); !ok {
+		t.Fatal("could not put the stranger in the routing table")
+	}
+	check("after an add")
 }
