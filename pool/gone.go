@@ -51,6 +51,9 @@ func markGone(b *store.Batch, key []byte, collectedAt, lapse int64, proof []byte
 // remembers, and the state to answer for it: collected at the time it was,
 // with its proof.
 func (p *Pool) gone(key []byte, now int64) (job.State, []byte, bool) {
+	if !p.goneKeys.mayHold(key) {
+		return job.State{}, nil, false
+	}
 	v, err := p.st.Get(store.Key(goneNS, key))
 	if err != nil || len(v) < 16 {
 		return job.State{}, nil, false
@@ -130,4 +133,15 @@ func (p *Pool) expireGone(now int64) (int, error) {
 	p.goneN = max(p.goneN-n, 0)
 	p.mu.Unlock()
 	return n, nil
+}
+
+// refreshGoneFilter rebuilds the gone filter when more keys were added to
+// it than it was sized for (lapsed records leave it only then).
+func (p *Pool) refreshGoneFilter() {
+	if !p.goneKeys.full() {
+		return
+	}
+	if _, err := p.rebuildGone(); err != nil {
+		p.log.Warn("expire", "err", err)
+	}
 }

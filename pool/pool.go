@@ -95,13 +95,14 @@ type Pool struct {
 	// be older than their fellow replicas'.
 	behind atomic.Bool
 
-	mu    sync.Mutex
-	jobs  map[string]*entry              // by job key (CID bytes)
-	units map[string]map[string]struct{} // job keys held, by unit key (hold, unhold)
-	close closestCount                   // the jobs this node is the closest to, kept as jobs come and go (counts.go)
-	certs map[string][]byte              // project certificate DER by CertRef
-	rng   *rand.Rand
-	goneN int // gone records on disk (gone.go)
+	mu       sync.Mutex
+	jobs     map[string]*entry              // by job key (CID bytes)
+	units    map[string]map[string]struct{} // job keys held, by unit key (hold, unhold)
+	close    closestCount                   // the jobs this node is the closest to, kept as jobs come and go (counts.go)
+	certs    map[string][]byte              // project certificate DER by CertRef
+	rng      *rand.Rand
+	goneN    int         // gone records on disk (gone.go)
+	goneKeys *goneFilter // the keys of the gone records, for a store-free "not gone" (gonefilter.go)
 
 	proven map[[32]byte]struct{} // proofs checked here (proof.go)
 	// sigs are the project signatures verified here: a batch's root
@@ -146,12 +147,13 @@ func New(deps Deps, cfg Config) (*Pool, error) {
 	ep, d := deps.Endpoint, deps.DHT
 	p := &Pool{
 		cfg: cfg, env: deps.Env, account: deps.Account, ep: ep, dht: d, st: deps.Store, log: deps.Env.Logger, r: d.Replication(),
-		jobs:   make(map[string]*entry),
-		units:  make(map[string]map[string]struct{}),
-		certs:  make(map[string][]byte),
-		proven: make(map[[32]byte]struct{}),
-		sigs:   sigverify.NewOnce(maxProofCache),
-		rng:    rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
+		jobs:     make(map[string]*entry),
+		units:    make(map[string]map[string]struct{}),
+		certs:    make(map[string][]byte),
+		proven:   make(map[[32]byte]struct{}),
+		sigs:     sigverify.NewOnce(maxProofCache),
+		goneKeys: newGoneFilter(0),
+		rng:      rand.New(rand.NewPCG(deps.Env.Seed, keyspace.Seed([]byte(ep.ID()), 5))),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.load(); err != nil {
@@ -296,7 +298,7 @@ func (p *Pool) load() error {
 	if err != nil {
 		return err
 	}
-	if p.goneN, err = p.countGone(); err != nil {
+	if p.goneN, err = p.rebuildGone(); err != nil {
 		return err
 	}
 	if err := p.loadEvidence(); err != nil {

@@ -332,6 +332,7 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
 			b := p.st.NewBatch()
+			p.goneKeys.add([]byte(k)) // before the record is on disk: never a miss
 			markGone(b, []byte(k), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
 			if err := b.Commit(true); err == nil {
 				p.goneN++
@@ -346,6 +347,7 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 	if _, err := p.expireGone(now); err != nil {
 		p.log.Warn("expire", "err", err)
 	}
+	p.refreshGoneFilter()
 	if _, err := p.expireBoards(now); err != nil {
 		p.log.Warn("expire", "err", err)
 	}
