@@ -3,6 +3,8 @@ package claimnet
 import (
 	"crypto/sha256"
 	"sync"
+
+	"github.com/up-pool/up/recent"
 )
 
 // ownReplies remembers the SHA-256 digests of the signed replies this
@@ -18,26 +20,28 @@ import (
 // (the replica a client did not confirm to) is forgotten within 2 × ttl,
 // so the memory follows the reply rate, not the run's length.
 type ownReplies struct {
-	mu       sync.Mutex
-	half     int
-	ttl      int64                          // ms
-	cur, old map[[sha256.Size]byte]struct{} // the current generation, since curFrom, and the one before
-	curFrom  int64                          // Unix ms
+	mu      sync.Mutex
+	ttl     int64 // ms
+	seen    recent.Set[[sha256.Size]byte]
+	curFrom int64 // Unix ms: when seen's current generation started
 }
 
 func newOwnReplies(max int, ttlMS int64) *ownReplies {
-	return &ownReplies{half: max / 2, ttl: ttlMS, cur: map[[sha256.Size]byte]struct{}{}}
+	return &ownReplies{ttl: ttlMS, seen: recent.NewSet[[sha256.Size]byte](max)}
 }
 
 // add remembers reply b, signed and sent by this node at now (Unix ms).
+// A generation older than ttl (or dated ahead of now: the clock went
+// back) ends first.
 func (o *ownReplies) add(b []byte, now int64) {
 	d := sha256.Sum256(b)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.cur) >= o.half || now-o.curFrom >= o.ttl || now < o.curFrom {
-		o.old, o.cur, o.curFrom = o.cur, make(map[[sha256.Size]byte]struct{}, len(o.cur)), now
+	if now-o.curFrom >= o.ttl || now < o.curFrom {
+		o.seen.Rotate()
+		o.curFrom = now
 	}
-	o.cur[d] = struct{}{}
+	o.seen.Add(d)
 }
 
 // take reports whether b is a reply this node signed and sent, and
@@ -46,9 +50,7 @@ func (o *ownReplies) take(b []byte) bool {
 	d := sha256.Sum256(b)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	_, inCur := o.cur[d]
-	_, inOld := o.old[d]
-	delete(o.cur, d)
-	delete(o.old, d)
-	return inCur || inOld
+	ok := o.seen.Has(d)
+	o.seen.Delete(d)
+	return ok
 }

@@ -34,4 +34,18 @@ func TestOwnReplies(t *testing.T) {
 	if !o.take([]byte("new1")) || !o.take([]byte("new3")) {
 		t.Fatal("recent replies were dropped")
 	}
+
+	// The clock goes back an hour: generations follow the new clock, so a
+	// reply still ages out 2 × ttl after it was added.
+	o = newOwnReplies(1000, 1000)
+	o.add([]byte("before"), 3_600_000)
+	o.add([]byte("x"), 0) // dated behind the generation: a new one
+	o.add([]byte("y"), 1000)
+	o.add([]byte("z"), 2000)
+	if o.take([]byte("x")) {
+		t.Fatal("after the clock went back, a reply outlived two generations of ttl")
+	}
+	if !o.take([]byte("y")) || !o.take([]byte("z")) {
+		t.Fatal("replies of the last two generations were dropped")
+	}
 }

@@ -86,15 +86,6 @@ func dropExpired(b *store.Batch, key []byte) {
 	b.Delete(store.Key(orderNS, key))
 }
 
-// countGone counts the gone records on disk.
-func (p *Pool) countGone() (int, error) {
-	n := 0
-	if err := p.st.Scan(store.Key(goneQNS), func(_, _ []byte) bool { n++; return true }); err != nil {
-		return 0, fmt.Errorf("count gone records: %w", err)
-	}
-	return n, nil
-}
-
 // expireGone deletes the gone records that lapsed by now, and those that
 // lapse soonest while more than Config.MaxGone are kept; it returns how
 // many.

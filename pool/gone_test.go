@@ -43,7 +43,7 @@ func TestGoneBounded(t *testing.T) {
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
 	}
-	if p.goneN, err = p.countGone(); err != nil || p.goneN != 5 {
+	if p.goneN, err = p.rebuildGone(); err != nil || p.goneN != 5 {
 		t.Fatalf("counted %d gone records (%v), want 5", p.goneN, err)
 	}
 	if n, err := p.expireGone(0); err != nil || n != 2 {

@@ -33,9 +33,15 @@ func (m *Map[K, V]) Get(key K) (V, bool) {
 // generation when the current one is full.
 func (m *Map[K, V]) Put(key K, v V) {
 	if _, ok := m.cur[key]; !ok && len(m.cur) >= m.half {
-		m.old, m.cur = m.cur, make(map[K]V, m.half)
+		m.Rotate()
 	}
 	m.cur[key] = v
+}
+
+// Rotate starts a new generation now, dropping the one before: for an
+// owner that also ages its entries by time.
+func (m *Map[K, V]) Rotate() {
+	m.old, m.cur = m.cur, make(map[K]V, min(len(m.cur), m.half))
 }
 
 // Delete forgets key.
@@ -62,6 +68,9 @@ func (s Set[K]) Add(key K) { s.m.Put(key, struct{}{}) }
 
 // Delete forgets key.
 func (s Set[K]) Delete(key K) { s.m.Delete(key) }
+
+// Rotate starts a new generation (see Map.Rotate).
+func (s Set[K]) Rotate() { s.m.Rotate() }
 
 // Len is the keys held (see Map.Len).
 func (s Set[K]) Len() int { return s.m.Len() }
