@@ -61,7 +61,7 @@ func FuzzDecodeReply(f *testing.F) {
 		if len(b) > MaxSignedReply {
 			t.Fatalf("accepted %d bytes", len(b))
 		}
-		re, err := codec.Marshal(st)
+		re, err := st.Encode()
 		if err != nil || !bytes.Equal(re, signed.Statement) {
 			t.Fatalf("decoded statement re-encodes differently: %v\nin  %x\nout %x", err, signed.Statement, re)
 		}

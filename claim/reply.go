@@ -64,6 +64,45 @@ type Statement struct {
 	// next node (Claimer), instead of racing it for the rest of the
 	// quorum where both would lose.
 	Busy bool
+	// Place, in a ticket only, is the place key of the job
+	// (job.PlaceKey) when it is not the job's key: the nodes a claim
+	// with the ticket asks refuse it unless it is the job's place they
+	// hold, so the record node that gave it knows where the job's
+	// replicas are (its audit asks them). Encoded only when set: a
+	// statement without it keeps its seven elements.
+	Place []byte
+}
+
+// statementV1 is a statement without a place, encoded as every
+// statement was before places: seven elements.
+type statementV1 struct {
+	_      struct{} `cbor:",toarray"`
+	Kind   Kind
+	Job    []byte
+	Client []byte
+	Node   []byte
+	At     int64
+	Start  int64
+	Busy   bool
+}
+
+// Encode is the statement's canonical encoding, which its node signs.
+func (st *Statement) Encode() ([]byte, error) {
+	if len(st.Place) == 0 {
+		return codec.Marshal(&statementV1{Kind: st.Kind, Job: st.Job, Client: st.Client, Node: st.Node, At: st.At, Start: st.Start, Busy: st.Busy})
+	}
+	return codec.Marshal(st)
+}
+
+// decodeStatement parses a statement in either layout.
+func decodeStatement(b []byte) (Statement, error) {
+	var v1 statementV1
+	if err := codec.Unmarshal(b, &v1); err == nil {
+		return Statement{Kind: v1.Kind, Job: v1.Job, Client: v1.Client, Node: v1.Node, At: v1.At, Start: v1.Start, Busy: v1.Busy}, nil
+	}
+	var st Statement
+	err := codec.Unmarshal(b, &st)
+	return st, err
 }
 
 // Signed is a Statement signed by the node it names, with what binds that
@@ -99,7 +138,7 @@ var ErrMalformed = errors.New("malformed claim reply")
 // peer ID; cert is the node's certificate and position its position
 // record signed by the certificate's account key.
 func Sign(st Statement, cert, position []byte, peerSign func(msg []byte) ([]byte, error)) ([]byte, error) {
-	b, err := codec.Marshal(&st)
+	b, err := st.Encode()
 	if err != nil {
 		return nil, err
 	}
@@ -121,18 +160,19 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 	if err := codec.Unmarshal(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	var st Statement
-	if err := codec.Unmarshal(s.Statement, &st); err != nil {
+	st, err := decodeStatement(s.Statement)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if st.Kind < Granted || st.Kind > Ticket || (st.Kind == Accepted && st.Start <= 0) || (st.Kind != Accepted && st.Kind != Granted && st.Start != 0) || st.Start < 0 ||
 		(st.Busy && st.Kind != Denied) || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
 		len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
+		(len(st.Place) > 0 && st.Kind != Ticket) || len(st.Place) > maxIDLen ||
 		len(s.Cert) == 0 ||
 		len(s.Position) == 0 || len(s.Position) > maxPositionLen || len(s.PeerSig) == 0 || len(s.PeerSig) > maxPeerSigLen {
 		return nil, nil, fmt.Errorf("%w: fields out of bounds", ErrMalformed)
 	}
-	if re, err := codec.Marshal(&st); err != nil || !bytes.Equal(re, s.Statement) {
+	if re, err := st.Encode(); err != nil || !bytes.Equal(re, s.Statement) {
 		return nil, nil, fmt.Errorf("%w: statement not canonically encoded", ErrMalformed)
 	}
 	return &s, &st, nil

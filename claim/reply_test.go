@@ -62,7 +62,7 @@ func TestSignDecodeVerify(t *testing.T) {
 			if !sameStatement(got, &st) || string(signed.Cert) != "cert" {
 				t.Fatalf("round trip: %+v, cert %q; want %+v", got, signed.Cert, st)
 			}
-			if re, err := codec.Marshal(got); err != nil || !bytes.Equal(re, signed.Statement) {
+			if re, err := got.Encode(); err != nil || !bytes.Equal(re, signed.Statement) {
 				t.Fatalf("statement re-encodes differently: %v", err)
 			}
 			if err := signed.Verify(pub); err != nil {
@@ -100,7 +100,7 @@ func TestVerifyTampered(t *testing.T) {
 	for name, edit := range edits {
 		st := testStatement()
 		edit(&st)
-		stmt, err := codec.Marshal(&st)
+		stmt, err := st.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,5 +281,48 @@ func TestDecodeRejectsOtherEncodings(t *testing.T) {
 		if !errors.Is(err, ErrMalformed) || s != nil || st != nil {
 			t.Errorf("%s: Decode = %v, %v, %v; want ErrMalformed", name, s, st, err)
 		}
+	}
+}
+
+// TestTicketPlace: a ticket may name its job's place (an eighth element,
+// signed with the rest); a statement without one keeps the seven
+// elements every statement had; a place in any other kind of statement,
+// or a place left empty in the eighth element, is refused.
+func TestTicketPlace(t *testing.T) {
+	key := nodeKey(1)
+	pub := key.Public().(ed25519.PublicKey)
+	ticket := testStatement()
+	ticket.Kind, ticket.Start, ticket.Place = Ticket, 0, []byte("/up/place/root")
+	b := mustSignReply(t, ticket, []byte("cert"), key)
+	signed, st, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(st.Place) != "/up/place/root" || signed.Verify(pub) != nil {
+		t.Fatalf("ticket with a place: place %q, verifies %v", st.Place, signed.Verify(pub))
+	}
+	if signed.Statement[0] != 0x88 {
+		t.Errorf("a ticket with a place encodes %#x first, want an array of 8", signed.Statement[0])
+	}
+	plain := testStatement()
+	pb := mustSignReply(t, plain, []byte("cert"), key)
+	ps, _, err := Decode(pb)
+	if err != nil || ps.Statement[0] != 0x87 {
+		t.Fatalf("a statement without a place: %v, first byte %#x, want an array of 7", err, ps.Statement[0])
+	}
+	granted := testStatement()
+	granted.Place = []byte("/up/place/root")
+	if _, _, err := Decode(mustSignReply(t, granted, []byte("cert"), key)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a grant naming a place: %v, want ErrMalformed", err)
+	}
+	// The eight-element layout with an empty place is not canonical.
+	empty := testStatement()
+	empty.Kind, empty.Start = Ticket, 0
+	stmt, err := codec.Marshal(&empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Decode(envelope(t, Signed{Statement: stmt, Cert: []byte("cert"), Position: signed.Position, PeerSig: signed.PeerSig})); !errors.Is(err, ErrMalformed) {
+		t.Errorf("an empty place in eight elements: %v, want ErrMalformed", err)
 	}
 }

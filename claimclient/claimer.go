@@ -16,6 +16,7 @@ import (
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/recent"
 	"github.com/up-pool/up/wire"
@@ -188,7 +189,10 @@ func (c *Claimer) SetSigner(key ed25519.PrivateKey) { c.key = key }
 
 // Claim is a won claim: the nodes that hold it (to send the result to).
 type Claim struct {
-	Job     []byte
+	Job []byte
+	// Place is the job's place key (job.PlaceKey): its nodes are the r
+	// closest to it.
+	Place   []byte
 	Nodes   []peer.ID // the nodes that replied, nearest first
 	Granted []peer.ID
 	Start   int64
@@ -203,6 +207,15 @@ type Claim struct {
 	// so that no node hears of the claim's end before it could learn the
 	// claim, and a result sent before it carries it instead.
 	cert *certDelivery
+}
+
+// placeKey is the key the claim's job is placed by: Place, or the job's
+// key for a claim made without one.
+func (cl *Claim) placeKey() []byte {
+	if len(cl.Place) == 0 {
+		return cl.Job
+	}
+	return cl.Place
 }
 
 // ErrLost reports a job another client holds.
@@ -222,18 +235,24 @@ var ErrUnknown = errors.New("job unknown to its nodes")
 // timeout (a silent node is marked dead and the next nearest asked); give
 // up and release when more nodes denied than a quorum can spare; confirm
 // with every reply at the granting nodes when a quorum granted, and win
-// when a quorum accepted. The nodes come from a lookup of the job's key.
+// when a quorum accepted. The nodes come from a lookup of the job's key:
+// Claim is for a job placed by its key (signed alone); ClaimAt takes the
+// place of a job of a batch.
 func (c *Claimer) Claim(ctx context.Context, jobKey []byte) (*Claim, error) {
-	return c.ClaimAt(ctx, jobKey, nil)
+	return c.ClaimAt(ctx, jobKey, nil, nil)
 }
 
-// ClaimAt is Claim with a hint of the job's nodes (an index entry's
+// ClaimAt is Claim of a job whose place key is place (job.PlaceKey; nil:
+// the job's key), with a hint of the job's nodes (an index entry's
 // replica set), which saves the lookup; when the hint proves stale (no
-// node knows the job, or too few answer) it falls back to a lookup. A
-// job this claimer is claiming or holds (until Release, or SubmitResult
-// stores its result) is refused with ErrHeld; one it is releasing is
-// claimed once the release is done.
-func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (cl *Claim, err error) {
+// node knows the job, or too few answer) it falls back to a lookup of
+// the place. A job this claimer is claiming or holds (until Release, or
+// SubmitResult stores its result) is refused with ErrHeld; one it is
+// releasing is claimed once the release is done.
+func (c *Claimer) ClaimAt(ctx context.Context, jobKey, place []byte, hint []peer.ID) (cl *Claim, err error) {
+	if place == nil {
+		place = jobKey
+	}
 	if !c.take(ctx, jobKey) {
 		return nil, fmt.Errorf("claim %x: %w", jobKey, ErrHeld)
 	}
@@ -244,32 +263,47 @@ func (c *Claimer) ClaimAt(ctx context.Context, jobKey []byte, hint []peer.ID) (c
 		c.ticketDone(jobKey, err)
 		c.count(err)
 	}()
-	if cl, done, err := c.claimHinted(ctx, jobKey, hint); done {
-		return cl, err
+	cl, done, hintErr := c.claimHinted(ctx, jobKey, place, hint)
+	if done {
+		return cl, hintErr
 	}
 	r := c.d.Replication()
 	c.lookups.Add(1)
-	nodes, err := c.d.ClosestN(dht.WithPurpose(ctx, dht.PurposeClaim), jobKey, r+c.extra)
+	nodes, err := c.d.ClosestN(dht.WithPurpose(ctx, dht.PurposeClaim), place, r+c.extra)
 	if err != nil {
 		return nil, fmt.Errorf("claim %x: find its nodes: %w", jobKey, err)
 	}
-	cl, err = c.claim(ctx, jobKey, nodes)
+	cl, err = c.claim(ctx, jobKey, place, nodes)
+	if err != nil && hintErr != nil {
+		err = fmt.Errorf("%w; before that, at the entry's nodes: %v", err, hintErr)
+	}
 	if errors.Is(err, ErrNoQuorum) || errors.Is(err, ErrUnknown) {
 		// Asked the wrong nodes, perhaps: the next attempt looks afresh
 		// rather than asking the same set until the cache expires.
-		c.d.Invalidate(jobKey)
+		c.d.Invalidate(place)
 	}
 	return cl, err
 }
 
-func (c *Claimer) claim(ctx context.Context, jobKey []byte, nodes []peer.ID) (*Claim, error) {
+// ClaimHit is ClaimAt of an index entry's job: at the place the entry
+// names (an index node that lies about it sends the claim where the job
+// is not: it fails), the entry's replicas the hint.
+func (c *Claimer) ClaimHit(ctx context.Context, h wire.IndexHit) (*Claim, error) {
+	hint := make([]peer.ID, 0, len(h.Replicas))
+	for _, r := range h.Replicas {
+		hint = append(hint, peer.ID(r))
+	}
+	return c.ClaimAt(ctx, h.Job, job.PlaceKey(h.Job, h.Place), hint)
+}
+
+func (c *Claimer) claim(ctx context.Context, jobKey, place []byte, nodes []peer.ID) (*Claim, error) {
 	c.attempts.Add(1)
-	ticket, err := c.ticketFor(ctx, jobKey)
+	ticket, err := c.ticketFor(ctx, jobKey, place)
 	if err != nil {
 		return nil, fmt.Errorf("claim %x: %w", jobKey, err)
 	}
 	r := c.d.Replication()
-	a := &attempt{drv: claim.NewDriver(ids(nodes), r), out: &Claim{Job: jobKey}, r: r, quorum: claim.Quorum(min(r, len(nodes))), ticket: ticket}
+	a := &attempt{drv: claim.NewDriver(ids(nodes), r), out: &Claim{Job: jobKey, Place: place}, r: r, quorum: claim.Quorum(min(r, len(nodes))), ticket: ticket}
 	act := a.drv.Next()
 	for {
 		switch {

@@ -3,6 +3,7 @@ package claimclient
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -17,32 +18,37 @@ import (
 // failed attempt has asked the nearest holder to repair the replica set
 // meanwhile). done reports that the claim is decided (won, or lost to
 // another client); otherwise the caller looks the job up.
-func (c *Claimer) claimHinted(ctx context.Context, jobKey []byte, hint []peer.ID) (cl *Claim, done bool, err error) {
+func (c *Claimer) claimHinted(ctx context.Context, jobKey, place []byte, hint []peer.ID) (cl *Claim, done bool, err error) {
 	r := c.d.Replication()
 	if len(hint) == 0 {
 		return nil, false, nil
 	}
+	var hintErr error
 	if len(hint) >= r {
-		cl, err := c.claim(ctx, jobKey, orderFor(jobKey, hint))
+		cl, err := c.claim(ctx, jobKey, place, orderFor(place, hint))
 		if err == nil || errors.Is(err, ErrLost) {
 			return cl, true, err
 		}
+		hintErr = err
 		// The hint proved stale: so may a cached lookup made when the
 		// same nodes were down (a node that came back is not in it).
-		c.d.Invalidate(jobKey)
+		c.d.Invalidate(place)
 	}
-	nodes, nerr := c.d.NearVia(dht.WithPurpose(ctx, dht.PurposeClaim), jobKey, hint, r+c.extra+2)
+	nodes, nerr := c.d.NearVia(dht.WithPurpose(ctx, dht.PurposeClaim), place, hint, r+c.extra+2)
 	if nerr != nil || len(nodes) < r {
-		return nil, false, nil
+		return nil, false, hintErr
 	}
 	c.refreshes.Add(1)
-	cl, err = c.claim(ctx, jobKey, nodes)
+	cl, err = c.claim(ctx, jobKey, place, nodes)
+	if err != nil && hintErr != nil {
+		err = fmt.Errorf("%w; before that, at the entry's nodes: %v", err, hintErr)
+	}
 	return cl, err == nil || errors.Is(err, ErrLost), err
 }
 
-// orderFor sorts a hinted replica set by distance to the job.
-func orderFor(jobKey []byte, nodes []peer.ID) []peer.ID {
+// orderFor sorts a hinted replica set by distance to the job's place.
+func orderFor(place []byte, nodes []peer.ID) []peer.ID {
 	out := append([]peer.ID(nil), nodes...)
-	dht.SortPeers(keyspace.KeyPos(jobKey), out)
+	dht.SortPeers(keyspace.KeyPos(place), out)
 	return out
 }

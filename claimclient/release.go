@@ -54,12 +54,12 @@ func (c *Claimer) current(ctx context.Context, cl *Claim, lookup bool) []peer.ID
 	r := c.d.Replication()
 	var nodes []peer.ID
 	if !lookup {
-		nodes, _ = c.d.NearVia(ctx, cl.Job, cl.Nodes, r)
+		nodes, _ = c.d.NearVia(ctx, cl.placeKey(), cl.Nodes, r)
 	}
 	if len(nodes) < r {
-		c.d.Invalidate(cl.Job)
+		c.d.Invalidate(cl.placeKey())
 		var err error
-		if nodes, err = c.d.ClosestN(ctx, cl.Job, r); err != nil {
+		if nodes, err = c.d.ClosestN(ctx, cl.placeKey(), r); err != nil {
 			return nil
 		}
 	}

@@ -1,6 +1,7 @@
 package claimclient
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -49,10 +50,11 @@ func (c *Claimer) SetTickets(hold time.Duration) {
 }
 
 // ticket asks the client's record nodes, nearest first, for a ticket to
-// claim jobKey; nil without tickets. A record node that refuses for the
+// claim jobKey, placed at place (the ticket names it); nil without
+// tickets. A record node that refuses for the
 // quota ends it with ErrOverQuota; when none answers the claim goes on
 // without a ticket (nodes that require one refuse it).
-func (c *Claimer) ticket(ctx context.Context, jobKey []byte) ([]byte, error) {
+func (c *Claimer) ticket(ctx context.Context, jobKey, place []byte) ([]byte, error) {
 	c.mu.Lock()
 	hold := c.tk.hold
 	c.mu.Unlock()
@@ -66,6 +68,9 @@ func (c *Claimer) ticket(ctx context.Context, jobKey []byte) ([]byte, error) {
 	}
 	for _, n := range nodes {
 		req := &wire.QuotaTicketRequest{Job: jobKey, HoldMS: hold.Milliseconds(), Reports: c.queuedFor(n)}
+		if !bytes.Equal(place, jobKey) {
+			req.Place = place
+		}
 		var resp wire.QuotaTicketResponse
 		actx, cancel := context.WithTimeout(ctx, c.ask)
 		err := c.ep.Call(actx, n, wire.ProtoQuotaTicket, req, wire.MaxQuotaTicketReply, &resp)
@@ -183,16 +188,16 @@ func (c *Claimer) sentLocked(n peer.ID, took []wire.QuotaReport) {
 	}
 }
 
-// ticketFor is the ticket for a claim attempt of jobKey: the one given
-// for an earlier attempt of this claim, or a new one.
-func (c *Claimer) ticketFor(ctx context.Context, jobKey []byte) ([]byte, error) {
+// ticketFor is the ticket for a claim attempt of jobKey, placed at place:
+// the one given for an earlier attempt of this claim, or a new one.
+func (c *Claimer) ticketFor(ctx context.Context, jobKey, place []byte) ([]byte, error) {
 	c.mu.Lock()
 	t, ok := c.tk.given[string(jobKey)]
 	c.mu.Unlock()
 	if ok {
 		return t, nil
 	}
-	t, err := c.ticket(ctx, jobKey)
+	t, err := c.ticket(ctx, jobKey, place)
 	if err != nil || t == nil {
 		return t, err
 	}

@@ -50,13 +50,13 @@ func BenchmarkClaim(b *testing.B) {
 	cl := claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0)
 	hints := make([][]peer.ID, b.N)
 	for i := range hints {
-		hints[i] = net.TrueClosest(prepared[i].Key(), 5)
+		hints[i] = net.TrueClosest(prepared[i].PlaceKey(), 5)
 	}
 	sent0 := overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "", "")
 	cpu0, t0 := testkit.CPUTime(), time.Now()
 	b.ResetTimer()
 	for i := range b.N { // with the replica set an index entry carries
-		if _, err := cl.ClaimAt(ctx, prepared[i].Key(), hints[i]); err != nil {
+		if _, err := cl.ClaimAt(ctx, prepared[i].Key(), prepared[i].PlaceKey(), hints[i]); err != nil {
 			b.Fatal(err)
 		}
 	}

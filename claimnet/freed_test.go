@@ -43,7 +43,7 @@ func TestFailedClaimServesJobAgain(t *testing.T) {
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("first client's query: %d hits, %v", len(hits), err)
 	}
-	if _, err := cl1.ClaimAt(ctx, key, hintOf(hits[0])); !errors.Is(err, claimclient.ErrLost) {
+	if _, err := cl1.ClaimAt(ctx, key, nil, hintOf(hits[0])); !errors.Is(err, claimclient.ErrLost) {
 		t.Fatalf("first claim: %v, want it lost to the other temporary claim", err)
 	}
 	cn.net.FlushAll(ctx) // what the nodes' writers do within a moment
@@ -54,7 +54,7 @@ func TestFailedClaimServesJobAgain(t *testing.T) {
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("16 s after the failed claim, the second client's query: %d hits, %v; the job sits quarantined", len(hits), err)
 	}
-	if _, err := cl2.ClaimAt(ctx, key, hintOf(hits[0])); err != nil {
+	if _, err := cl2.ClaimAt(ctx, key, nil, hintOf(hits[0])); err != nil {
 		t.Fatalf("second claim: %v", err)
 	}
 }
@@ -88,7 +88,7 @@ func TestLapsedTempFreesJob(t *testing.T) {
 		net.FlushAll(ctx)
 		hits, err := second.Index().Find(ctx, "lhc", 1)
 		if err == nil && len(hits) == 1 {
-			if _, err := cl.ClaimAt(ctx, key, hintOf(hits[0])); err != nil {
+			if _, err := cl.ClaimAt(ctx, key, nil, hintOf(hits[0])); err != nil {
 				t.Fatalf("second claim: %v", err)
 			}
 			return

@@ -45,7 +45,7 @@ func TestConfirmOwnReplyAltered(t *testing.T) {
 	badSig.PeerSig = append([]byte(nil), signed.PeerSig...)
 	badSig.PeerSig[5] ^= 1
 	otherKind := *signed
-	otherKind.Statement, err = codec.Marshal(&claim.Statement{Kind: claim.DontCare, Job: st.Job, Client: st.Client, Node: st.Node, At: st.At})
+	otherKind.Statement, err = (&claim.Statement{Kind: claim.DontCare, Job: st.Job, Client: st.Client, Node: st.Node, At: st.At}).Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

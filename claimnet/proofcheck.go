@@ -46,9 +46,10 @@ func NewProofChecker(deps Deps, cfg Config) (*ProofChecker, error) {
 }
 
 // Check checks that pr proves the claimed state or tombstone st of job
-// key, whose T_finish is tFinish ms. Errors wrap job.ErrNoProof or
+// key, placed at pos (its place's position, pool.ClaimCheck), whose
+// T_finish is tFinish ms. Errors wrap job.ErrNoProof or
 // job.ErrForgedProof.
-func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Proof) error {
+func (c *ProofChecker) Check(key []byte, pos keyspace.Pos, tFinish int64, st job.State, pr job.Proof) error {
 	accepts, err := claim.DecodeCertificate(pr.Claim)
 	if err != nil {
 		return fmt.Errorf("%w: %w", job.ErrForgedProof, err)
@@ -71,7 +72,6 @@ func (c *ProofChecker) Check(key []byte, tFinish int64, st job.State, pr job.Pro
 		}
 		signed[i], stmts[i] = s, *st
 	}
-	pos := keyspace.KeyPos(key)
 	near, need := certNearRule(c.d, pos, now.UnixMilli()-c.started, c.warmup)
 	// The statements first (cheap), the signatures only of a certificate
 	// that would prove the state.

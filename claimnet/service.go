@@ -26,6 +26,7 @@ import (
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
@@ -283,7 +284,11 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("claims from client %q over %.0f/s", from.Identity.Name, s.cfg.Limit))
 	}
 	if s.cfg.RequireTicket {
-		if err := s.checkTicket(req.Ticket, req.Job, client, s.now()); err != nil {
+		var place *keyspace.Pos // the held job's: the ticket must name it
+		if h, held := s.pool.Lookup(req.Job); held {
+			place = &h.Pos
+		}
+		if err := s.checkTicket(req.Ticket, req.Job, client, place, s.now()); err != nil {
 			s.why.add("deny: no ticket")
 			return nil, overlay.StatusErr(wire.StatusQuota, fmt.Errorf("claim of job %x by %q: %w", req.Job, from.Identity.Name, err))
 		}

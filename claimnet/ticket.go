@@ -19,11 +19,13 @@ import (
 var ErrNoTicket = errors.New("no valid quota ticket from the client's record nodes")
 
 // checkTicket checks a claim request's ticket: a claim.Signed of kind
-// Ticket for this job and client, signed by a node certificate of the CA
-// bound to the node it names (as a confirm's replies are), that node
-// among the r + claim.NearExtra nearest to the client's credit key in
-// this node's view, and dated within T_skew of this node's clock.
-func (s *Service) checkTicket(ticket, job, client []byte, now time.Time) error {
+// Ticket for this job and client, naming the job's place (place: its
+// position, when this node holds the job), signed by a node certificate
+// of the CA bound to the node it names (as a confirm's replies are),
+// that node among the r + claim.NearExtra nearest to the client's
+// credit key in this node's view, and dated within T_skew of this
+// node's clock.
+func (s *Service) checkTicket(ticket, job, client []byte, place *keyspace.Pos, now time.Time) error {
 	if len(ticket) == 0 {
 		return fmt.Errorf("%w: the request carries none", ErrNoTicket)
 	}
@@ -43,10 +45,27 @@ func (s *Service) checkTicket(ticket, job, client []byte, now time.Time) error {
 		return fmt.Errorf("%w: dated %s from this node's clock (at most %s)", ErrNoTicket,
 			time.Duration(r.At-nowMS)*time.Millisecond, s.cfg.TSkew)
 	}
+	if place != nil {
+		// The record node audits the job's report at the place the
+		// ticket names: it must be where this node holds the job.
+		_, st, _ := claim.Decode(ticket) // decoded by checkReply already
+		if named := keyspace.KeyPos(jobPlaceKey(job, st.Place)); named != *place {
+			return fmt.Errorf("%w: it names another place than the job's", ErrNoTicket)
+		}
+	}
 	pos := keyspace.KeyPos(credit.Key(ed25519.PublicKey(client)))
 	near, _ := nearRule(s.d, pos, nowMS-s.started, s.cfg.Warmup.Milliseconds())
 	if !near(r.Node) {
 		return fmt.Errorf("%w: node %s is not among the client's record nodes here", ErrNoTicket, peer.ID(r.Node))
 	}
 	return nil
+}
+
+// jobPlaceKey is the key a ticket says the job is placed by: the place it
+// names, else the job's key.
+func jobPlaceKey(job, place []byte) []byte {
+	if len(place) == 0 {
+		return job
+	}
+	return place
 }

@@ -102,7 +102,7 @@ func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit)
 		if err != nil {
 			return nil, skips, err
 		}
-		cl, err := c.claimHit(ctx, project, ph)
+		cl, err := c.claimHit(ctx, project, ph, placeOf(h, v))
 		c.noteClaim(project, h.Job, err)
 		if err != nil {
 			if v != nil {
@@ -134,10 +134,23 @@ func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit)
 // errRateLimited reports a node that refused this client for its rate.
 var errRateLimited = errors.New("rate limited by a node")
 
-// claimHit claims an entry's job (the claimer paces its requests),
-// keeping the entry for another try when its claim failed for want of
-// answers.
-func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*claimclient.Claim, error) {
+// placeOf is the place key of an entry's job: from its spec when it was
+// vetted (the project's signature covers it), else as the entry says
+// (an index node that lies about it sends the claim to nodes that do not
+// hold the job: the claim fails, nothing else).
+func placeOf(h wire.IndexHit, v *vetted) []byte {
+	if v != nil && v.signed != nil {
+		if place, err := v.signed.PlaceKey(); err == nil {
+			return place
+		}
+	}
+	return job.PlaceKey(h.Job, h.Place)
+}
+
+// claimHit claims an entry's job, placed at place (the claimer paces its
+// requests), keeping the entry for another try when its claim failed for
+// want of answers.
+func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit, place []byte) (*claimclient.Claim, error) {
 	h := ph.hit
 	if err := c.beginClaim(project); err != nil {
 		return nil, err
@@ -148,7 +161,7 @@ func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit) (*
 		hint = append(hint, peer.ID(r))
 	}
 	start, t0 := time.Now(), c.cfg.Now()
-	cl, err := c.claimer.ClaimAt(ctx, h.Job, hint)
+	cl, err := c.claimer.ClaimAt(ctx, h.Job, place, hint)
 	if err == nil {
 		c.timeClaim(c.cfg.Now().Sub(t0))
 		if c.cfg.OnClaim != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/credit"
 	"github.com/up-pool/up/creditnet"
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/quota"
 	"github.com/up-pool/up/runner"
@@ -259,6 +261,70 @@ func TestQuotaLiar(t *testing.T) {
 	}
 	if n := lies(q.accounts(honestAgent)); n != 0 {
 		t.Fatalf("honest client found lying %d times", n)
+	}
+}
+
+// TestTicketNamesPlace: jobs signed in one batch share a place
+// (job.PlaceKey), and a claim's ticket names it. A claim whose ticket
+// names another place — the job's own key — is refused by the nodes
+// that hold the job (control: the same client claims it with the
+// place the index entry gives); the record node audits a report at the
+// place the ticket named, so a liar's false report of a batch's job is
+// found out as one of a job placed by its key is (TestQuotaLiar).
+func TestTicketNamesPlace(t *testing.T) {
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 16, Seed: 74, Credit: creditnet.Config{AuditEvery: 1},
+		Configure: func(_ int, cfg *node.Config) { cfg.Claim.RequireTicket = true }})
+	testnet.SubmitJobs(t, f.Project, 8, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
+	f.Net.FlushAll(context.Background())
+	q := &quotaNet{f: f, ctx: context.Background()}
+	liarAgent := q.agent(t, "liar")
+	hits, err := liarAgent.Index().Find(q.ctx, "lhc", 8)
+	if err != nil || len(hits) < 2 {
+		t.Fatalf("find: %d hits, %v", len(hits), err)
+	}
+	place := job.PlaceKey(hits[0].Job, hits[0].Place)
+	hint := f.Net.TrueClosest(place, 5)
+	// The lie is told of a job most of whose key's 5 closest nodes do not
+	// hold it: an audit there would find no majority holding it claimed.
+	lie := -1
+	for i, h := range hits {
+		if string(job.PlaceKey(h.Job, h.Place)) != string(place) || string(place) == string(h.Job) {
+			t.Fatalf("a batch's jobs are not placed together: %x, %x", hits[0].Place, h.Place)
+		}
+		shared := 0
+		for _, n := range f.Net.TrueClosest(h.Job, 5) {
+			if slices.Contains(hint, n) {
+				shared++
+			}
+		}
+		if shared < 3 && lie < 0 {
+			lie = i
+		}
+	}
+	if lie < 0 {
+		t.Fatal("every job's key has a majority of its place's nodes among its own 5 closest: pick another seed")
+	}
+	other := hits[(lie+1)%len(hits)]
+	cl := claimer(liarAgent, time.Hour)
+	cl.SetCertifyDelay(0)
+	if _, err := cl.ClaimAt(q.ctx, other.Job, other.Job, hint); err == nil || !strings.Contains(err.Error(), "another place") {
+		t.Fatalf("a claim whose ticket names the job's key as its place: %v, want refused for the place", err)
+	}
+	won, err := cl.ClaimAt(q.ctx, hits[lie].Job, place, hint)
+	if err != nil {
+		t.Fatalf("control: a claim naming the job's place: %v", err)
+	}
+	if err := won.Certified(q.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Report(q.ctx, hits[lie].Job, quota.Done); err != nil { // a lie: no result was sent
+		t.Fatal(err)
+	}
+	if err := cl.FlushReports(q.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !testkit.Poll(auditWait, func() bool { return lies(q.accounts(liarAgent)) == 1 }) {
+		t.Fatalf("the liar's false report of a batch's job was not found out: %+v", q.accounts(liarAgent))
 	}
 }
 

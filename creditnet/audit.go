@@ -22,19 +22,27 @@ func (s *Service) auditDueLocked() bool {
 	return s.rng.IntN(s.cfg.AuditEvery) == 0
 }
 
-// audit asks the job's r closest nodes, in the background, for the job's
-// state after its client reported it done or released. When a majority
+// audit asks the job's r closest nodes (those of the place its ticket
+// named, where the nodes that granted the claim held it), in the
+// background, for the job's state after its client reported it done or
+// released. When a majority
 // of those that answer (at least ⌊r/2⌋+1) still hold it claimed by that
 // client, the report was a lie — a result is counted delivered only once
 // a majority stored it, a release is sent to all — and the client's
 // account takes it as a failure and holds the job again (quota.Book.Lied).
 func (s *Service) audit(req *wire.QuotaReport) {
+	s.mu.Lock()
+	place, ok := s.places.Get(ticketKey(req.Client, req.Job))
+	s.mu.Unlock()
+	if !ok {
+		place = req.Job // a job placed by its key, or a place forgotten
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(s.ctx, 3*s.cfg.RPCTimeout)
 		defer cancel()
-		nodes, err := s.dht.ClosestPeers(ctx, req.Job)
+		nodes, err := s.dht.ClosestPeers(ctx, place)
 		if err != nil {
 			return
 		}

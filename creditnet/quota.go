@@ -88,7 +88,12 @@ func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body [
 	if err != nil {
 		return nil, err
 	}
-	st := claim.Statement{Kind: claim.Ticket, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now}
+	st := claim.Statement{Kind: claim.Ticket, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now, Place: req.Place}
+	if len(req.Place) > 0 {
+		s.mu.Lock()
+		s.places.Put(ticketKey(client, req.Job), req.Place)
+		s.mu.Unlock()
+	}
 	signed, err := claim.Sign(st, s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerSign)
 	if err != nil {
 		return nil, err
@@ -96,6 +101,13 @@ func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body [
 	s.mTickets.WithLabelValues("given").Inc()
 	return &wire.QuotaTicketResponse{Ticket: signed}, nil
 }
+
+// maxTicketPlaces bounds the ticket places a record node remembers for
+// its audits (Service.places): a generation of them at most.
+const maxTicketPlaces = 1 << 14
+
+// ticketKey names a client's ticket for a job in Service.places.
+func ticketKey(client, job []byte) string { return string(client) + "\x00" + string(job) }
 
 // handleReport applies a client's signed report of how a job it held
 // ended: from the client itself, or forwarded by another record node.

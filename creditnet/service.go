@@ -22,6 +22,7 @@ import (
 	"github.com/up-pool/up/keystore"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/quota"
+	"github.com/up-pool/up/recent"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
@@ -70,6 +71,11 @@ type Service struct {
 	accounts map[string]*account // by client key
 	book     *quota.Book         // clients' quotas of jobs in progress (quota.go)
 	rng      *rand.Rand          // draws the audits (audit.go); made on first use
+	// places holds the place key each ticket named (claim.Statement.Place),
+	// by client and job, for the audit of the job's report: the nodes a
+	// claim with the ticket asked held the job at that place. Bounded;
+	// a place forgotten makes the audit ask the job key's nodes.
+	places *recent.Map[string, []byte]
 
 	mRefused *prometheus.CounterVec
 	mStored  prometheus.Counter
@@ -95,7 +101,8 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	deps.Env.ApplyDefaults()
 	snapshot := *deps.Identity
 	s := &Service{cfg: cfg, env: deps.Env, ep: deps.Endpoint, dht: deps.DHT, st: deps.Store, log: deps.Env.Logger,
-		r: deps.DHT.Replication(), accounts: map[string]*account{}, id: &snapshot, book: quota.NewBook(cfg.Quota)}
+		r: deps.DHT.Replication(), accounts: map[string]*account{}, id: &snapshot, book: quota.NewBook(cfg.Quota),
+		places: recent.NewMap[string, []byte](maxTicketPlaces)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.load(); err != nil {
 		return nil, err

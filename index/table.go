@@ -10,6 +10,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/job"
 )
 
 // Config tunes a Table. Zero values take the defaults (thesis 4.3).
@@ -67,6 +68,7 @@ type Entry struct {
 	Replicas []string     // the job's nodes as its writer last saw them
 	Point    keyspace.Pos // where in the region the entry was placed (zero: unknown)
 	Listing  []byte       // the signed listing, to hand the entry over
+	Place    []byte       // the job's batch root from its listing (job.Listing.Place); empty: placed by Job
 	Writer   string       // the entry's author, whose withdrawal removes it (peer ID; "": unknown); see Put
 	WriterAt int64        // ms: when Writer last wrote the entry
 	Expires  int64        // ms; rewriting extends it
@@ -176,7 +178,7 @@ func (t *Table) takesAuthorship(e *Entry, writer string, now int64) bool {
 	if e.Writer == "" || e.Writer == writer || now >= e.WriterAt+t.cfg.Expiry {
 		return true
 	}
-	return keyspace.CloserTo(keyspace.KeyPos(e.Job), keyspace.PeerPos([]byte(writer)), keyspace.PeerPos([]byte(e.Writer)))
+	return keyspace.CloserTo(keyspace.KeyPos(job.PlaceKey(e.Job, e.Place)), keyspace.PeerPos([]byte(writer)), keyspace.PeerPos([]byte(e.Writer)))
 }
 
 // Unquarantine ends an entry's quarantine (its job was claimed and given

@@ -287,7 +287,7 @@ func (s *Server) Write(from peer.ID, entries []wire.IndexWrite, certDERs [][]byt
 			writer = string(e.Writer)
 		}
 		isNew := s.table.Put(index.Entry{Keyword: e.Keyword, Job: l.Job, Project: l.Project, Created: l.Created, Keywords: kws,
-			Replicas: reps, Point: point, Listing: e.Listing, Writer: writer}, now.UnixMilli())
+			Replicas: reps, Point: point, Listing: e.Listing, Writer: writer, Place: l.Place}, now.UnixMilli())
 		if e.Reset {
 			s.table.Unquarantine(e.Keyword, l.Job)
 		}
@@ -422,7 +422,7 @@ func (s *Server) query(req *wire.IndexQueryRequest, skip [][]byte, d declines) (
 	}
 	s.mQueries.WithLabelValues(kind).Inc()
 	for _, h := range hits {
-		hit := wire.IndexHit{Job: h.Job, Project: h.Project, Created: h.Created, Keywords: h.Keywords}
+		hit := wire.IndexHit{Job: h.Job, Project: h.Project, Created: h.Created, Keywords: h.Keywords, Place: h.Place}
 		for _, r := range h.Replicas {
 			hit.Replicas = append(hit.Replicas, []byte(r))
 		}

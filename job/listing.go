@@ -24,8 +24,8 @@ const TrickleSuffix = ":trickle"
 func TrickleKeyword(project string) string { return project + TrickleSuffix }
 
 // Listing is what a project allows the index to say about a job: its key,
-// project, creation time and keywords (the spec's keywords and resource
-// classes). The project signs it at submission; index nodes verify it, so
+// project, creation time, keywords (the spec's keywords and resource
+// classes) and, for a job of a signed batch, its place (place.go). The project signs it at submission; index nodes verify it, so
 // nobody can index a job under keywords its project did not give it.
 // Besides Keywords, the job may be listed under FinishedKeyword(Project).
 type Listing struct {
@@ -34,6 +34,44 @@ type Listing struct {
 	Project  string
 	Created  int64    // the spec's creation time, Unix ms
 	Keywords []string // sorted, distinct
+	// Place is the root of the batch the job's spec was signed in, which
+	// places the job (PlaceKey); empty for a spec signed alone. Encoded
+	// only when set: a listing without it keeps its four elements.
+	Place []byte
+}
+
+// listingV1 is a listing without a place, encoded as every listing was
+// before places: four elements.
+type listingV1 struct {
+	_        struct{} `cbor:",toarray"`
+	Job      []byte
+	Project  string
+	Created  int64
+	Keywords []string
+}
+
+// Encode is the listing's canonical encoding, which its project signs.
+func (l *Listing) Encode() ([]byte, error) {
+	if len(l.Place) == 0 {
+		return codec.Marshal(&listingV1{Job: l.Job, Project: l.Project, Created: l.Created, Keywords: l.Keywords})
+	}
+	return codec.Marshal(l)
+}
+
+// decodeListingBody parses a listing in either layout.
+func decodeListingBody(b []byte) (Listing, error) {
+	var v1 listingV1
+	if err := codec.Unmarshal(b, &v1); err == nil {
+		return Listing{Job: v1.Job, Project: v1.Project, Created: v1.Created, Keywords: v1.Keywords}, nil
+	}
+	var l Listing
+	if err := codec.Unmarshal(b, &l); err != nil {
+		return l, err
+	}
+	if len(l.Place) != PlaceRootLen {
+		return l, fmt.Errorf("place of %d bytes, want %d", len(l.Place), PlaceRootLen)
+	}
+	return l, nil
 }
 
 // SignedListing is a Listing and the project's signature over its
@@ -58,12 +96,14 @@ const listingDomain = "up/listing/v1\x00"
 // MaxListingSize bounds an encoded SignedListing, in bytes.
 const MaxListingSize = 8 << 10
 
-// ListingOf builds the listing of a signed spec.
+// ListingOf builds the listing of a signed spec (its Place empty when
+// the spec's batch path leads nowhere: Matches then refuses it).
 func ListingOf(s *Signed, spec *Spec) *Listing {
 	kw := append(append([]string(nil), spec.Keywords...), spec.Resources...)
 	slices.Sort(kw)
 	kw = slices.Compact(kw)
-	return &Listing{Job: s.Key(), Project: spec.Project, Created: spec.Created, Keywords: kw}
+	root, _ := s.BatchRoot()
+	return &Listing{Job: s.Key(), Project: spec.Project, Created: spec.Created, Keywords: kw, Place: root}
 }
 
 // Allows reports whether the listing lets the job be indexed under kw.
@@ -72,16 +112,17 @@ func (l *Listing) Allows(kw string) bool {
 	return found || kw == FinishedKeyword(l.Project) || kw == TrickleKeyword(l.Project)
 }
 
-// Matches reports whether the listing agrees with the signed spec it names.
+// Matches reports whether the listing agrees with the signed spec it
+// names, its place included.
 func (l *Listing) Matches(s *Signed, spec *Spec) bool {
 	want := ListingOf(s, spec)
 	return string(l.Job) == string(want.Job) && l.Project == want.Project &&
-		l.Created == want.Created && slices.Equal(l.Keywords, want.Keywords)
+		l.Created == want.Created && slices.Equal(l.Keywords, want.Keywords) && placeMatches(l.Place, s)
 }
 
 // SignListing signs a listing with the project key.
 func SignListing(l *Listing, key ed25519.PrivateKey) (*SignedListing, error) {
-	b, err := codec.Marshal(l)
+	b, err := l.Encode()
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +159,8 @@ func DecodeListing(b []byte) (*SignedListing, *Listing, error) {
 	if len(s.Sig) != ed25519.SignatureSize {
 		return nil, nil, fmt.Errorf("%w: listing signature of %d bytes", ErrMalformed, len(s.Sig))
 	}
-	var l Listing
-	if err := codec.Unmarshal(s.Listing, &l); err != nil {
+	l, err := decodeListingBody(s.Listing)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%w: listing: %v", ErrMalformed, err)
 	}
 	if _, err := ParseKey(l.Job); err != nil {
@@ -137,7 +178,7 @@ func DecodeListing(b []byte) (*SignedListing, *Listing, error) {
 			return nil, nil, err
 		}
 	}
-	if re, err := codec.Marshal(&l); err != nil || string(re) != string(s.Listing) {
+	if re, err := l.Encode(); err != nil || string(re) != string(s.Listing) {
 		return nil, nil, fmt.Errorf("%w: listing not canonically encoded", ErrMalformed)
 	}
 	return &s, &l, nil

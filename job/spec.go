@@ -405,8 +405,10 @@ func Decode(b []byte) (*Signed, *Spec, error) {
 		s = Signed{Spec: v1.Spec, Sig: v1.Sig}
 	} else if err := codec.Unmarshal(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-	} else if _, err := DecodeBatchPath(s.Path); err != nil {
+	} else if c, err := DecodeBatchPath(s.Path); err != nil {
 		return nil, nil, err
+	} else if c.Size > MaxPlacedBatch {
+		return nil, nil, fmt.Errorf("%w: a batch of %d specs (max %d: it is one place)", ErrMalformed, c.Size, MaxPlacedBatch)
 	}
 	if len(s.Sig) != signatureBytes {
 		return nil, nil, fmt.Errorf("%w: signature of %d bytes", ErrMalformed, len(s.Sig))

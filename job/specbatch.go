@@ -66,7 +66,7 @@ func SignListingBatch(ls []*Listing, key ed25519.PrivateKey) ([]*SignedListing, 
 	encoded := make([][]byte, len(ls))
 	payloads := make([][]byte, len(ls))
 	for i, l := range ls {
-		b, err := codec.Marshal(l)
+		b, err := l.Encode()
 		if err != nil {
 			return nil, err
 		}

@@ -135,7 +135,7 @@ func (r *acceptRun) stage(i int, env wire.JobEnvelope, a *accepted) {
 		r.newCerts[string(v.spec.CertRef)] = v.der
 	}
 	a.isNew = true
-	e := newEntry(string(a.key), v.spec, st, r.nowMS)
+	e := newEntry(string(a.key), v.signed, v.spec, st, r.nowMS)
 	view := r.p.view(e, r.nowMS)
 	e.lapsed = st.Phase == job.Claimed && view.Phase != job.Claimed
 	r.fresh = append(r.fresh, staged{key: string(a.key), e: e, state: view})

@@ -33,7 +33,7 @@ func (p *Pool) Spread(ctx context.Context, keys [][]byte, leaving bool) int {
 		if !ok {
 			continue
 		}
-		view := p.dht.NearestLive(ctx, keyspace.KeyPos(k), p.r+1)
+		view := p.dht.NearestLive(ctx, p.posOf(k), p.r+1)
 		if leaving {
 			view = slices.DeleteFunc(view, func(q peer.ID) bool { return q == self })
 		}
@@ -254,7 +254,7 @@ func (p *Pool) HandOnTotals() HandOnStats {
 // soon as it holds it; until then the previous closest's listing stands,
 // so the job stays findable throughout.
 func (p *Pool) ListingHeld(key []byte) bool {
-	pos, me := keyPos(key), keyspace.PeerPos([]byte(p.self()))
+	pos, me := p.posOf(key), keyspace.PeerPos([]byte(p.self()))
 	now := p.nowMS()
 	h := &p.handOns
 	h.mu.Lock()

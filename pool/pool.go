@@ -55,7 +55,8 @@ type record struct {
 
 // entry is a held job in memory; the signed spec stays on disk.
 type entry struct {
-	pos         keyspace.Pos
+	pos         keyspace.Pos // the position of the job's place key (job.PlaceKey): its replicas are the r closest
+	root        []byte       // the root of the batch the spec was signed in (its place), nil: placed by its key
 	state       job.State
 	responsible int64
 	certRef     string
@@ -281,7 +282,7 @@ func (p *Pool) load() error {
 		}
 		// A restarted node gets a fresh replica-expiry grace for its jobs:
 		// the next rounds tell whether it is still among their r closest.
-		e := newEntry(key, spec, rec.State, max(rec.Responsible, p.nowMS()))
+		e := newEntry(key, signed, spec, rec.State, max(rec.Responsible, p.nowMS()))
 		p.loadSequence(key, e, p.nowMS())
 		p.hold(key, e)
 		return true
@@ -310,9 +311,13 @@ func (p *Pool) load() error {
 	return nil
 }
 
-func newEntry(key string, spec *job.Spec, st job.State, responsible int64) *entry {
+// newEntry is the entry of job key, signed as signed. A batch path that
+// leads nowhere (its signature check would fail first) places the job by
+// its key.
+func newEntry(key string, signed *job.Signed, spec *job.Spec, st job.State, responsible int64) *entry {
+	root, _ := signed.BatchRoot()
 	return &entry{
-		pos: keyspace.KeyPos([]byte(key)), state: st, responsible: responsible,
+		pos: keyspace.KeyPos(job.PlaceKey([]byte(key), root)), root: root, state: st, responsible: responsible,
 		certRef: string(spec.CertRef), project: spec.Project, created: spec.Created, tFinish: spec.TFinish, keywords: spec.Keywords,
 		expires: spec.Expires(), unit: string(spec.UnitKey()), steps: spec.Steps,
 	}
@@ -528,7 +533,7 @@ func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *
 	changes := !job.Equal(job.ReceiveRenewed(held, st, now, e.tFinish, p.cfg.TSkew.Milliseconds(), e.renewal), held)
 	// The proof of a claim held here without one (certificate after confirm).
 	adopt := !changes && p.cfg.ClaimCheck != nil && len(e.proof) == 0 && len(proof) > 0 && job.Equal(held, st) && job.NeedsProof(st)
-	info := jobInfo{certRef: e.certRef, project: e.project, tFinish: e.tFinish}
+	info := jobInfo{certRef: e.certRef, project: e.project, tFinish: e.tFinish, pos: e.pos}
 	heldView := p.view(e, now)
 	p.mu.Unlock()
 	if !changes && !adopt {
@@ -626,4 +631,26 @@ func (p *Pool) Forget(key []byte) error {
 // self is this node's peer ID.
 func (p *Pool) self() peer.ID { return p.ep.ID() }
 
-func keyPos(key []byte) keyspace.Pos { return keyspace.KeyPos(key) }
+// posOf is the position of a held job's place (its replicas are the r
+// closest to it); a job not held is taken to be placed by its key.
+func (p *Pool) posOf(key []byte) keyspace.Pos {
+	p.mu.Lock()
+	e, ok := p.jobs[string(key)]
+	p.mu.Unlock()
+	if ok {
+		return e.pos
+	}
+	return keyspace.KeyPos(key)
+}
+
+// PlaceKey returns the place key of a held job (job.PlaceKey: the key
+// whose r closest nodes are its replicas), false when it is not held.
+func (p *Pool) PlaceKey(key []byte) ([]byte, bool) {
+	p.mu.Lock()
+	e, ok := p.jobs[string(key)]
+	p.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return job.PlaceKey(key, e.root), true
+}

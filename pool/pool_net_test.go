@@ -37,7 +37,7 @@ var trustedClaim = (&job.Proof{Claim: []byte("trusted")}).Encode()
 // as the proof of any claim or release.
 func startTrustingPoolNet(t *testing.T, nodes, jobs int, seed uint64) *poolNet {
 	t.Helper()
-	trust := func(_ []byte, _ int64, _ job.State, pr job.Proof) error {
+	trust := func(_ []byte, _ keyspace.Pos, _ int64, _ job.State, pr job.Proof) error {
 		if string(pr.Claim) != "trusted" {
 			return job.ErrNoProof
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/result"
@@ -25,13 +26,14 @@ const proofNS = "proof"
 const maxProofCache = 1 << 14
 
 // ClaimCheck checks the proof of a Claimed state or Ready tombstone of a
-// job whose T_finish is tFinish ms (the claim protocol's evidence,
+// job placed at pos (its place's position: the acceptors must be near
+// it) whose T_finish is tFinish ms (the claim protocol's evidence,
 // job.Proof.Claim, and for a release the client's signature in Sig and
 // Cert) before a node merges it from another node. Config.ClaimCheck sets
 // it (claimnet.ProofChecker in nodes); nil accepts every well-formed claim
 // state. With a check set, a node also sends claims only with their proof
 // (sendable).
-type ClaimCheck func(key []byte, tFinish int64, st job.State, proof job.Proof) error
+type ClaimCheck func(key []byte, pos keyspace.Pos, tFinish int64, st job.State, proof job.Proof) error
 
 // source is who sent a state this node merges: the sender's certificate
 // name and peer, the protocol, and the item as it arrived (evidence).
@@ -93,7 +95,7 @@ func (p *Pool) checkProof(key []byte, e jobInfo, st job.State, proof, envBytes [
 		err = p.checkCollected(key, e, st, pr)
 	default: // Claimed, Ready tombstones
 		if p.cfg.ClaimCheck != nil {
-			if err = p.cfg.ClaimCheck(key, e.tFinish, st, pr); err != nil {
+			if err = p.cfg.ClaimCheck(key, e.pos, e.tFinish, st, pr); err != nil {
 				err = &refusal{err}
 			}
 		}
@@ -172,6 +174,7 @@ func proofDigest(key []byte, st job.State, proof []byte) [32]byte {
 type jobInfo struct {
 	certRef, project string
 	tFinish          int64
+	pos              keyspace.Pos
 }
 
 // sendable is the state a node sends of a held job and its proof: a

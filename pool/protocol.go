@@ -102,10 +102,21 @@ func (p *Pool) replicate(ctx context.Context, keys [][]byte) ([]int, []wire.Stor
 	for i := range pending {
 		pending[i] = i
 	}
+	places := make([][]byte, len(keys))
+	for i, k := range keys {
+		if places[i], _ = p.PlaceKey(k); places[i] == nil {
+			places[i] = k
+		}
+	}
 	for attempt := 0; attempt < replica.SyncAttempts && len(pending) > 0; attempt++ {
 		targets := map[peer.ID][]int{}
+		views := map[string][]peer.ID{} // by place: a batch's jobs share theirs
 		for _, i := range pending {
-			view := p.placement(ctx, keys[i])
+			view, seen := views[string(places[i])]
+			if !seen {
+				view = p.placement(ctx, places[i])
+				views[string(places[i])] = view
+			}
 			for _, t := range view {
 				if t == self {
 					holders[i][self] = true
@@ -155,16 +166,17 @@ func (p *Pool) replicate(ctx context.Context, keys [][]byte) ([]int, []wire.Stor
 	return acks, receipts
 }
 
-// placement returns the live r closest nodes to a job key. A node among
-// them knows its neighbourhood completely, so its view decides; a node
-// outside it (a project's guess was off) looks the key up instead.
-func (p *Pool) placement(ctx context.Context, key []byte) []peer.ID {
-	pos := keyspace.KeyPos(key)
+// placement returns the live r closest nodes to a job's place key. A
+// node among them knows its neighbourhood completely, so its view
+// decides; a node outside it (a project's guess was off) looks the place
+// up instead.
+func (p *Pool) placement(ctx context.Context, place []byte) []peer.ID {
+	pos := keyspace.KeyPos(place)
 	view := p.dht.NearestLive(ctx, pos, p.r)
 	if slices.Contains(view, p.self()) {
 		return view
 	}
-	found, err := p.dht.ClosestPeers(dht.WithPurpose(ctx, dht.PurposePlace), key)
+	found, err := p.dht.ClosestPeers(dht.WithPurpose(ctx, dht.PurposePlace), place)
 	if err != nil || len(found) == 0 {
 		return view
 	}

@@ -174,7 +174,7 @@ func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem
 				st.Failed++
 				p.dht.MarkDead(t)
 				for _, it := range items {
-					view := probe.NearestLive(ctx, keyPos(it.Key), p.r)
+					view := probe.NearestLive(ctx, p.posOf(it.Key), p.r)
 					for _, u := range replica.Replan(self, t, view, st.handed[string(it.Key)]) {
 						next[u] = append(next[u], it)
 					}

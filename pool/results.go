@@ -196,7 +196,7 @@ func (p *Pool) syncNow(ctx context.Context, key []byte, skip map[peer.ID]bool) {
 		if _, ok := p.stored(key); !ok {
 			return
 		}
-		view := p.dht.NearestLive(ctx, keyPos(key), p.r)
+		view := p.dht.NearestLive(ctx, p.posOf(key), p.r)
 		targets := view
 		switch i := slices.Index(view, self); {
 		case i == 0:

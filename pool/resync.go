@@ -94,13 +94,14 @@ func (p *Pool) resync(ctx context.Context, key []byte) {
 	if !ok {
 		return
 	}
-	for _, t := range p.dht.NearestLive(ctx, keyPos(key), p.r) {
+	pos := p.posOf(key)
+	for _, t := range p.dht.NearestLive(ctx, pos, p.r) {
 		if t == p.self() {
 			continue
 		}
 		var rs RoundStats
 		if err := p.syncWith(ctx, peer.ID(t), []wire.SyncItem{item}, &rs); err != nil {
-			p.log.Debug("resync failed", "job", keyPos(key).String(), "peer", t, "err", err)
+			p.log.Debug("resync failed", "job", pos.String(), "peer", t, "err", err)
 		}
 		p.mResynced.Inc()
 	}

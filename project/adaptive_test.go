@@ -163,7 +163,7 @@ func (f *flow) lieAs(t *testing.T, a *agent.Agent, output string) {
 		t.Fatalf("the liar finds no job: %v", err)
 	}
 	cl := claimclient.NewClaimer(a.Endpoint(), a.DHT(), f.clock.Now, 0)
-	c, err := cl.Claim(ctx, hits[0].Job)
+	c, err := cl.ClaimHit(ctx, hits[0])
 	if err != nil {
 		t.Fatal(err)
 	}

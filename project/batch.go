@@ -261,10 +261,14 @@ const specsPerSignature = 64
 // signUnits signs the copies of units the ledger lacks (have: those it
 // holds, by unit ID) in batches of specsPerSignature, and records them in
 // b, 1000 a transaction; keep returns the signed jobs too (a new batch,
-// sent as signed).
+// sent as signed). A signed batch is one place (job.PlaceKey), so each
+// batch holds one copy of its units, never two of one unit: a unit's
+// copies land on different replicas, as they did when each job had its
+// own place.
 func (p *Project) signUnits(l *Ledger, b *batchRecord, units []Unit, copies int, have map[int64]map[int]bool, keep bool, rep *SubmitReport) ([]*Prepared, error) {
-	var fresh, pending []unitJob
-	var specs []*job.Spec
+	var fresh []unitJob
+	pendingBy := make([][]unitJob, copies)
+	specsBy := make([][]*job.Spec, copies)
 	var signed []*Prepared
 	flush := func() error {
 		if len(fresh) == 0 {
@@ -274,7 +278,8 @@ func (p *Project) signUnits(l *Ledger, b *batchRecord, units []Unit, copies int,
 		fresh = fresh[:0]
 		return err
 	}
-	sign := func() error {
+	sign := func(c int) error {
+		pending, specs := pendingBy[c], specsBy[c]
 		preps, err := p.SignBatch(specs)
 		if err != nil {
 			return fmt.Errorf("units %d–%d: %w", pending[0].idx, pending[len(pending)-1].idx, err)
@@ -293,7 +298,7 @@ func (p *Project) signUnits(l *Ledger, b *batchRecord, units []Unit, copies int,
 				}
 			}
 		}
-		pending, specs = pending[:0], specs[:0]
+		pendingBy[c], specsBy[c] = pending[:0], specs[:0]
 		return nil
 	}
 	for idx, u := range units {
@@ -309,18 +314,20 @@ func (p *Project) signUnits(l *Ledger, b *batchRecord, units []Unit, copies int,
 			if err != nil {
 				return nil, fmt.Errorf("unit %d: %w", idx, err)
 			}
-			pending = append(pending, unitJob{idx: idx, adaptive: u.Adaptive, PreparedJob: PreparedJob{Copy: c}})
-			specs = append(specs, spec)
-			if len(specs) == specsPerSignature {
-				if err := sign(); err != nil {
+			pendingBy[c] = append(pendingBy[c], unitJob{idx: idx, adaptive: u.Adaptive, PreparedJob: PreparedJob{Copy: c}})
+			specsBy[c] = append(specsBy[c], spec)
+			if len(specsBy[c]) == specsPerSignature {
+				if err := sign(c); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	if len(specs) > 0 {
-		if err := sign(); err != nil {
-			return nil, err
+	for c := range specsBy {
+		if len(specsBy[c]) > 0 {
+			if err := sign(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return signed, flush()

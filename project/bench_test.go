@@ -120,7 +120,8 @@ func BenchmarkProject(b *testing.B) {
 	cl := claimclient.NewClaimer(w.Endpoint(), w.DHT(), nil, 0)
 	for _, s := range cids {
 		c, _ := cid.Decode(s)
-		claim, err := cl.ClaimAt(ctx, c.Bytes(), net.TrueClosest(c.Bytes(), 5))
+		place := net.PlaceOf(c.Bytes())
+		claim, err := cl.ClaimAt(ctx, c.Bytes(), place, net.TrueClosest(place, 5))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -433,7 +433,8 @@ func completeAll(t *testing.T, net *testnet.Network, db *sql.DB, projectKey []by
 			t.Fatal(err)
 		}
 		w, me := workers[j.copy], keys[j.copy]
-		claim, err := w.ClaimAt(ctx, c.Bytes(), net.TrueClosest(c.Bytes(), 5))
+		place := net.PlaceOf(c.Bytes())
+		claim, err := w.ClaimAt(ctx, c.Bytes(), place, net.TrueClosest(place, 5))
 		if err != nil {
 			t.Fatalf("job %s: claim: %v", j.cid, err)
 		}

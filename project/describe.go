@@ -178,7 +178,11 @@ func (p *Project) describeJob(ctx context.Context, lj ledgerJob) (*JobDescriptio
 	if spec.Project != p.Name() {
 		return nil, fmt.Errorf("job %s is of project %q", lj.cid, spec.Project)
 	}
-	jd.Replicas = p.askReplicas(ctx, s.Key(), r)
+	place, err := s.PlaceKey()
+	if err != nil {
+		return nil, fmt.Errorf("job %s in the ledger: %w", lj.cid, err)
+	}
+	jd.Replicas = p.askReplicas(ctx, s.Key(), place, r)
 	var wg sync.WaitGroup
 	answers := make([][]IndexAnswer, len(jd.Keywords))
 	for i, kw := range jd.Keywords {
@@ -196,10 +200,10 @@ func (p *Project) describeJob(ctx context.Context, lj ledgerJob) (*JobDescriptio
 	return jd, nil
 }
 
-// askReplicas asks the job's r closest nodes what they hold of it; when
-// they cannot be found, one answer says why.
-func (p *Project) askReplicas(ctx context.Context, key []byte, r int) []ReplicaAnswer {
-	nodes, err := p.a.DHT().ClosestN(dht.WithPurpose(ctx, dht.PurposeHarvest), key, r)
+// askReplicas asks the job's r closest nodes (to its place key) what
+// they hold of it; when they cannot be found, one answer says why.
+func (p *Project) askReplicas(ctx context.Context, key, place []byte, r int) []ReplicaAnswer {
+	nodes, err := p.a.DHT().ClosestN(dht.WithPurpose(ctx, dht.PurposeHarvest), place, r)
 	if err != nil || len(nodes) == 0 {
 		return []ReplicaAnswer{{Error: fmt.Sprintf("unreachable: finding the job's closest nodes: %v", err)}}
 	}

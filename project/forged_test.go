@@ -52,7 +52,7 @@ func TestHarvestRefusesAlteredCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 		keys[s] = c.Bytes()
-		claim, err := cl.Claim(ctx, c.Bytes())
+		claim, err := cl.ClaimAt(ctx, c.Bytes(), f.net.PlaceOf(c.Bytes()), nil)
 		if err != nil {
 			t.Fatalf("job %s: claim: %v", s, err)
 		}

@@ -134,14 +134,14 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 	}
 	fetch, confirm, listed := w.fetch, w.confirm, w.listed
 	// Jobs recorded by an interrupted harvest but never confirmed.
-	pending, err := l.Harvested()
+	pending, err := l.harvestedJobs()
 	if err != nil {
 		return rep, fmt.Errorf("ledger: jobs harvested but not collected: %w", err)
 	}
-	for _, s := range pending {
-		if c, err := cid.Decode(s); err == nil && !listed[s] {
-			confirm = append(confirm, found{key: c.Bytes(), cid: s})
-			listed[s] = true
+	for _, j := range pending {
+		if c, err := cid.Decode(j.cid); err == nil && !listed[j.cid] {
+			confirm = append(confirm, found{key: c.Bytes(), cid: j.cid, place: j.place})
+			listed[j.cid] = true
 		}
 	}
 	for start := 0; start < len(fetch) && ctx.Err() == nil; start += 64 {
@@ -361,6 +361,15 @@ type found struct {
 	key      []byte
 	cid      string
 	replicas []peer.ID // its nodes, from the index entry; empty: look them up
+	place    []byte    // its place key (job.PlaceKey), where a lookup looks; nil: key
+}
+
+// placeKey is the key f's job is looked up by: its place, else its key.
+func (f *found) placeKey() []byte {
+	if len(f.place) == 0 {
+		return f.key
+	}
+	return f.place
 }
 
 // collect tells each job's nodes it is collected; it returns the jobs at
@@ -377,7 +386,7 @@ func (p *Project) collect(ctx context.Context, jobs []found, rep *HarvestReport)
 		nodes := f.replicas
 		if len(nodes) == 0 {
 			var err error
-			if nodes, err = p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeHarvest), f.key); err != nil {
+			if nodes, err = p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeHarvest), f.placeKey()); err != nil {
 				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: find its nodes: %w", f.cid, err))
 				continue
 			}

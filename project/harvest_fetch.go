@@ -152,7 +152,7 @@ func (p *Project) fetchOne(ctx context.Context, o *opener, f found, tr *fetchTra
 	} else if len(tr.refused) > 0 {
 		hintErr = fmt.Errorf("no good result from any listed node: %w", errors.Join(tr.refused...))
 	}
-	closest, err := p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeHarvest), f.key)
+	closest, err := p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeHarvest), f.placeKey())
 	if err != nil {
 		err = fmt.Errorf("find its nodes: %w", err)
 		if hintErr != nil {

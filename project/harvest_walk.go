@@ -62,7 +62,7 @@ func (p *Project) walkFinished(ctx context.Context, l *Ledger, pageSize int, rep
 			if err != nil || seen[c.String()] {
 				continue
 			}
-			f := found{key: h.Job, cid: c.String()}
+			f := found{key: h.Job, cid: c.String(), place: job.PlaceKey(h.Job, h.Place)}
 			seen[f.cid] = true
 			for _, r := range h.Replicas {
 				f.replicas = append(f.replicas, peer.ID(r))

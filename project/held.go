@@ -29,7 +29,7 @@ func (p *Project) heldBy(ctx context.Context, jobs []*Prepared) []int {
 	byNode := map[peer.ID][]int{}
 	for i, j := range jobs {
 		n := 0
-		for _, c := range p.a.DHT().NearestKnown(keyspace.KeyPos(j.Key()), 2*r) {
+		for _, c := range p.a.DHT().NearestKnown(keyspace.KeyPos(j.PlaceKey()), 2*r) {
 			if n == r {
 				break
 			}

@@ -4,7 +4,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/up-pool/up/job"
 )
 
 // Known reports the ledger state of a job ("" when it is not the
@@ -75,11 +78,28 @@ func (l *Ledger) markCollected(tx *sql.Tx, cids []string, now time.Time) error {
 	return err
 }
 
-const qHarvested = `SELECT cid FROM jobs WHERE state = ?`
+const qHarvested = `SELECT cid, listing FROM jobs WHERE state = ?`
 
 // Harvested lists jobs whose result is recorded but whose nodes were not
 // yet told (a harvest stopped between the two).
 func (l *Ledger) Harvested() ([]string, error) {
+	jobs, err := l.harvestedJobs()
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.cid
+	}
+	return out, err
+}
+
+// harvestedJob is a job Harvested lists, with its place key
+// (job.Listing.PlaceKey, from the listing the ledger keeps).
+type harvestedJob struct {
+	cid   string
+	place []byte
+}
+
+// harvestedJobs is Harvested with each job's place key.
+func (l *Ledger) harvestedJobs() ([]harvestedJob, error) {
 	s, err := l.stmt(qHarvested)
 	if err != nil {
 		return nil, err
@@ -89,13 +109,31 @@ func (l *Ledger) Harvested() ([]string, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	var out []harvestedJob
 	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
+		var j harvestedJob
+		var listing []byte
+		if err := rows.Scan(&j.cid, &listing); err != nil {
 			return nil, err
 		}
-		out = append(out, c)
+		if _, l, err := job.DecodeListing(listing); err == nil {
+			j.place = l.PlaceKey()
+		}
+		out = append(out, j)
 	}
 	return out, rows.Err()
+}
+
+// placeOf is the place key of job cid (job.Listing.PlaceKey), from the
+// listing the ledger keeps.
+func (l *Ledger) placeOf(cid string) ([]byte, error) {
+	var listing []byte
+	if err := l.db.QueryRow(`SELECT listing FROM jobs WHERE cid = ?`, cid).Scan(&listing); err != nil {
+		return nil, fmt.Errorf("job %s in the ledger: %w", cid, err)
+	}
+	_, sl, err := job.DecodeListing(listing)
+	if err != nil {
+		return nil, fmt.Errorf("job %s's listing in the ledger: %w", cid, err)
+	}
+	return sl.PlaceKey(), nil
 }

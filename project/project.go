@@ -139,9 +139,10 @@ type Prepared struct {
 
 	// Computed once (Sign fills them; else the first call, which must
 	// not race with another): the signed spec's encoding and CID.
-	enc  []byte
-	cid  cid.Cid
-	cids string
+	enc   []byte
+	cid   cid.Cid
+	cids  string
+	place []byte
 }
 
 // Encode is the signed spec's canonical encoding (job.Signed.Encode),
@@ -167,6 +168,17 @@ func (p *Prepared) CID() cid.Cid {
 
 // Key is the job's key in the overlay: the CID's bytes.
 func (p *Prepared) Key() []byte { return p.CID().Bytes() }
+
+// PlaceKey is the key whose position places the job (job.PlaceKey: its
+// batch's, shared by the batch's jobs), computed once; a path that leads
+// nowhere places it by its key (no node accepts it anyway).
+func (p *Prepared) PlaceKey() []byte {
+	if p.place == nil {
+		root, _ := p.Signed.BatchRoot()
+		p.place = job.PlaceKey(p.Key(), root)
+	}
+	return p.place
+}
 
 // cidString is CID().String(), computed once.
 func (p *Prepared) cidString() string {
@@ -222,6 +234,10 @@ func (p *Project) SignBatch(specs []*job.Spec) ([]*Prepared, error) {
 		preps[i] = &Prepared{Signed: s}
 		preps[i].cidString()
 		listings[i] = listingOf(preps[i].Key(), specs[i])
+		if listings[i].Place, err = s.BatchRoot(); err != nil {
+			return nil, fmt.Errorf("spec %d of the batch: %w", i, err)
+		}
+		preps[i].place = job.PlaceKey(preps[i].Key(), listings[i].Place)
 	}
 	sls, err := job.SignListingBatch(listings, key)
 	if err != nil {
@@ -269,7 +285,7 @@ func (p *Project) Submit(ctx context.Context, jobs []*Prepared) []Submitted {
 	for i, s := range jobs {
 		out[i].CID = s.CID() // computed here, before the goroutines use it
 		s.Encode()
-		first, err := p.firstNode(ctx, s.Key())
+		first, err := p.firstNode(ctx, s.PlaceKey())
 		if err != nil {
 			out[i].Err = fmt.Errorf("job %s: find its closest node: %w", out[i].CID, err)
 			continue
@@ -329,18 +345,19 @@ func (p *Project) crawlIfDue(ctx context.Context, jobs int) {
 // SetCrawl turns crawling before large submissions on (the default) or off.
 func (p *Project) SetCrawl(on bool) { p.noCrawl = !on }
 
-// firstNode picks the node a job is sent to: the closest the project knows
-// of, from its routing table and its crawled view of the overlay (the node
-// places the job on the true r closest, looking the key up itself if it is
-// not among them), else the result of a lookup.
-func (p *Project) firstNode(ctx context.Context, key []byte) (peer.ID, error) {
+// firstNode picks the node a job is sent to: the closest to its place
+// key the project knows of, from its routing table and its crawled view
+// of the overlay (the node places the job on the true r closest, looking
+// the place up itself if it is not among them), else the result of a
+// lookup. A batch's jobs share their place, so they go to one node.
+func (p *Project) firstNode(ctx context.Context, place []byte) (peer.ID, error) {
 	d := p.a.DHT()
-	for _, n := range d.NearestKnown(keyspace.KeyPos(key), 4) {
+	for _, n := range d.NearestKnown(keyspace.KeyPos(place), 4) {
 		if !d.IsMarkedDead(n) {
 			return n, nil
 		}
 	}
-	closest, err := d.ClosestPeers(dht.WithPurpose(ctx, dht.PurposeSubmit), key)
+	closest, err := d.ClosestPeers(dht.WithPurpose(ctx, dht.PurposeSubmit), place)
 	if err != nil || len(closest) == 0 {
 		return "", orNoPeers(err)
 	}
@@ -389,14 +406,18 @@ func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, 
 			}
 			return
 		}
-		// Try each job's next closest live node, one job at a time.
-		for _, i := range idx {
-			p.resubmit(ctx, jobs, i, out, tried, fmt.Errorf("job %s: submit via %s: %w", out[i].CID, n, err))
+		// Try each job's next closest live node (a batch's jobs share it).
+		errs := make([]error, len(idx))
+		for j, i := range idx {
+			errs[j] = fmt.Errorf("job %s: submit via %s: %w", out[i].CID, n, err)
 		}
+		p.resubmit(ctx, jobs, idx, errs, out, tried)
 		return
 	}
 	rerrs := p.countReceipts(&resp, jobs, idx, out)
 	r := p.a.DHT().Replication()
+	var again []int
+	var againErrs []error
 	for j, i := range idx {
 		if j >= len(resp.Results) {
 			out[i].Err = fmt.Errorf("job %s: node %s sent no result for it", out[i].CID, n)
@@ -414,29 +435,54 @@ func (p *Project) submitBatch(ctx context.Context, n peer.ID, jobs []*Prepared, 
 				why = fmt.Sprintf("; %d receipts refused, first: %v", len(rerrs), rerrs[0])
 			}
 			err := fmt.Errorf("job %s: %d of %d replicas acknowledged with signed receipts via %s (it reported %d%s): %w", out[i].CID, out[i].Acks, r, n, res.Acks, why, ErrTooFewReplicas)
-			p.resubmit(ctx, jobs, i, out, tried, err)
+			again, againErrs = append(again, i), append(againErrs, err)
 		}
+	}
+	p.resubmit(ctx, jobs, again, againErrs, out, tried)
+}
+
+// resubmit sends jobs[idx] through each one's next closest live node
+// not in tried, those sharing it in one batch, or records errs as their
+// outcomes when there is none or they were sent through MaxFirstNodes
+// nodes already.
+func (p *Project) resubmit(ctx context.Context, jobs []*Prepared, idx []int, errs []error, out []Submitted, tried []peer.ID) {
+	for j, i := range idx {
+		out[i].Err = errs[j]
+	}
+	if len(idx) == 0 || len(tried) >= MaxFirstNodes || ctx.Err() != nil {
+		return
+	}
+	next := map[string]peer.ID{} // by place key: one lookup per place
+	byNode := map[peer.ID][]int{}
+	for _, i := range idx {
+		place := string(jobs[i].PlaceKey())
+		c, seen := next[place]
+		if !seen {
+			c = p.nextFirstNode(ctx, jobs[i].PlaceKey(), tried)
+			next[place] = c
+		}
+		if c != "" {
+			out[i].Err = nil
+			byNode[c] = append(byNode[c], i)
+		}
+	}
+	for c, group := range byNode {
+		p.submitBatch(ctx, c, jobs, group, out, tried)
 	}
 }
 
-// resubmit sends job i through its next closest live node not in tried,
-// or records err as its outcome when there is none or it was sent through
-// MaxFirstNodes nodes already.
-func (p *Project) resubmit(ctx context.Context, jobs []*Prepared, i int, out []Submitted, tried []peer.ID, err error) {
-	out[i].Err = err
-	if len(tried) >= MaxFirstNodes || ctx.Err() != nil {
-		return
-	}
-	p.a.DHT().Invalidate(jobs[i].Key())
-	closest, lerr := p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeSubmit), jobs[i].Key())
-	if lerr != nil {
-		return
+// nextFirstNode looks place up afresh and returns its closest live node
+// not in tried ("" when there is none).
+func (p *Project) nextFirstNode(ctx context.Context, place []byte, tried []peer.ID) peer.ID {
+	p.a.DHT().Invalidate(place)
+	closest, err := p.a.DHT().ClosestPeers(dht.WithPurpose(ctx, dht.PurposeSubmit), place)
+	if err != nil {
+		return ""
 	}
 	for _, c := range closest {
 		if !slices.Contains(tried, c) && !p.a.DHT().IsMarkedDead(c) {
-			out[i].Err = nil
-			p.submitBatch(ctx, c, jobs, []int{i}, out, tried)
-			return
+			return c
 		}
 	}
+	return ""
 }

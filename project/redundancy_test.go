@@ -76,7 +76,7 @@ func (f *flow) lie(t *testing.T, name, output string) {
 		t.Fatalf("%s finds no job: %v", name, err)
 	}
 	cl := claimclient.NewClaimer(liar.Endpoint(), liar.DHT(), f.clock.Now, 0)
-	c, err := cl.Claim(ctx, hits[0].Job)
+	c, err := cl.ClaimHit(ctx, hits[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestDoubleCopyOneCredit(t *testing.T) {
 		t.Fatalf("greedy finds %d jobs: %v", len(hits), err)
 	}
 	cl := claimclient.NewClaimer(greedy.Endpoint(), greedy.DHT(), f.clock.Now, 0)
-	c, err := cl.Claim(ctx, hits[0].Job)
+	c, err := cl.ClaimHit(ctx, hits[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestDoubleCopyOneCredit(t *testing.T) {
 	if _, err := cl.SubmitResult(ctx, c, env.Encode()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Claim(ctx, hits[1].Job); !errors.Is(err, claimclient.ErrLost) {
+	if _, err := cl.ClaimHit(ctx, hits[1]); !errors.Is(err, claimclient.ErrLost) {
 		t.Fatalf("greedy's claim of a second copy: %v, want refused by the replicas that see its first", err)
 	}
 	f.net.FlushAll(ctx)

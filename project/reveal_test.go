@@ -82,7 +82,7 @@ func (f *flow) copierClaims(t *testing.T, name string) *copier {
 	}
 	cl := claimclient.NewClaimer(a.Endpoint(), a.DHT(), f.clock.Now, 0)
 	cl.SetCommitPoll(commitPoll)
-	c, err := cl.Claim(ctx, hits[0].Job)
+	c, err := cl.ClaimHit(ctx, hits[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,16 @@ type Ordered struct {
 	Steps []uint16 // the length each of those answered (at least the newest checkpoint's step)
 }
 
-// OrderSequence ends or extends the sequence jobID (its CID): from now on it has steps steps — fewer than it had
-// ends it after that step (or after the newest checkpoint, whichever is
-// later), more extends it. The project signs the order (its revision its
-// clock's Unix ms, so a later order replaces an earlier) and sends it to
-// the job's r closest nodes; the client running the sequence learns it
-// with its next checkpoint's acknowledgements and stops or goes on
+// OrderSequence ends or extends the sequence jobID (its CID), a job of
+// ledger l: from now on it has steps steps — fewer than it had ends it
+// after that step (or after the newest checkpoint, whichever is later),
+// more extends it. The project signs the order (its revision its clock's
+// Unix ms, so a later order replaces an earlier) and sends it to the
+// job's r closest nodes (those of its place, from the listing the ledger
+// keeps); the client running the sequence learns it with its next
+// checkpoint's acknowledgements and stops or goes on
 // (job.MajorityAtLeast of them). It fails unless a majority applied it.
-func (p *Project) OrderSequence(ctx context.Context, jobID string, steps uint16) (Ordered, error) {
+func (p *Project) OrderSequence(ctx context.Context, l *Ledger, jobID string, steps uint16) (Ordered, error) {
 	var out Ordered
 	key, err := cid.Decode(jobID)
 	if err != nil {
@@ -41,7 +43,11 @@ func (p *Project) OrderSequence(ctx context.Context, jobID string, steps uint16)
 	rev := uint64(p.a.Now().UnixMilli())
 	req := &wire.SequenceOrder{Key: kb, Steps: steps, Rev: rev,
 		Sig: ed25519.Sign(p.a.Identity().Key, job.OrderStatement(kb, steps, rev))}
-	nodes, err := p.a.DHT().ClosestPeers(ctx, kb)
+	place, err := l.placeOf(key.String())
+	if err != nil {
+		return out, fmt.Errorf("order sequence %s: %w", jobID, err)
+	}
+	nodes, err := p.a.DHT().ClosestPeers(ctx, place)
 	if err != nil {
 		return out, fmt.Errorf("order sequence %s: find its nodes: %w", jobID, err)
 	}

@@ -47,7 +47,7 @@ func TestSequenceOrder(t *testing.T) {
 			var orderErr error
 			r.tick = func() {
 				if len(r.ran()) == 2 && tc.order > 0 && ordered.Took == 0 { // step 3 just ran
-					ordered, orderErr = f.proj.OrderSequence(ctx, c.String(), tc.order)
+					ordered, orderErr = f.proj.OrderSequence(ctx, f.ledger, c.String(), tc.order)
 				}
 			}
 			w, _ := f.seqWorker(t, "volunteer", r)

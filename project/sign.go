@@ -42,7 +42,7 @@ func signSpec(spec *job.Spec, key ed25519.PrivateKey) (*job.Signed, []byte, erro
 
 // signListing is job.SignListing.
 func signListing(l *job.Listing, key ed25519.PrivateKey) (*job.SignedListing, error) {
-	b, err := codec.Marshal(l)
+	b, err := l.Encode()
 	if err != nil {
 		return nil, err
 	}

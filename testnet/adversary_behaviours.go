@@ -131,7 +131,7 @@ func (n *Network) forgeLoop(i int, nd *node.Node, now func() time.Time) {
 		for k := range min(forgesPerRound, len(keys)) {
 			key := keys[(round*forgesPerRound+k)%len(keys)]
 			st := forgeries(now().UnixMilli())[(round+k)%4]
-			for _, to := range n.TrueClosest(key, n.replication()) {
+			for _, to := range n.JobClosest(key, n.replication()) {
 				if to != nd.ID() {
 					_ = syncTo(nd, to, []wire.SyncItem{{Key: key, State: st}})
 				}
@@ -276,7 +276,7 @@ func (n *Network) forgeCertLoop(i int, nd *node.Node, now func() time.Time) {
 			}
 			forged++
 			var others []peer.ID
-			for _, p := range n.TrueClosest(key, r) {
+			for _, p := range n.JobClosest(key, r) {
 				if p != nd.ID() {
 					others = append(others, p)
 				}
@@ -374,7 +374,7 @@ func (n *Network) sendAltered(nd *node.Node, key []byte) bool {
 	ae, _ := result.Decode(alt)
 	st := env.State
 	st.At, st.Result = st.At-1, ae.Digest()
-	for _, to := range n.TrueClosest(key, n.replication()) {
+	for _, to := range n.JobClosest(key, n.replication()) {
 		if to != nd.ID() && syncTo(nd, to, []wire.SyncItem{{Key: key, State: st, Proof: env.Proof}}) == nil {
 			n.adv.add(BehaviourAlter+"/sent", 1)
 		}

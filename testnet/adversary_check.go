@@ -105,7 +105,7 @@ func (n *Network) CheckAdversary(ledger *project.Ledger, r, f int) (AdversaryRep
 	}
 	for _, k := range doubleClaims(logs, claim.Quorum(r)-f) {
 		bad := 0
-		for _, id := range n.TrueClosest(k, r) {
+		for _, id := range n.JobClosest(k, r) {
 			if faulty[id.String()] {
 				bad++
 			}
@@ -131,22 +131,23 @@ func (n *Network) CheckAdversary(ledger *project.Ledger, r, f int) (AdversaryRep
 // checkJobs counts, over the ledger's jobs, those with more than rep.F
 // faulty nodes among their r closest, and lists the jobs not harvested.
 func (n *Network) checkJobs(ledger *project.Ledger, r int, faulty map[string]bool, rep *AdversaryReport) error {
-	rows, err := ledger.DB().Query(`SELECT cid, state FROM jobs`)
+	rows, err := ledger.DB().Query(`SELECT cid, state, listing FROM jobs`)
 	if err != nil {
 		return fmt.Errorf("read the ledger's jobs: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var s, state string
-		if err := rows.Scan(&s, &state); err != nil {
+		var listing []byte
+		if err := rows.Scan(&s, &state, &listing); err != nil {
 			return fmt.Errorf("read the ledger's jobs: %w", err)
 		}
-		c, err := cid.Decode(s)
+		_, l, err := job.DecodeListing(listing)
 		if err != nil {
 			return fmt.Errorf("ledger job %q: %w", s, err)
 		}
 		bad := 0
-		for _, id := range n.TrueClosest(c.Bytes(), r) {
+		for _, id := range n.TrueClosest(l.PlaceKey(), r) {
 			if faulty[id.String()] {
 				bad++
 			}
@@ -254,7 +255,7 @@ func (n *Network) faultyCounter(r int) func(c string) int {
 			return -1
 		}
 		bad := 0
-		for _, id := range n.TrueClosest(c.Bytes(), r) {
+		for _, id := range n.JobClosest(c.Bytes(), r) {
 			if faulty[id.String()] {
 				bad++
 			}

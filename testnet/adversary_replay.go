@@ -127,7 +127,7 @@ func (n *Network) startReplay(i int, nd *node.Node) {
 // nodes. After each store the harness looks whether the receiver, which
 // did not hold the job before, holds it now (replay/resurrected).
 func (n *Network) replay(nd *node.Node, j replayJob) {
-	closest := n.TrueClosest(j.key, n.replication())
+	closest := n.JobClosest(j.key, n.replication())
 	var items []wire.SyncItem
 	for _, r := range j.recs[1:] {
 		if r.State.Phase == job.Claimed || r.State.IsTombstone() {

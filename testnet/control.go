@@ -203,6 +203,22 @@ func (n *Network) Positions() map[peer.ID]keyspace.Pos {
 	return out
 }
 
+// PlaceOf is the place key of job key (job.PlaceKey: its replicas are
+// the nodes closest to it) as the first live node holding the job has
+// it; a job no live node holds is taken to be placed by its key.
+func (n *Network) PlaceOf(key []byte) []byte {
+	for _, nd := range n.Live() {
+		if place, ok := nd.Pool().PlaceKey(key); ok {
+			return place
+		}
+	}
+	return key
+}
+
+// JobClosest is TrueClosest of job key's place: the job's true r
+// closest nodes.
+func (n *Network) JobClosest(key []byte, r int) []peer.ID { return n.TrueClosest(n.PlaceOf(key), r) }
+
 // TrueClosest computes the r running nodes closest to key from all
 // positions: the ground truth lookups are judged against.
 func (n *Network) TrueClosest(key []byte, r int) []peer.ID {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
 )
 
@@ -81,6 +82,10 @@ type Jobs struct {
 	// before it reveals, at most RevealWait (job.Spec.Commit, RevealWait).
 	Commit     uint16
 	RevealWait time.Duration
+	// Batch signs the jobs as one submission batch (Project.SignBatch),
+	// which places them together (job.PlaceKey); else each is signed
+	// alone and placed by its key.
+	Batch bool
 }
 
 // SubmitJobs signs n jobs of p as jobs describes and submits them all at
@@ -104,6 +109,7 @@ func SubmitJobs(t TB, p *project.Project, n int, jobs Jobs) [][]byte {
 		jobs.TFinish = time.Hour
 	}
 	signed := make([]*project.Prepared, n)
+	specs := make([]*job.Spec, n)
 	for i := range signed {
 		spec, err := p.NewSpec(jobs.App, jobs.Args(i), jobs.Keywords, jobs.TFinish)
 		if err != nil {
@@ -111,7 +117,16 @@ func SubmitJobs(t TB, p *project.Project, n int, jobs Jobs) [][]byte {
 		}
 		spec.Commit, spec.RevealWait = jobs.Commit, jobs.RevealWait.Milliseconds()
 		spec.Version = spec.LeastVersion()
-		if signed[i], err = p.Sign(spec); err != nil {
+		specs[i] = spec
+		if !jobs.Batch {
+			if signed[i], err = p.Sign(spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if jobs.Batch {
+		var err error
+		if signed, err = p.SignBatch(specs); err != nil {
 			t.Fatal(err)
 		}
 	}

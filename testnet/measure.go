@@ -105,7 +105,7 @@ func (net *Network) Unharvested(ledger *project.Ledger, projectName string, max 
 			continue
 		}
 		key := c.Bytes()
-		fmt.Fprintf(&b, "job %s (%d faulty among its %d closest; closest first: %v):\n", s, faulty[s], net.replication(), net.TrueClosest(key, 8))
+		fmt.Fprintf(&b, "job %s (%d faulty among its %d closest; closest first: %v):\n", s, faulty[s], net.replication(), net.JobClosest(key, 8))
 		var signed []byte
 		if err := ledger.DB().QueryRow(`SELECT signed FROM jobs WHERE cid = ?`, s).Scan(&signed); err == nil {
 			if _, spec, err := job.Decode(signed); err == nil {

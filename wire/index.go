@@ -230,6 +230,10 @@ type IndexHit struct {
 	Created  int64
 	Keywords []string
 	Replicas [][]byte // the job's nodes when the entry was written: claim there, no lookup
+	// Place is the root of the job's batch, from its listing
+	// (job.Listing.Place): the job's replicas are the nodes closest to
+	// job.PlaceKey(Job, Place). Empty: the job is placed by its key.
+	Place []byte
 }
 
 func validReplicas(rs [][]byte) error {
@@ -263,6 +267,9 @@ func (r *IndexQueryResponse) Validate() error {
 		}
 		if err := validReplicas(h.Replicas); err != nil {
 			return err
+		}
+		if len(h.Place) != 0 && len(h.Place) != job.PlaceRootLen {
+			return fmt.Errorf("index hit's place of %d bytes: %w", len(h.Place), ErrMalformed)
 		}
 	}
 	return nil

@@ -37,12 +37,20 @@ type QuotaTicketRequest struct {
 	Job     []byte
 	HoldMS  int64
 	Reports []QuotaReport
+	// Place is the job's place key (job.PlaceKey) when it is not its key,
+	// else empty: the ticket names it (claim.Statement.Place).
+	Place []byte
 }
 
 // Validate bounds a decoded QuotaTicketRequest.
 func (r *QuotaTicketRequest) Validate() error {
 	if err := validKey(r.Job); err != nil {
 		return err
+	}
+	if len(r.Place) > 0 {
+		if err := validKey(r.Place); err != nil {
+			return fmt.Errorf("ticket's place: %w", err)
+		}
 	}
 	if r.HoldMS <= 0 {
 		return fmt.Errorf("ticket hold of %d ms: %w", r.HoldMS, ErrMalformed)

@@ -37,12 +37,12 @@ Decide from its trickles and results ('up project results').`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			p, _, done, err := conn.open(ctx, cmd.ErrOrStderr())
+			p, l, done, err := conn.open(ctx, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer done()
-			o, err := p.OrderSequence(ctx, args[0], uint16(steps))
+			o, err := p.OrderSequence(ctx, l, args[0], uint16(steps))
 			if err != nil {
 				return err
 			}

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
 )
 
@@ -96,14 +96,15 @@ func (rr *realRun) indexDiag(ctx context.Context) string {
 // rule).
 func (rr *realRun) claimViewDiag(ctx context.Context, b *strings.Builder, nameOf func(peer.ID) string) {
 	var s string
-	if err := rr.ledger.DB().QueryRow(`SELECT cid FROM jobs WHERE state = 'submitted' LIMIT 1`).Scan(&s); err != nil {
+	var listing []byte
+	if err := rr.ledger.DB().QueryRow(`SELECT cid, listing FROM jobs WHERE state = 'submitted' LIMIT 1`).Scan(&s, &listing); err != nil {
 		return
 	}
-	c, err := cid.Decode(s)
+	_, l, err := job.DecodeListing(listing)
 	if err != nil {
 		return
 	}
-	key := c.Bytes()
+	key := l.PlaceKey() // the job's nodes are its place's
 	names := func(ps []peer.ID) string {
 		out := make([]string, len(ps))
 		for i, p := range ps {
@@ -126,7 +127,7 @@ func (rr *realRun) claimViewDiag(ctx context.Context, b *strings.Builder, nameOf
 	if len(rr.workers) > 0 {
 		w := rr.workers[0]
 		probe := claimclient.NewClaimer(w.a.Endpoint(), w.a.DHT(), w.a.Now, 0)
-		cl, err := probe.ClaimAt(ctx, key, nil)
+		cl, err := probe.ClaimAt(ctx, l.Job, key, nil)
 		if err == nil {
 			fmt.Fprintf(b, "  a claim by client 1 now: won, asked %s\n", names(cl.Nodes))
 			probe.Release(ctx, cl, wire.SkipUnknown)

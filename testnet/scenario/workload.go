@@ -16,6 +16,7 @@ import (
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/indexclient"
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/project"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/wire"
@@ -241,7 +242,7 @@ func (rr *realRun) attempt(ctx context.Context, c int, wanted func() bool, goRun
 		for _, r := range h.Replicas {
 			hint = append(hint, peer.ID(r))
 		}
-		cl, err := w.claimer.ClaimAt(ctx, h.Job, hint)
+		cl, err := w.claimer.ClaimAt(ctx, h.Job, job.PlaceKey(h.Job, h.Place), hint)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
