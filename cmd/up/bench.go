@@ -47,9 +47,10 @@ It prints, measured from the first submission to the last harvest (setup
 excluded): jobs/s sustained; CPU µs per job for the whole process
 (getrusage) and split by party (project, clients, nodes and runtime) from
 a labelled CPU profile; RPCs per job served by the nodes, by protocol and
-by requester, beside the protocol minimum 4r + keywords + 4; DHT lookups
-per job; p50/p99 time from submit to harvest and of one claim; bytes on
-the wire per job; peak RSS.
+by requester, beside the minimum of a job placed alone 4r + keywords + 4
+(a batch's jobs share their store, index writes and collect); DHT
+lookups per job; p50/p99 time from submit to harvest and of one claim;
+bytes on the wire per job; peak RSS.
 
 With --rate 0 the project submits as fast as the pool takes jobs,
 keeping at most --window jobs submitted and not yet harvested; with

@@ -227,7 +227,7 @@ type Report struct {
 	RPCsPerJob       float64            `json:"rpcs_per_job"`
 	RPCsByProtocol   map[string]float64 `json:"rpcs_per_job_by_protocol"`
 	RPCsByRole       map[string]float64 `json:"rpcs_per_job_by_role"`
-	MinRPCsPerJob    int                `json:"min_rpcs_per_job"` // 4r + keywords + 4
+	MinRPCsPerJob    int                `json:"min_rpcs_per_job"` // 4r + keywords + 4: each job placed alone (a batch's share its store, index writes and collect)
 	LookupsPerJob    map[string]float64 `json:"lookups_per_job"`  // network lookups by party; "cached" all parties' cache hits
 	LookupRPCsPerJob float64            `json:"lookup_rpcs_per_job"`
 
@@ -318,7 +318,7 @@ func (r Report) Format(w io.Writer) {
 		fmt.Fprintf(w, "    project share %s\n", r.ShareNote)
 	}
 	fmt.Fprintf(w, "  project wall      submit %.2f s, harvest %.2f s in %d passes\n", r.SubmitWallS, r.HarvestWallS, r.Harvests)
-	fmt.Fprintf(w, "  RPCs              %8.1f /job served by nodes; protocol minimum 4r + keywords + 4 = %d (%.2f×)\n",
+	fmt.Fprintf(w, "  RPCs              %8.1f /job served by nodes; minimum of a job placed alone 4r + keywords + 4 = %d (%.2f×)\n",
 		r.RPCsPerJob, r.MinRPCsPerJob, r.RPCsPerJob/float64(r.MinRPCsPerJob))
 	for _, k := range sortedKeys(r.RPCsByProtocol) {
 		fmt.Fprintf(w, "    %-28s %7.2f\n", strings.TrimPrefix(k, "/up/"), r.RPCsByProtocol[k])
