@@ -211,12 +211,7 @@ type Claim struct {
 
 // placeKey is the key the claim's job is placed by: Place, or the job's
 // key for a claim made without one.
-func (cl *Claim) placeKey() []byte {
-	if len(cl.Place) == 0 {
-		return cl.Job
-	}
-	return cl.Place
-}
+func (cl *Claim) placeKey() []byte { return job.LookupKey(cl.Job, cl.Place) }
 
 // ErrLost reports a job another client holds.
 var ErrLost = errors.New("job claimed by another client")
@@ -250,9 +245,7 @@ func (c *Claimer) Claim(ctx context.Context, jobKey []byte) (*Claim, error) {
 // SubmitResult stores its result) is refused with ErrHeld; one it is
 // releasing is claimed once the release is done.
 func (c *Claimer) ClaimAt(ctx context.Context, jobKey, place []byte, hint []peer.ID) (cl *Claim, err error) {
-	if place == nil {
-		place = jobKey
-	}
+	place = job.LookupKey(jobKey, place)
 	if !c.take(ctx, jobKey) {
 		return nil, fmt.Errorf("claim %x: %w", jobKey, ErrHeld)
 	}

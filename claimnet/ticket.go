@@ -11,6 +11,7 @@ import (
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/credit"
 	"github.com/up-pool/up/dht/keyspace"
+	upjob "github.com/up-pool/up/job"
 )
 
 // ErrNoTicket refuses a claim request without a valid ticket from one of
@@ -49,7 +50,7 @@ func (s *Service) checkTicket(ticket, job, client []byte, place *keyspace.Pos, n
 		// The record node audits the job's report at the place the
 		// ticket names: it must be where this node holds the job.
 		_, st, _ := claim.Decode(ticket) // decoded by checkReply already
-		if named := keyspace.KeyPos(jobPlaceKey(job, st.Place)); named != *place {
+		if named := keyspace.KeyPos(upjob.LookupKey(job, st.Place)); named != *place {
 			return fmt.Errorf("%w: it names another place than the job's", ErrNoTicket)
 		}
 	}
@@ -59,13 +60,4 @@ func (s *Service) checkTicket(ticket, job, client []byte, place *keyspace.Pos, n
 		return fmt.Errorf("%w: node %s is not among the client's record nodes here", ErrNoTicket, peer.ID(r.Node))
 	}
 	return nil
-}
-
-// jobPlaceKey is the key a ticket says the job is placed by: the place it
-// names, else the job's key.
-func jobPlaceKey(job, place []byte) []byte {
-	if len(place) == 0 {
-		return job
-	}
-	return place
 }

@@ -25,9 +25,8 @@ func (s *Service) auditDueLocked() bool {
 // audit asks the job's r closest nodes (those of the place its ticket
 // named, where the nodes that granted the claim held it), in the
 // background, for the job's state after its client reported it done or
-// released. When a majority
-// of those that answer (at least ⌊r/2⌋+1) still hold it claimed by that
-// client, the report was a lie — a result is counted delivered only once
+// released. When a majority of those that answer (at least ⌊r/2⌋+1)
+// still hold it claimed by that client, the report was a lie — a result is counted delivered only once
 // a majority stored it, a release is sent to all — and the client's
 // account takes it as a failure and holds the job again (quota.Book.Lied).
 func (s *Service) audit(req *wire.QuotaReport) {

@@ -67,6 +67,16 @@ func (s *Signed) PlaceKey() ([]byte, error) {
 	return PlaceKey(s.Key(), root), nil
 }
 
+// LookupKey is the key a job of key is looked up by when a party holds
+// its place key as place: place, or key when place is empty (a job placed
+// by its key).
+func LookupKey(key, place []byte) []byte {
+	if len(place) == 0 {
+		return key
+	}
+	return place
+}
+
 // PlaceKey is the place key of the listed job: its key, or its batch's
 // place key when the listing names one.
 func (l *Listing) PlaceKey() []byte { return PlaceKey(l.Job, l.Place) }

@@ -365,12 +365,7 @@ type found struct {
 }
 
 // placeKey is the key f's job is looked up by: its place, else its key.
-func (f *found) placeKey() []byte {
-	if len(f.place) == 0 {
-		return f.key
-	}
-	return f.place
-}
+func (f *found) placeKey() []byte { return job.LookupKey(f.key, f.place) }
 
 // collect tells each job's nodes it is collected; it returns the jobs at
 // least one node confirmed (the state spreads to the rest by republish).
