@@ -333,14 +333,14 @@ type attempt struct {
 // askStep asks node n and feeds its answer to the driver; after a denial
 // it waits (denyWait) before the next ask.
 func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Action, error) {
-	st, reply, took, err := c.ask1(ctx, a.out.Job, a.ticket, n)
+	ans, err := c.ask1(ctx, a.out.Job, a.ticket, n)
 	if err != nil {
 		return claim.Action{}, err
 	}
-	act := a.answer(n, st, reply, c.now().UnixMilli())
-	if st != nil && st.Kind == claim.Denied && act.Ask != "" {
+	act := a.answer(n, ans, c.now().UnixMilli())
+	if st := ans.st; st != nil && st.Kind == claim.Denied && act.Ask != "" {
 		select {
-		case <-time.After(denyWait(took, st.Busy, a.r-len(a.out.Nodes))):
+		case <-time.After(denyWait(ans.took, st.Busy, a.r-len(a.out.Nodes))):
 		case <-ctx.Done():
 			return claim.Action{}, ctx.Err()
 		}
@@ -350,9 +350,10 @@ func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Act
 
 // answer feeds node n's answer (st nil: none) to the driver and keeps it
 // for the claim and the error; now is the client's clock (ms).
-func (a *attempt) answer(n peer.ID, st *claim.Statement, reply []byte, now int64) claim.Action {
+func (a *attempt) answer(n peer.ID, ans askAnswer, now int64) claim.Action {
+	st, reply := ans.st, ans.reply
 	if st == nil {
-		a.answers = append(a.answers, shortID(string(n))+" silent")
+		a.answers = append(a.answers, fmt.Sprintf("%s silent (%s)", shortID(string(n)), ans.why))
 		return a.drv.Answer(string(n), false, 0, nil)
 	}
 	a.answers = append(a.answers, shortID(string(n))+" "+st.Kind.String())
@@ -371,9 +372,8 @@ func (a *attempt) answer(n peer.ID, st *claim.Statement, reply []byte, now int64
 
 // spareAnswer is a spare's answer to an ask sent beside a confirm.
 type spareAnswer struct {
-	st    *claim.Statement
-	reply []byte
-	err   error
+	askAnswer
+	err error
 }
 
 // confirmStep sends the confirm, with every reply gathered, to the
@@ -392,8 +392,8 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 	if act.Ask != "" {
 		spare = make(chan spareAnswer, 1)
 		go func(n peer.ID) {
-			st, reply, _, err := c.ask1(ctx, a.out.Job, a.ticket, n)
-			spare <- spareAnswer{st, reply, err}
+			ans, err := c.ask1(ctx, a.out.Job, a.ticket, n)
+			spare <- spareAnswer{ans, err}
 		}(peer.ID(act.Ask))
 	}
 	next := claim.Action{}
@@ -421,7 +421,7 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 	// A spare that refused this client for its rate counts as silent: the
 	// confirms may already have made the claim permanent, and ending the
 	// attempt here would leave it on the nodes unreleased.
-	return a.answer(peer.ID(act.Ask), ans.st, ans.reply, c.now().UnixMilli()), nil
+	return a.answer(peer.ID(act.Ask), ans.askAnswer, c.now().UnixMilli()), nil
 }
 
 // finish ends an attempt as the driver decided: releases what it must,
@@ -453,14 +453,24 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 	return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
 }
 
+// askAnswer is a node's answer to a claim request: its statement and
+// reply (nil: it did not answer usably, for the reason why), and how long
+// the request took.
+type askAnswer struct {
+	st    *claim.Statement
+	reply []byte
+	took  time.Duration
+	why   string
+}
+
 // ask1 asks node n for the job, giving it the ask timeout, and returns
-// its reply and how long it took; a nil statement when it did not answer
-// usably (a silent node is marked dead, so lookups route around it); an
+// its answer; a nil statement when it did not answer usably (a node that
+// did not answer at all is marked dead, so lookups route around it); an
 // error ends the attempt (ctx ended, or the node rate-limits this client).
-func (c *Claimer) ask1(ctx context.Context, jobKey, ticket []byte, n peer.ID) (*claim.Statement, []byte, time.Duration, error) {
+func (c *Claimer) ask1(ctx context.Context, jobKey, ticket []byte, n peer.ID) (askAnswer, error) {
 	if c.pace != nil {
 		if err := c.pace(ctx, n); err != nil {
-			return nil, nil, 0, err
+			return askAnswer{}, err
 		}
 	}
 	var resp wire.ClaimResponse
@@ -468,28 +478,48 @@ func (c *Claimer) ask1(ctx context.Context, jobKey, ticket []byte, n peer.ID) (*
 	actx, cancel := context.WithTimeout(ctx, c.ask)
 	err := c.ep.Call(actx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey, Ticket: ticket}, wire.MaxReplyBytes+64, &resp)
 	cancel()
-	took := time.Since(t0)
+	ans := askAnswer{took: time.Since(t0)}
 	if err != nil && ctx.Err() != nil {
-		return nil, nil, took, ctx.Err()
+		return ans, ctx.Err()
 	}
 	if err != nil {
 		var we *wire.Error
 		if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
-			return nil, nil, took, err
+			return ans, err
 		}
 		if errors.As(err, &we) && we.Status == wire.StatusQuota {
-			return nil, nil, took, fmt.Errorf("node %s: %w", n, err)
+			return ans, fmt.Errorf("node %s: %w", n, err)
 		}
 		if !errors.As(err, &we) {
 			c.d.MarkDead(n) // no answer at all, not a refusal
 		}
-		return nil, nil, took, nil
+		ans.why = silentWhy(err, ans.took)
+		return ans, nil
 	}
 	_, st, err := claim.Decode(resp.Reply)
-	if err != nil || string(st.Job) != string(jobKey) || peer.ID(st.Node) != n {
-		return nil, nil, took, nil
+	switch {
+	case err != nil:
+		ans.why = fmt.Sprintf("undecodable reply: %v", err)
+	case string(st.Job) != string(jobKey) || peer.ID(st.Node) != n:
+		ans.why = "reply for another job or node"
+	default:
+		ans.st, ans.reply = st, resp.Reply
 	}
-	return st, resp.Reply, took, nil
+	return ans, nil
+}
+
+// silentWhy says briefly why a claim request got no usable answer: the
+// node's refusal, or the transport's error, after took.
+func silentWhy(err error, took time.Duration) string {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return fmt.Sprintf("refused: %v", we)
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && len(msg)-i < 120 {
+		msg = msg[i+2:]
+	}
+	return fmt.Sprintf("%s after %s", msg, took.Round(time.Millisecond))
 }
 
 // nextStart is the start of a new claim of the job: now, but after

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -42,11 +43,12 @@ func (e *Endpoint) sayHello(c network.Conn) {
 			e.m.Admissions.WithLabelValues("refused").Inc()
 			e.log.Debug("peer serves no hello", "peer", p, "err", err)
 			_ = c.Close()
-		case c.IsClosed() || isTransportError(err) || errors.Is(err, context.DeadlineExceeded):
+		case c.IsClosed() || isTransportError(err) || isTimeout(err):
 			// The connection went away under the handshake (a peer that
 			// restarted, a duplicate connection closed by the swarm), or
-			// the peer was too slow to answer: no verdict, so no block;
-			// the next connection says hello anew.
+			// the peer was too slow to answer (the stream's deadline or
+			// the context's, whichever fired first): no verdict, so no
+			// block; the next connection says hello anew.
 			e.log.Debug("hello interrupted", "peer", p, "err", err)
 			_ = c.Close()
 		default:
@@ -104,12 +106,29 @@ func (e *Endpoint) exchangeHello(ctx context.Context, p peer.ID) (*wire.Hello, e
 
 // isTransportError reports whether err is the connection or stream failing
 // (reset, closed, cut short) rather than anything the peer said: such a
-// failure proves nothing against the peer. A timeout is not one: a peer
-// that holds a connection open and never answers is refused.
+// failure proves nothing against the peer. A timeout is not one (see
+// isTimeout).
 func isTransportError(err error) bool {
 	return errors.Is(err, network.ErrReset) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// isTimeout reports whether err is a deadline passing: the context's, or
+// a stream's (QUIC's "deadline exceeded" wraps os.ErrDeadlineExceeded,
+// yamux's is a net.Error that says Timeout). A hello that times out proves
+// nothing against the peer either: on a lossy 300 ms path a handshake can
+// outlast HelloTimeout, and blocking the peer for BlockFor then cut a
+// client off from every replica of the job it was claiming (CI,
+// TestNATLifecycle). Its connection is closed, not its peer blocked: a
+// peer that holds connections open and never answers gains nothing but
+// HelloTimeout per connection, within the resource manager's limits.
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // notServingHello reports whether err is the peer answering that it has no
@@ -129,8 +148,10 @@ func (e *Endpoint) handleHello(s network.Stream) {
 	_ = s.SetDeadline(time.Now().Add(e.cfg.HelloTimeout)) // this machine's timer, not the protocol clock
 	var theirs wire.Hello
 	err := wire.ReadFrame(bufio.NewReader(s), wire.MaxHelloFrame, &theirs)
-	if err != nil && (s.Conn().IsClosed() || isTransportError(err)) {
-		s.Reset() // the connection went away mid-hello: no verdict
+	if err != nil && (s.Conn().IsClosed() || isTransportError(err) || isTimeout(err)) {
+		// The connection went away mid-hello, or their hello did not
+		// arrive within HelloTimeout: no verdict (isTimeout).
+		s.Reset()
 		return
 	}
 	var adm *Admitted

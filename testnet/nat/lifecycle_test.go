@@ -317,7 +317,14 @@ func (w *world) lifecycle(name string, jobs int) phaseReport {
 		cs = append(cs, w.start(c, c+"-"+name, "client", "run", "--data", c, "--bootstrap-file", "boot.txt",
 			"--http", "127.0.0.1:8050", "--project", name+":100", "--allow", name+"=hashchain", "--slots", "2"))
 	}
-	w.up("p1h", "project", "harvest", "--data", name, "--bootstrap-file", "boot.txt", "--until-done", "--interval", "2s", "--timeout", "8m")
+	if _, err := w.tryUp("p1h", "project", "harvest", "--data", name, "--bootstrap-file", "boot.txt", "--until-done", "--interval", "2s", "--timeout", "8m"); err != nil {
+		// Say why before failing: the project's own account of its open
+		// units, and every party's log kept when UP_NAT_LOGS names a place.
+		st, serr := w.tryUp("p1h", "project", "status", "--data", name)
+		w.t.Logf("project status after the failed harvest (err %v):\n%s", serr, st)
+		w.keepLogs()
+		w.t.Fatal(err)
+	}
 	rep.WallS = time.Since(start).Seconds()
 	var ps projectStatus
 	if err := json.Unmarshal(w.up("p1h", "project", "status", "--data", name, "--json"), &ps); err != nil {
