@@ -42,6 +42,14 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add(envelope(f, Signed{Statement: good, Cert: []byte("cert"), Position: make([]byte, maxPositionLen), PeerSig: make([]byte, maxPeerSigLen)}))
 	f.Add(envelope(f, Signed{Statement: good, Cert: []byte("cert"), Position: make([]byte, maxPositionLen+1), PeerSig: signRaw(good, key)}))
 	f.Add(envelope(f, Signed{Statement: good, Cert: []byte("cert"), PeerSig: signRaw(good, key)}))
+	// Replies signed in a batch, and one with its path cut short.
+	batch, err := SignBatch(batchStatements(5), []byte("cert"), []byte("position"), func(m []byte) ([]byte, error) { return ed25519.Sign(key, m), nil })
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(batch[0])
+	f.Add(batch[4])
+	f.Add(batch[2][:len(batch[2])-3])
 	small := Statement{Kind: DontCare, Job: []byte{1}, Client: clientB, Node: []byte{2}, At: 0}
 	f.Add(mustSignReply(f, small, []byte{3}, key))
 	f.Add([]byte{})
@@ -71,20 +79,20 @@ func FuzzDecodeReply(f *testing.F) {
 			t.Fatalf("decoded fields out of bounds: %+v", st)
 		}
 		// The envelope re-encodes (maybe more compactly) to the same reply.
-		enc, err := codec.Marshal(signed)
+		enc, err := signed.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
 		s2, st2, err := Decode(enc)
 		if err != nil || !bytes.Equal(s2.Statement, signed.Statement) || !bytes.Equal(s2.PeerSig, signed.PeerSig) ||
-			!bytes.Equal(s2.Cert, signed.Cert) || !sameStatement(st, st2) {
+			!bytes.Equal(s2.Cert, signed.Cert) || !bytes.Equal(s2.Path, signed.Path) || !sameStatement(st, st2) {
 			t.Fatalf("re-encoded reply decodes differently: %v", err)
 		}
 		// Fuzzed bytes do not carry this key's signature, but Verify must
 		// not panic; a real signature over the statement verifies.
 		_ = signed.Verify(key.Public().(ed25519.PublicKey))
 		s3 := *signed
-		s3.PeerSig = signRaw(signed.Statement, key)
+		s3.PeerSig, s3.Path = signRaw(signed.Statement, key), nil
 		if err := s3.Verify(key.Public().(ed25519.PublicKey)); err != nil {
 			t.Fatalf("re-signed statement does not verify: %v", err)
 		}

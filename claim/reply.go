@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/sigverify"
 )
 
@@ -114,12 +115,39 @@ func decodeStatement(b []byte) (Statement, error) {
 // (the account key signs the position record once, verified once per
 // verifier and cached). An account key can sign a position record naming
 // any peer ID, but only the holder of the peer's key can sign as it.
+//
+// A node answering several jobs at once signs them as a batch
+// (SignBatch): PeerSig then covers the batch's Merkle root, and Path is
+// the statement's inclusion path (job.BatchPath) to it; a verifier folds
+// the path with a few hashes and verifies each root's signature once.
 type Signed struct {
 	_         struct{} `cbor:",toarray"`
 	Statement []byte
 	Cert      []byte // node certificate, DER
 	Position  []byte // certs.SignedPosition, encoded
 	PeerSig   []byte // by the libp2p key of Statement.Node
+	// Path is the statement's encoded job.BatchPath when PeerSig signs a
+	// batch of statements (nil: it signs this one). Encoded only when
+	// set: a reply signed alone keeps its four elements.
+	Path []byte
+}
+
+// signedV1 is a reply signed alone, encoded as every reply was before
+// batches: four elements.
+type signedV1 struct {
+	_         struct{} `cbor:",toarray"`
+	Statement []byte
+	Cert      []byte
+	Position  []byte
+	PeerSig   []byte
+}
+
+// Encode is the reply's encoding: four elements when signed alone.
+func (s *Signed) Encode() ([]byte, error) {
+	if len(s.Path) == 0 {
+		return codec.Marshal(&signedV1{Statement: s.Statement, Cert: s.Cert, Position: s.Position, PeerSig: s.PeerSig})
+	}
+	return codec.Marshal(s)
 }
 
 // Bounds of a signed reply.
@@ -129,6 +157,14 @@ const (
 	maxPositionLen = 512
 	maxPeerSigLen  = 256
 	replyDomain    = "up/claim-reply/v2\x00"
+	// replyBatchDomain is what a batch of replies' root is signed under
+	// (job.SignBatchWith): apart from a single reply's, so that no
+	// statement can pass for a root or a root for a statement.
+	replyBatchDomain = "up/claim-replies/v1\x00"
+	// MaxReplyBatch is the most statements one batch signature covers:
+	// the jobs of one place a claim request may name, and more.
+	MaxReplyBatch = 1024
+	maxPathLen    = 16 + 10*(32+2) + 8 // a job.BatchPath of MaxReplyBatch leaves
 )
 
 // ErrMalformed reports a reply that does not decode or breaks a bound.
@@ -147,7 +183,64 @@ func Sign(st Statement, cert, position []byte, peerSign func(msg []byte) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("sign claim reply with the peer key: %w", err)
 	}
-	return codec.Marshal(&Signed{Statement: b, Cert: cert, Position: position, PeerSig: psig})
+	s := Signed{Statement: b, Cert: cert, Position: position, PeerSig: psig}
+	return s.Encode()
+}
+
+// SignBatch signs statements (at most MaxReplyBatch) under one signature
+// of the node's peer key over their Merkle root: each returned reply
+// carries its statement, cert, position, the root's signature and its
+// path. One statement is signed alone (Sign). The statements must all be
+// the node's own (one Node), as each reply's Position binds it.
+func SignBatch(sts []Statement, cert, position []byte, peerSign func(msg []byte) ([]byte, error)) ([][]byte, error) {
+	switch n := len(sts); {
+	case n == 0:
+		return nil, nil
+	case n == 1:
+		b, err := Sign(sts[0], cert, position, peerSign)
+		return [][]byte{b}, err
+	case n > MaxReplyBatch:
+		return nil, fmt.Errorf("claim replies: batch of %d statements, at most %d", n, MaxReplyBatch)
+	}
+	leaves := make([][]byte, len(sts))
+	for i := range sts {
+		if !bytes.Equal(sts[i].Node, sts[0].Node) {
+			return nil, fmt.Errorf("claim replies: a batch of two nodes' statements")
+		}
+		b, err := sts[i].Encode()
+		if err != nil {
+			return nil, err
+		}
+		leaves[i] = b
+	}
+	psig, paths, err := job.SignBatchWith(replyBatchDomain, leaves, peerSign)
+	if err != nil {
+		return nil, fmt.Errorf("sign claim replies with the peer key: %w", err)
+	}
+	out := make([][]byte, len(sts))
+	for i := range sts {
+		s := Signed{Statement: leaves[i], Cert: cert, Position: position, PeerSig: psig, Path: paths[i]}
+		if out[i], err = s.Encode(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decodeSigned parses a signed reply in either layout.
+func decodeSigned(b []byte) (Signed, error) {
+	var v1 signedV1
+	if err := codec.Unmarshal(b, &v1); err == nil {
+		return Signed{Statement: v1.Statement, Cert: v1.Cert, Position: v1.Position, PeerSig: v1.PeerSig}, nil
+	}
+	var s Signed
+	if err := codec.Unmarshal(b, &s); err != nil {
+		return s, err
+	}
+	if len(s.Path) == 0 {
+		return s, errors.New("a batch layout without a path")
+	}
+	return s, nil
 }
 
 // Decode parses a signed reply without checking its signature. The
@@ -156,8 +249,8 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 	if len(b) > MaxSignedReply {
 		return nil, nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
 	}
-	var s Signed
-	if err := codec.Unmarshal(b, &s); err != nil {
+	s, err := decodeSigned(b)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	st, err := decodeStatement(s.Statement)
@@ -169,7 +262,8 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 		len(st.Client) != ed25519.PublicKeySize || len(st.Node) == 0 || len(st.Node) > maxIDLen ||
 		(len(st.Place) > 0 && st.Kind != Ticket) || len(st.Place) > maxIDLen ||
 		len(s.Cert) == 0 ||
-		len(s.Position) == 0 || len(s.Position) > maxPositionLen || len(s.PeerSig) == 0 || len(s.PeerSig) > maxPeerSigLen {
+		len(s.Position) == 0 || len(s.Position) > maxPositionLen || len(s.PeerSig) == 0 || len(s.PeerSig) > maxPeerSigLen ||
+		len(s.Path) > maxPathLen {
 		return nil, nil, fmt.Errorf("%w: fields out of bounds", ErrMalformed)
 	}
 	if re, err := st.Encode(); err != nil || !bytes.Equal(re, s.Statement) {
@@ -185,15 +279,32 @@ var ErrBadSignature = errors.New("claim reply: bad signature")
 // the statement names (callers bind that peer to a certificate through
 // Position themselves).
 func (s *Signed) Verify(pub ed25519.PublicKey) error {
-	if !sigverify.Verify(pub, s.Message(), s.PeerSig) {
+	msg, err := s.Message()
+	if err != nil {
+		return err
+	}
+	if !sigverify.Verify(pub, msg, s.PeerSig) {
 		return ErrBadSignature
 	}
 	return nil
 }
 
-// Message is what the node signed: the statement under the reply domain.
-// A verifier that checks many replies at once (a batch) checks PeerSig
-// over it.
-func (s *Signed) Message() []byte {
-	return append([]byte(replyDomain), s.Statement...)
+// Message is what the node signed: the statement under the reply domain;
+// for a reply signed in a batch, the batch's root under the batch domain,
+// reached by folding Path from the statement's leaf. A verifier that
+// checks many replies at once checks PeerSig over it (replies of one
+// batch share it: verify it once). An error wraps ErrMalformed (a path
+// out of its bounds) or ErrBadSignature (one that leads nowhere).
+func (s *Signed) Message() ([]byte, error) {
+	if len(s.Path) == 0 {
+		return append([]byte(replyDomain), s.Statement...), nil
+	}
+	msg, err := job.BatchMessage(replyBatchDomain, s.Statement, s.Path)
+	switch {
+	case errors.Is(err, job.ErrMalformed):
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrBadSignature, err)
+	}
+	return msg, nil
 }

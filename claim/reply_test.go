@@ -32,10 +32,10 @@ func sameStatement(a, b *Statement) bool {
 		bytes.Equal(a.Node, b.Node) && a.At == b.At && a.Start == b.Start && a.Busy == b.Busy
 }
 
-// envelope encodes a Signed as is, for hand-made replies.
+// envelope encodes a Signed as is (in its layout), for hand-made replies.
 func envelope(t testing.TB, s Signed) []byte {
 	t.Helper()
-	b, err := codec.Marshal(&s)
+	b, err := s.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

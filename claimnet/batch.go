@@ -14,9 +14,14 @@ import (
 // Verification is cofactored, as RFC 8032 allows, and refuses small-order
 // and non-canonical public keys; an honest node's signature passes either
 // way.
+//
+// A signature queued twice — the root of a node's batch of replies
+// (claim.SignBatch), which every reply of the batch carries — is queued
+// once: the batch costs one verification per root, not per reply.
 type batch struct {
-	v   *voi.BatchVerifier
-	ids []int // the caller's index of each queued signature
+	v    *voi.BatchVerifier
+	ids  []int               // the caller's index of each queued signature
+	seen map[string]struct{} // key ‖ message ‖ signature of those queued
 }
 
 func newBatch(n int) *batch {
@@ -24,8 +29,17 @@ func newBatch(n int) *batch {
 }
 
 // add queues one signature of msg by pub; id is the caller's name for it
-// (verify reports it).
+// (verify reports it). A signature already queued with the same key and
+// message is not queued again: verify reports the first id it came with.
 func (b *batch) add(id int, pub ed25519.PublicKey, msg, sig []byte) {
+	k := string(pub) + string(msg) + string(sig)
+	if _, dup := b.seen[k]; dup {
+		return
+	}
+	if b.seen == nil {
+		b.seen = make(map[string]struct{}, cap(b.ids))
+	}
+	b.seen[k] = struct{}{}
 	if k := sigverify.Expanded(pub); k != nil { // cached: node keys come back
 		b.v.AddExpanded(k, msg, sig)
 	} else {

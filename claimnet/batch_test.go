@@ -61,3 +61,29 @@ func TestBatchVerify(t *testing.T) {
 		t.Errorf("empty batch: %d", got)
 	}
 }
+
+// TestBatchQueuesARootOnce: the replies of one node's batch carry the
+// same signature over the same root; the batch queues it once, and a bad
+// one is reported by the first reply that carried it.
+func TestBatchQueuesARootOnce(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	root := []byte("batch root")
+	sig := ed25519.Sign(priv, root)
+	b := newBatch(4)
+	for i := range 4 {
+		b.add(i, pub, root, sig)
+	}
+	if len(b.ids) != 1 || b.verify() != -1 {
+		t.Fatalf("%d signatures queued for one root (want 1); verify %d", len(b.ids), b.verify())
+	}
+	bad := append([]byte(nil), sig...)
+	bad[3] ^= 1
+	b = newBatch(4)
+	b.add(0, pub, []byte("other"), ed25519.Sign(priv, []byte("other")))
+	for i := 1; i < 4; i++ {
+		b.add(i, pub, root, bad)
+	}
+	if got := b.verify(); got != 1 {
+		t.Fatalf("bad root signature reported at %d, want 1 (its first reply)", got)
+	}
+}

@@ -88,15 +88,19 @@ func bindReply(ps *positions, i int, signed *claim.Signed, st *claim.Statement, 
 	if err != nil {
 		return fmt.Errorf("%w: no public key in the peer ID: %w", ErrUnbound, err)
 	}
+	msg, err := signed.Message()
+	if err != nil {
+		return err // its batch path leads nowhere: forged
+	}
 	if pub.Type() == crypto.Ed25519 {
 		raw, err := pub.Raw()
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrUnbound, err)
 		}
-		sigs.add(i, ed25519.PublicKey(raw), signed.Message(), signed.PeerSig)
+		sigs.add(i, ed25519.PublicKey(raw), msg, signed.PeerSig)
 		return nil
 	}
-	if ok, err := pub.Verify(signed.Message(), signed.PeerSig); err != nil || !ok {
+	if ok, err := pub.Verify(msg, signed.PeerSig); err != nil || !ok {
 		return fmt.Errorf("%w: peer signature does not verify", ErrUnbound)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/up-pool/up/claim"
-	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/wire"
 )
 
@@ -34,7 +33,7 @@ func TestConfirmOwnReplyAltered(t *testing.T) {
 			&wire.ConfirmRequest{Job: key, Start: cn.clock.Now().UnixMilli(), Replies: [][]byte{reply}}, 1024, &wire.Ping{})
 	}
 	reencode := func(s claim.Signed) []byte {
-		b, err := codec.Marshal(&s)
+		b, err := s.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,6 +83,13 @@ func SignCollectedBatch(keys [][]byte, at int64, projectKey ed25519.PrivateKey) 
 // signature of domain ‖ size ‖ root with key, and returns it with each
 // payload's encoded BatchPath.
 func signBatch(domain string, payloads [][]byte, key ed25519.PrivateKey) ([]byte, [][]byte, error) {
+	return SignBatchWith(domain, payloads, func(msg []byte) ([]byte, error) { return ed25519.Sign(key, msg), nil })
+}
+
+// SignBatchWith is signBatch for any signer: sign signs domain ‖ size ‖
+// root once (a node's peer key, for its claim replies). Each payload's
+// encoded BatchPath leads from its leaf to that root (BatchMessage).
+func SignBatchWith(domain string, payloads [][]byte, sign func(msg []byte) ([]byte, error)) ([]byte, [][]byte, error) {
 	if n := len(payloads); n < 2 || n > MaxBatch {
 		return nil, nil, fmt.Errorf("batch of %d objects, 2 to %d", n, MaxBatch)
 	}
@@ -100,7 +107,10 @@ func signBatch(domain string, payloads [][]byte, key ed25519.PrivateKey) ([]byte
 	if err != nil {
 		return nil, nil, fmt.Errorf("batch root: %w", err)
 	}
-	sig := ed25519.Sign(key, batchMessage(domain, size, root))
+	sig, err := sign(batchMessage(domain, size, root))
+	if err != nil {
+		return nil, nil, fmt.Errorf("sign batch root: %w", err)
+	}
 	paths := make([][]byte, len(payloads))
 	for i := range payloads {
 		hashes, err := inclusionPath(nodes, uint64(i), size)
@@ -128,6 +138,14 @@ func batchSigned(domain string, payload, path []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: batch path: %v", ErrBadSignature, err)
 	}
 	return batchMessage(domain, c.Size, root), nil
+}
+
+// BatchMessage is the message a batch signature made by SignBatchWith
+// under domain covers for the object whose payload and encoded path are
+// given (batchSigned, exported). An error wraps ErrMalformed for a path
+// out of its bounds, ErrBadSignature for one that leads nowhere.
+func BatchMessage(domain string, payload, path []byte) ([]byte, error) {
+	return batchSigned(domain, payload, path)
 }
 
 // inclusionPath is leaf index's inclusion proof in a tree of size
