@@ -19,13 +19,19 @@ import (
 // (claim.SignBatch), which every reply of the batch carries — is queued
 // once: the batch costs one verification per root, not per reply.
 type batch struct {
-	v    *voi.BatchVerifier
-	ids  []int               // the caller's index of each queued signature
+	sigs []queued            // in the order queued
 	seen map[string]struct{} // key ‖ message ‖ signature of those queued
 }
 
+// queued is one signature on a batch, with the caller's name for it.
+type queued struct {
+	id       int
+	pub      ed25519.PublicKey
+	msg, sig []byte
+}
+
 func newBatch(n int) *batch {
-	return &batch{v: voi.NewBatchVerifierWithCapacity(n), ids: make([]int, 0, n)}
+	return &batch{sigs: make([]queued, 0, n)}
 }
 
 // add queues one signature of msg by pub; id is the caller's name for it
@@ -37,31 +43,41 @@ func (b *batch) add(id int, pub ed25519.PublicKey, msg, sig []byte) {
 		return
 	}
 	if b.seen == nil {
-		b.seen = make(map[string]struct{}, cap(b.ids))
+		b.seen = make(map[string]struct{}, cap(b.sigs))
 	}
 	b.seen[k] = struct{}{}
-	if k := sigverify.Expanded(pub); k != nil { // cached: node keys come back
-		b.v.AddExpanded(k, msg, sig)
-	} else {
-		b.v.Add(voi.PublicKey(pub), msg, sig)
+	b.sigs = append(b.sigs, queued{id: id, pub: pub, msg: msg, sig: sig})
+}
+
+// addAll queues every signature queued on o (ids as there).
+func (b *batch) addAll(o *batch) {
+	for _, q := range o.sigs {
+		b.add(q.id, q.pub, q.msg, q.sig)
 	}
-	b.ids = append(b.ids, id)
 }
 
 // verify checks every queued signature: -1 when all are valid, else the
 // id of the first invalid one.
 func (b *batch) verify() int {
-	if len(b.ids) == 0 {
+	if len(b.sigs) == 0 {
 		return -1
 	}
-	ok, valid := b.v.Verify(nil) // nil: crypto/rand picks the batch's coefficients
+	v := voi.NewBatchVerifierWithCapacity(len(b.sigs))
+	for _, q := range b.sigs {
+		if k := sigverify.Expanded(q.pub); k != nil { // cached: node keys come back
+			v.AddExpanded(k, q.msg, q.sig)
+		} else {
+			v.Add(voi.PublicKey(q.pub), q.msg, q.sig)
+		}
+	}
+	ok, valid := v.Verify(nil) // nil: crypto/rand picks the batch's coefficients
 	if ok {
 		return -1
 	}
-	for i, v := range valid {
-		if !v {
-			return b.ids[i]
+	for i, ok := range valid {
+		if !ok {
+			return b.sigs[i].id
 		}
 	}
-	return b.ids[0]
+	return b.sigs[0].id
 }

@@ -73,8 +73,8 @@ func TestBatchQueuesARootOnce(t *testing.T) {
 	for i := range 4 {
 		b.add(i, pub, root, sig)
 	}
-	if len(b.ids) != 1 || b.verify() != -1 {
-		t.Fatalf("%d signatures queued for one root (want 1); verify %d", len(b.ids), b.verify())
+	if len(b.sigs) != 1 || b.verify() != -1 {
+		t.Fatalf("%d signatures queued for one root (want 1); verify %d", len(b.sigs), b.verify())
 	}
 	bad := append([]byte(nil), sig...)
 	bad[3] ^= 1

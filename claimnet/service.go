@@ -226,6 +226,8 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	clients := []certs.Role{certs.RoleClient}
 	ep.Handle(wire.ProtoClaim, 1024, clients, s.handleClaim)
 	ep.Handle(wire.ProtoConfirm, 1<<20, clients, s.handleConfirm)
+	ep.Handle(wire.ProtoClaimMany, 64<<10, clients, s.handleClaimMany)
+	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, s.handleConfirmMany)
 	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
 	ep.Handle(wire.ProtoCertify, 1<<20, clients, s.handleCertify)
 	ep.Handle(wire.ProtoJobExplain, wire.MaxJobKeyLen+64, explainers, s.handleExplain)
@@ -283,48 +285,63 @@ func (s *Service) handleClaim(_ context.Context, from *overlay.Admitted, body []
 	if !s.limiter.Allow(string(client)) {
 		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("claims from client %q over %.0f/s", from.Identity.Name, s.cfg.Limit))
 	}
-	if s.cfg.RequireTicket {
-		var place *keyspace.Pos // the held job's: the ticket must name it
-		if h, held := s.pool.Lookup(req.Job); held {
-			place = &h.Pos
-		}
-		if err := s.checkTicket(req.Ticket, req.Job, client, place, s.now()); err != nil {
-			s.why.add("deny: no ticket")
-			return nil, overlay.StatusErr(wire.StatusQuota, fmt.Errorf("claim of job %x by %q: %w", req.Job, from.Identity.Name, err))
-		}
+	if err := s.requireTicket(req.Job, req.Ticket, client, from.Identity.Name); err != nil {
+		return nil, err
 	}
 	now := s.now().UnixMilli()
-	h, held := s.pool.Lookup(req.Job)
+	signed, err := claim.Sign(s.grant(req.Job, client, now), s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerSign)
+	if err != nil {
+		return nil, err
+	}
+	s.own.add(signed, now)
+	return &wire.ClaimResponse{Reply: signed}, nil
+}
+
+// requireTicket checks the ticket of a claim of job by client (named
+// name) when this node requires tickets: the error is the request's
+// answer (StatusQuota, saying why).
+func (s *Service) requireTicket(key, ticket, client []byte, name string) error {
+	if !s.cfg.RequireTicket {
+		return nil
+	}
+	var place *keyspace.Pos // the held job's: the ticket must name it
+	if h, held := s.pool.Lookup(key); held {
+		place = &h.Pos
+	}
+	if err := s.checkTicket(ticket, key, client, place, s.now()); err != nil {
+		s.why.add("deny: no ticket")
+		return overlay.StatusErr(wire.StatusQuota, fmt.Errorf("claim of job %x by %q: %w", key, name, err))
+	}
+	return nil
+}
+
+// grant decides a claim request for job key by client at now (Unix ms):
+// the statement this node signs in answer.
+func (s *Service) grant(key, client []byte, now int64) claim.Statement {
+	h, held := s.pool.Lookup(key)
 	if held && h.State.Phase == job.Claimed && !bytes.Equal(h.State.Client, client) {
 		// Held for another client: the other replicas may have seen that
 		// claim released or ended (a release that missed this node), and
 		// one such stale replica beside one faulty one leaves no quorum.
 		// Ask them now rather than at the next republish, and void the
 		// claim if it never got its certificate (void.go).
-		s.pool.Resync(req.Job)
-		if s.voidUncertified(req.Job, h.State, now) {
-			h, held = s.pool.Lookup(req.Job)
+		s.pool.Resync(key)
+		if s.voidUncertified(key, h.State, now) {
+			h, held = s.pool.Lookup(key)
 		}
 	}
-	otherCopy := held && s.pool.OtherCopyHeldBy(req.Job, client)
+	otherCopy := held && s.pool.OtherCopyHeldBy(key, client)
 	s.mu.Lock()
-	g := s.srv.Grant(string(req.Job), held, h.State, client, otherCopy, now)
+	g := s.srv.Grant(string(key), held, h.State, client, otherCopy, now)
 	s.mu.Unlock()
 	if g.Temp != nil {
-		s.watchLapse(req.Job, g.Temp)
+		s.watchLapse(key, g.Temp)
 	}
 	s.mReplies.WithLabelValues(g.Kind.String()).Inc()
 	if g.Kind == claim.Denied {
 		s.why.add("deny: " + g.Reason)
 	}
-	stmt := claim.Statement{Kind: g.Kind, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now, Busy: g.Busy, Start: g.Start}
-	signed, err := claim.Sign(stmt,
-		s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerSign)
-	if err != nil {
-		return nil, err
-	}
-	s.own.add(signed, now)
-	return &wire.ClaimResponse{Reply: signed}, nil
+	return claim.Statement{Kind: g.Kind, Job: key, Client: client, Node: []byte(s.ep.ID()), At: now, Busy: g.Busy, Start: g.Start}
 }
 
 // refused counts a refused confirm, with its reason.
@@ -340,13 +357,29 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	}
 	client := []byte(from.Identity.PublicKey)
 	now := s.now()
-	nowMS := now.UnixMilli()
 	h, held := s.pool.Lookup(req.Job)
 	if !held {
 		return nil, overlay.StatusErr(wire.StatusNotFound, fmt.Errorf("job %x not held here", req.Job))
 	}
-	replies := make([]claim.Reply, 0, len(req.Replies))
 	sigs := newBatch(len(req.Replies))
+	replies, err := s.checkReplies(&req, from, client, now, sigs)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.verifyReplies(&req, from, replies, sigs); err != nil {
+		return nil, err
+	}
+	start, err := s.confirmChecked(&req, h, client, replies, now.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	return s.accept(req.Job, client, start, now.UnixMilli())
+}
+
+// checkReplies checks a confirm's replies (checkReply), queueing their
+// signatures on sigs; a reply that fails is the confirm's refusal.
+func (s *Service) checkReplies(req *wire.ConfirmRequest, from *overlay.Admitted, client []byte, now time.Time, sigs *batch) ([]claim.Reply, error) {
+	replies := make([]claim.Reply, 0, len(req.Replies))
 	for i, b := range req.Replies {
 		r, err := s.checkReply(i, b, req.Job, client, now, sigs)
 		if errors.Is(err, ErrUnbound) {
@@ -358,12 +391,25 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 		}
 		replies = append(replies, r)
 	}
-	if bad := sigs.verify(); bad >= 0 {
-		s.refused(claim.ErrBadSignature)
-		s.attribute(req.Replies[bad], from.Identity.Name, peer.ID(replies[bad].Node), claim.ErrBadSignature)
-		return nil, overlay.StatusErr(wire.StatusUnauthorized,
-			fmt.Errorf("reply of node %s: %w", peer.ID(replies[bad].Node), claim.ErrBadSignature))
+	return replies, nil
+}
+
+// verifyReplies verifies the signatures checkReplies queued on sigs; a
+// bad one is the confirm's refusal, attributed to its signer.
+func (s *Service) verifyReplies(req *wire.ConfirmRequest, from *overlay.Admitted, replies []claim.Reply, sigs *batch) error {
+	bad := sigs.verify()
+	if bad < 0 {
+		return nil
 	}
+	s.refused(claim.ErrBadSignature)
+	s.attribute(req.Replies[bad], from.Identity.Name, peer.ID(replies[bad].Node), claim.ErrBadSignature)
+	return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("reply of node %s: %w", peer.ID(replies[bad].Node), claim.ErrBadSignature))
+}
+
+// confirmChecked decides a confirm of job h by client whose replies are
+// checked and verified, at nowMS, and applies it: the accepted claim's
+// start, or the refusal.
+func (s *Service) confirmChecked(req *wire.ConfirmRequest, h pool.Held, client []byte, replies []claim.Reply, nowMS int64) (int64, error) {
 	near, need := nearRule(s.d, h.Pos, nowMS-s.started, s.cfg.Warmup.Milliseconds()) // up to f of the r may deny or be silent
 	if far := farReplies(replies, near); len(far) > 0 && probeNear(s.d, h.Pos, far) {
 		near, need = nearRule(s.d, h.Pos, nowMS-s.started, s.cfg.Warmup.Milliseconds())
@@ -373,14 +419,14 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	s.mu.Unlock()
 	if err != nil {
 		s.refused(err)
-		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: %w", req.Job, err))
+		return 0, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: %w", req.Job, err))
 	}
 	if s.beforeConfirmApply != nil {
 		s.beforeConfirmApply(req.Job)
 	}
 	merged, err := s.pool.Apply(req.Job, pend.State)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	s.mu.Lock()
 	rel, release, err := s.srv.Applied(pend, merged, nowMS)
@@ -390,10 +436,10 @@ func (s *Service) handleConfirm(_ context.Context, from *overlay.Admitted, body 
 	}
 	if err != nil {
 		s.refused(err)
-		return nil, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: %w", req.Job, err))
+		return 0, overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("confirm of job %x: %w", req.Job, err))
 	}
 	s.mConfirm.WithLabelValues("claimed").Inc()
-	return s.accept(req.Job, client, pend.State.Start, nowMS)
+	return pend.State.Start, nil
 }
 
 // accept is this node's signed acceptance of the claim (client, start) of

@@ -36,7 +36,12 @@ func NewRateLimiter(perSecond float64, burst int, now func() time.Time) *RateLim
 }
 
 // Allow takes one token from key's bucket, reporting whether one was left.
-func (l *RateLimiter) Allow(key string) bool {
+func (l *RateLimiter) Allow(key string) bool { return l.AllowN(key, 1) }
+
+// AllowN takes n tokens from key's bucket, reporting whether n were left
+// (none are taken when not: a request for more than the burst never
+// passes).
+func (l *RateLimiter) AllowN(key string, n int) bool {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -49,7 +54,7 @@ func (l *RateLimiter) Allow(key string) bool {
 		l.buckets[key] = b
 	}
 	b.used = now
-	return b.lim.AllowN(now, 1)
+	return b.lim.AllowN(now, n)
 }
 
 // evict forgets buckets idle for long enough to be full again, or, if

@@ -21,6 +21,11 @@ func claimMsgs() []wire.Validator {
 		&wire.ReleaseRequest{Job: key, Reason: wire.SkipFailed},
 		&wire.ResultSubmit{Envelope: []byte{1}, At: 5},
 		&wire.ResultSubmit{Envelope: []byte{1}, At: 5, Sent: [][]byte{{1}}, Start: 5, Accepts: [][]byte{{1}, {2}}},
+		&wire.ClaimManyRequest{Jobs: [][]byte{key, append([]byte{1}, key[1:]...)}},
+		&wire.ClaimManyRequest{Jobs: [][]byte{key}, Tickets: [][]byte{{1}}},
+		&wire.ClaimManyResponse{Replies: [][]byte{{1}, {2}}},
+		&wire.ConfirmManyRequest{Items: []wire.ConfirmRequest{{Job: key, Start: 5, Replies: [][]byte{{1}, {2}}}}},
+		&wire.ConfirmManyResponse{Accepts: [][]byte{{1}, nil}, Refused: []string{"", "no"}},
 	}
 }
 
@@ -79,6 +84,50 @@ func TestClaimMessageBounds(t *testing.T) {
 	} {
 		err := c.msg.Validate()
 		if (err == nil) != c.ok {
+			t.Errorf("%s: Validate() = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+}
+
+// TestClaimManyBounds: the many-job claim messages refuse an empty or
+// oversized list, a job named twice, tickets that do not pair with the
+// jobs, and a confirm answer neither accepted nor refused (or both).
+func TestClaimManyBounds(t *testing.T) {
+	key := func(b byte) []byte { k := make([]byte, 36); k[0] = b; return k }
+	jobs := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = key(byte(i))
+		}
+		return out
+	}
+	item := func(b byte) wire.ConfirmRequest {
+		return wire.ConfirmRequest{Job: key(b), Start: 1, Replies: [][]byte{{1}}}
+	}
+	for _, c := range []struct {
+		name string
+		msg  wire.Validator
+		ok   bool
+	}{
+		{"claim of the most jobs", &wire.ClaimManyRequest{Jobs: jobs(wire.MaxClaimMany)}, true},
+		{"claim of too many jobs", &wire.ClaimManyRequest{Jobs: jobs(wire.MaxClaimMany + 1)}, false},
+		{"claim of no job", &wire.ClaimManyRequest{}, false},
+		{"claim naming a job twice", &wire.ClaimManyRequest{Jobs: [][]byte{key(1), key(1)}}, false},
+		{"claim with a ticket per job", &wire.ClaimManyRequest{Jobs: jobs(2), Tickets: [][]byte{{1}, {2}}}, true},
+		{"claim with fewer tickets than jobs", &wire.ClaimManyRequest{Jobs: jobs(2), Tickets: [][]byte{{1}}}, false},
+		{"claim ticket too large", &wire.ClaimManyRequest{Jobs: jobs(1), Tickets: [][]byte{make([]byte, wire.MaxReplyBytes+1)}}, false},
+		{"response without replies", &wire.ClaimManyResponse{}, false},
+		{"response reply too large", &wire.ClaimManyResponse{Replies: [][]byte{make([]byte, wire.MaxReplyBytes+1)}}, false},
+		{"confirm of two jobs", &wire.ConfirmManyRequest{Items: []wire.ConfirmRequest{item(1), item(2)}}, true},
+		{"confirm naming a job twice", &wire.ConfirmManyRequest{Items: []wire.ConfirmRequest{item(1), item(1)}}, false},
+		{"confirm of no job", &wire.ConfirmManyRequest{}, false},
+		{"confirm item without replies", &wire.ConfirmManyRequest{Items: []wire.ConfirmRequest{{Job: key(1), Start: 1}}}, false},
+		{"answer accepted and refused", &wire.ConfirmManyResponse{Accepts: [][]byte{{1}}, Refused: []string{"why"}}, false},
+		{"answer neither", &wire.ConfirmManyResponse{Accepts: [][]byte{nil}, Refused: []string{""}}, false},
+		{"answer refusals unpaired", &wire.ConfirmManyResponse{Accepts: [][]byte{{1}}}, false},
+		{"answer refusal too long", &wire.ConfirmManyResponse{Accepts: [][]byte{nil}, Refused: []string{string(make([]byte, wire.MaxRefusalLen+1))}}, false},
+	} {
+		if err := c.msg.Validate(); (err == nil) != c.ok {
 			t.Errorf("%s: Validate() = %v, want ok=%v", c.name, err, c.ok)
 		}
 	}
