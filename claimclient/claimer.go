@@ -399,17 +399,7 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 	next := claim.Action{}
 	accepts, errs := c.confirm(ctx, act.Confirm, req)
 	for _, n := range act.Confirm { // in the driver's order: the claim's acceptances are deterministic
-		accept := accepts[n]
-		if accept != nil {
-			a.out.Accepts = append(a.out.Accepts, accept)
-			if a.out.acceptedBy == nil {
-				a.out.acceptedBy = map[string]bool{}
-			}
-			a.out.acceptedBy[string(n)] = true
-		} else {
-			a.unaccepted = append(a.unaccepted, fmt.Sprintf("%s: %v", shortID(n), errs[n]))
-		}
-		next = a.drv.Confirmed(n, accept != nil)
+		next = a.confirmedBy(n, accepts[n], errs[n])
 	}
 	if spare == nil {
 		return next, nil
@@ -422,6 +412,22 @@ func (c *Claimer) confirmStep(ctx context.Context, a *attempt, act claim.Action)
 	// confirms may already have made the claim permanent, and ending the
 	// attempt here would leave it on the nodes unreleased.
 	return a.answer(peer.ID(act.Ask), ans.askAnswer, c.now().UnixMilli()), nil
+}
+
+// confirmedBy feeds node n's answer to the confirm to the driver:
+// accept, its signed acceptance (nil: it refused or was silent, for the
+// reason err), and returns the driver's next action.
+func (a *attempt) confirmedBy(n string, accept []byte, err error) claim.Action {
+	if accept != nil {
+		a.out.Accepts = append(a.out.Accepts, accept)
+		if a.out.acceptedBy == nil {
+			a.out.acceptedBy = map[string]bool{}
+		}
+		a.out.acceptedBy[n] = true
+	} else {
+		a.unaccepted = append(a.unaccepted, fmt.Sprintf("%s: %v", shortID(n), err))
+	}
+	return a.drv.Confirmed(n, accept != nil)
 }
 
 // finish ends an attempt as the driver decided: releases what it must,
@@ -478,34 +484,50 @@ func (c *Claimer) ask1(ctx context.Context, jobKey, ticket []byte, n peer.ID) (a
 	actx, cancel := context.WithTimeout(ctx, c.ask)
 	err := c.ep.Call(actx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey, Ticket: ticket}, wire.MaxReplyBytes+64, &resp)
 	cancel()
-	ans := askAnswer{took: time.Since(t0)}
-	if err != nil && ctx.Err() != nil {
+	took := time.Since(t0)
+	if err != nil {
+		return c.askFailed(ctx, n, err, took)
+	}
+	return replyAnswer(resp.Reply, jobKey, n, took), nil
+}
+
+// askFailed is the answer to a claim request to node n that failed with
+// err after took: an error that ends the attempt (ctx ended, the node
+// refuses this client for its rate or quota), else no statement, and a
+// node that did not answer at all marked dead.
+func (c *Claimer) askFailed(ctx context.Context, n peer.ID, err error, took time.Duration) (askAnswer, error) {
+	ans := askAnswer{took: took}
+	if ctx.Err() != nil {
 		return ans, ctx.Err()
 	}
-	if err != nil {
-		var we *wire.Error
-		if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
-			return ans, err
-		}
-		if errors.As(err, &we) && we.Status == wire.StatusQuota {
-			return ans, fmt.Errorf("node %s: %w", n, err)
-		}
-		if !errors.As(err, &we) {
-			c.d.MarkDead(n) // no answer at all, not a refusal
-		}
-		ans.why = silentWhy(err, ans.took)
-		return ans, nil
+	var we *wire.Error
+	if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
+		return ans, err
 	}
-	_, st, err := claim.Decode(resp.Reply)
+	if errors.As(err, &we) && we.Status == wire.StatusQuota {
+		return ans, fmt.Errorf("node %s: %w", n, err)
+	}
+	if !errors.As(err, &we) {
+		c.d.MarkDead(n) // no answer at all, not a refusal
+	}
+	ans.why = silentWhy(err, took)
+	return ans, nil
+}
+
+// replyAnswer is node n's signed reply b for job jobKey as an answer: its
+// statement, unless it does not decode or is not n's for the job.
+func replyAnswer(b, jobKey []byte, n peer.ID, took time.Duration) askAnswer {
+	ans := askAnswer{took: took}
+	_, st, err := claim.Decode(b)
 	switch {
 	case err != nil:
 		ans.why = fmt.Sprintf("undecodable reply: %v", err)
 	case string(st.Job) != string(jobKey) || peer.ID(st.Node) != n:
 		ans.why = "reply for another job or node"
 	default:
-		ans.st, ans.reply = st, resp.Reply
+		ans.st, ans.reply = st, b
 	}
-	return ans, nil
+	return ans
 }
 
 // silentWhy says briefly why a claim request got no usable answer: the
@@ -569,15 +591,25 @@ func (c *Claimer) confirm(ctx context.Context, nodes []string, req *wire.Confirm
 		if errs[n] != nil {
 			continue
 		}
-		b := resps[n].Accept
-		if _, st, err := claim.Decode(b); err == nil && st.Kind == claim.Accepted && peer.ID(st.Node) == peer.ID(n) &&
-			string(st.Job) == string(req.Job) && st.Start == req.Start {
+		if b := resps[n].Accept; isAcceptance(b, n, req.Job, req.Start) {
 			out[n] = b
 		} else {
-			errs[n] = errors.New("answered with no acceptance of this claim")
+			errs[n] = errNoAcceptance
 		}
 	}
 	return out, errs
+}
+
+// errNoAcceptance is a confirm answered with anything but the node's
+// acceptance of the claim.
+var errNoAcceptance = errors.New("answered with no acceptance of this claim")
+
+// isAcceptance reports whether b is node n's signed acceptance of the
+// claim of job starting at start (its signature is checked by whoever
+// the certificate goes to).
+func isAcceptance(b []byte, n string, job []byte, start int64) bool {
+	_, st, err := claim.Decode(b)
+	return err == nil && st.Kind == claim.Accepted && peer.ID(st.Node) == peer.ID(n) && string(st.Job) == string(job) && st.Start == start
 }
 
 // shortID is the tail of a peer ID, for error messages.

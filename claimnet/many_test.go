@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/testnet"
+	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
 )
 
@@ -120,4 +125,91 @@ func alterUnderPath(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestClaimerClaimMany: claimclient's ClaimMany wins the jobs of a batch
+// with one request and one confirm per node, and its certificates — each
+// a quorum of batch-signed acceptances — prove the claims to every
+// replica, the one that did not accept included (each ends Claimed by
+// the client). Three clients then race for a second batch, two claiming
+// all its jobs at once and one job by job: every job has exactly one
+// winner, recorded on every replica.
+func TestClaimerClaimMany(t *testing.T) {
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 92})
+	keys := testnet.SubmitJobs(t, f.Project, 16, testnet.Jobs{Batch: true})
+	first, second := keys[:8], keys[8:]
+	cn := &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: keys}
+	ctx := context.Background()
+	a, cl := cn.client(t, "many")
+	client := []byte(a.Identity().Key.Public().(ed25519.PublicKey))
+	place := f.Net.PlaceOf(first[0])
+	claims, errs := cl.ClaimMany(ctx, first, place, nil)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("job %d: %v", i, err)
+		}
+		if len(claims[i].Accepts) < claim.Quorum(a.DHT().Replication()) {
+			t.Fatalf("job %d: %d acceptances", i, len(claims[i].Accepts))
+		}
+		if _, _, err := claim.Decode(claims[i].Accepts[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One request and at most one confirm per node for the eight jobs.
+	sent := func(proto string) int {
+		return int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", proto))
+	}
+	t.Logf("sent: many-claims %d, many-confirms %d", sent(wire.ProtoClaimMany), sent(wire.ProtoConfirmMany))
+	if claims, confirms := sent(wire.ProtoClaimMany), sent(wire.ProtoConfirmMany); claims > a.DHT().Replication() || confirms > a.DHT().Replication() ||
+		sent(wire.ProtoClaim) != 0 || sent(wire.ProtoConfirm) != 0 {
+		t.Errorf("8 jobs claimed with %d many-claims, %d many-confirms, %d claims, %d confirms; want at most r of each many, none alone",
+			claims, confirms, sent(wire.ProtoClaim), sent(wire.ProtoConfirm))
+	}
+	for i, k := range first {
+		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("job %d claimed on every replica", i), func() bool {
+			sts := cn.states(k)
+			for _, st := range sts {
+				if st.Phase != job.Claimed || !bytes.Equal(st.Client, client) {
+					return false
+				}
+			}
+			return len(sts) == a.DHT().Replication()
+		})
+	}
+
+	var mu sync.Mutex
+	winners := map[string][]string{}
+	var wg sync.WaitGroup
+	for c := range 3 {
+		a, cl := cn.client(t, fmt.Sprintf("racer%d", c))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var errs []error
+			if c < 2 {
+				_, errs = cl.ClaimMany(ctx, second, f.Net.PlaceOf(second[0]), nil)
+			} else {
+				for _, k := range second {
+					_, err := cl.ClaimAt(ctx, k, f.Net.PlaceOf(k), nil)
+					errs = append(errs, err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, err := range errs {
+				if err == nil {
+					winners[string(second[i])] = append(winners[string(second[i])], a.Identity().Name)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, k := range second {
+		if w := winners[string(k)]; len(w) > 1 {
+			t.Errorf("job %d won by %v", i, w)
+		}
+	}
+	if len(winners) == 0 {
+		t.Error("no job of the raced batch was won")
+	}
 }
