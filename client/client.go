@@ -44,6 +44,7 @@ type Client struct {
 	jobs    map[string]*JobStatus // by job CID, while in progress
 	units   recent.Set[[32]byte]  // units this client ran a copy of, by unit key (the latest unitsRemembered)
 	pending []pendingHit          // entries served and not claimed yet (RunOne)
+	claimed []claimedAhead        // jobs won beside another of their place, not run yet (many.go)
 	skips   map[string]*skipping  // by project: jobs this client will not take
 	listed  map[string]time.Time  // by project: when the index last served it entries
 	pace    *pacer                // paces queries and claim requests per node
@@ -136,6 +137,7 @@ func (c *Client) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	c.releaseClaimed(ctx)
 	c.bg.Wait() // jobs waiting to reveal, their slots freed
 	if c.cfg.MaxJobs > 0 && c.Done() >= c.cfg.MaxJobs {
 		return nil

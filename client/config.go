@@ -12,6 +12,7 @@ import (
 	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/client/feasible"
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/wire"
 )
 
 // Project is one attached project.
@@ -46,6 +47,13 @@ type Config struct {
 	// that is taking more than its slot. 0: that limit alone. The runner
 	// enforces CPU time in whole seconds, rounded up.
 	MaxCPU time.Duration
+	// ClaimMany is the most entries of one place (the jobs of a
+	// submission batch) a cycle claims at once, in one request and one
+	// confirm per node (claimclient.ClaimMany): it runs the first and
+	// keeps the others claimed for its next cycles. At most
+	// wire.MaxClaimMany (32). Default 1: one job per claim. Above 1,
+	// FindBatch defaults to it, so one query serves the entries.
+	ClaimMany int
 	// FindBatch is how many entries one query asks for. Default 1: every
 	// entry served is quarantined, so asking for more than the client
 	// claims holds jobs back from other clients.
@@ -129,8 +137,11 @@ func (c *Config) applyDefaults() {
 	if c.Slots == 0 {
 		c.Slots = runtime.NumCPU()
 	}
+	if c.ClaimMany == 0 {
+		c.ClaimMany = 1
+	}
 	if c.FindBatch == 0 {
-		c.FindBatch = 1
+		c.FindBatch = c.ClaimMany
 	}
 	if c.BackoffMin == 0 {
 		c.BackoffMin = time.Second
@@ -167,6 +178,8 @@ func (c *Config) Validate() error {
 		return errors.New("client config: no runner")
 	case len(c.Projects) == 0:
 		return errors.New("client config: no project attached")
+	case c.ClaimMany < 1 || c.ClaimMany > wire.MaxClaimMany:
+		return fmt.Errorf("client config: ClaimMany %d is not within 1 to %d", c.ClaimMany, wire.MaxClaimMany)
 	case c.Slots < 1:
 		return fmt.Errorf("client config: %d slots", c.Slots)
 	case c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin:

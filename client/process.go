@@ -47,6 +47,13 @@ var ErrNotAllowed = errors.New("application not allowed")
 // restarting), are kept and tried again (after 5 s, 10 s) rather than
 // left hidden from everyone.
 func (c *Client) RunOne(ctx context.Context, project string) (ran bool, err error) {
+	if w := c.takeClaimed(project); w != nil { // claimed beside another job of its place
+		err := c.process(ctx, project, w.cl, w.v)
+		if isSkip(err) {
+			c.skip(project, w.cl.Job, "", "", skipReason(err))
+		}
+		return true, err
+	}
 	for round := 0; ; round++ {
 		hits := c.duePending(project)
 		if len(hits) == 0 {
@@ -102,6 +109,10 @@ func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit)
 		if err != nil {
 			return nil, skips, err
 		}
+		if c.cfg.ClaimMany > 1 {
+			w, more, err := c.tryPlace(ctx, project, ph, v, hits[i+1:])
+			return w, skips + more, err
+		}
 		cl, err := c.claimHit(ctx, project, ph, placeOf(h, v))
 		c.noteClaim(project, h.Job, err)
 		if err != nil {
@@ -156,19 +167,38 @@ func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit, pl
 		return nil, err
 	}
 	defer c.endClaim(project)
+	start, t0 := time.Now(), c.cfg.Now()
+	cl, err := c.claimer.ClaimAt(ctx, h.Job, place, hintOf(h))
+	if err == nil {
+		c.claimWon(start, t0)
+		return cl, nil
+	}
+	return nil, c.claimFailed(ctx, project, ph, err)
+}
+
+// hintOf is an entry's replica set, the hint of its claim.
+func hintOf(h wire.IndexHit) []peer.ID {
 	hint := make([]peer.ID, 0, len(h.Replicas))
 	for _, r := range h.Replicas {
 		hint = append(hint, peer.ID(r))
 	}
-	start, t0 := time.Now(), c.cfg.Now()
-	cl, err := c.claimer.ClaimAt(ctx, h.Job, place, hint)
-	if err == nil {
-		c.timeClaim(c.cfg.Now().Sub(t0))
-		if c.cfg.OnClaim != nil {
-			c.cfg.OnClaim(time.Since(start))
-		}
-		return cl, nil
+	return hint
+}
+
+// claimWon times a won claim that began at start (this machine's clock)
+// and t0 (the client's).
+func (c *Client) claimWon(start, t0 time.Time) {
+	c.timeClaim(c.cfg.Now().Sub(t0))
+	if c.cfg.OnClaim != nil {
+		c.cfg.OnClaim(time.Since(start))
 	}
+}
+
+// claimFailed handles the failed claim of entry ph: notes the client over
+// its quota, keeps the entry for another try when the claim failed for
+// want of answers, logs it, and returns the error (marked errRateLimited
+// when a node refused this client for its rate).
+func (c *Client) claimFailed(ctx context.Context, project string, ph pendingHit, err error) error {
 	msg := "claim failed"
 	var we *wire.Error
 	switch {
@@ -191,8 +221,8 @@ func (c *Client) claimHit(ctx context.Context, project string, ph pendingHit, pl
 			msg = "claim failed, will retry"
 		}
 	}
-	c.log.Info(msg, "job", jobName(h.Job), "project", project, "err", err)
-	return nil, err
+	c.log.Info(msg, "job", jobName(ph.hit.Job), "project", project, "err", err)
+	return err
 }
 
 // pendingHit is an index entry served to this client and not claimed yet.
