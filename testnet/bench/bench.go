@@ -33,13 +33,16 @@ const App = "hashchain"
 
 // Options configure Run. Zero values take the defaults.
 type Options struct {
-	Nodes    int // default 16
-	R        int // replication r; default 5
-	Clients  int // default 4
-	Slots    int // parallel jobs per client; default 2
-	Jobs     int // default 500; a multiple of Copies
-	Keywords int // keywords per job (the project's name first); default 1
-	Copies   int // redundant copies per unit; default 1
+	Nodes   int // default 16
+	R       int // replication r; default 5
+	Clients int // default 4
+	Slots   int // parallel jobs per client; default 2
+	// ClaimMany is the most jobs of one place a client claims at once
+	// (client.Config.ClaimMany); default 1.
+	ClaimMany int
+	Jobs      int // default 500; a multiple of Copies
+	Keywords  int // keywords per job (the project's name first); default 1
+	Copies    int // redundant copies per unit; default 1
 	// Rate is the offered load in jobs/s, submitted every 100 ms; 0
 	// submits as fast as the pool takes them, keeping at most Window
 	// jobs submitted and not yet harvested.
@@ -111,6 +114,9 @@ func (o *Options) defaults() {
 	if o.Clients == 0 {
 		o.Clients = 4
 	}
+	if o.ClaimMany == 0 {
+		o.ClaimMany = 1
+	}
 	if o.Slots == 0 {
 		o.Slots = 2
 	}
@@ -156,6 +162,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clients %d out of 1..256", o.Clients)
 	case o.Slots < 1 || o.Slots > 64:
 		return fmt.Errorf("slots %d out of 1..64", o.Slots)
+	case o.ClaimMany < 1 || o.ClaimMany > wire.MaxClaimMany:
+		return fmt.Errorf("claim-many %d out of 1..%d", o.ClaimMany, wire.MaxClaimMany)
 	case o.Copies < 1 || o.Copies > 8:
 		return fmt.Errorf("copies %d out of 1..8", o.Copies)
 	case o.Copies > o.Clients:
@@ -190,6 +198,7 @@ type Report struct {
 	R           int     `json:"r"`
 	Clients     int     `json:"clients"`
 	Slots       int     `json:"slots"`
+	ClaimMany   int     `json:"claim_many"`
 	Jobs        int     `json:"jobs"`
 	Units       int     `json:"units"`
 	Copies      int     `json:"copies"`
@@ -302,8 +311,12 @@ func (r Report) Format(w io.Writer) {
 	if r.OfferedRate > 0 {
 		load = fmt.Sprintf("%.0f jobs/s offered", r.OfferedRate)
 	}
-	fmt.Fprintf(w, "lifecycle bench: %d nodes, r = %d, %d clients × %d slots (%s), %d jobs = %d units × %d copies, %d keyword(s), %s\n",
-		r.Nodes, r.R, r.Clients, r.Slots, r.Exec, r.Jobs, r.Units, r.Copies, r.Keywords, load)
+	many := ""
+	if r.ClaimMany > 1 {
+		many = fmt.Sprintf(", claiming up to %d jobs of a place at once", r.ClaimMany)
+	}
+	fmt.Fprintf(w, "lifecycle bench: %d nodes, r = %d, %d clients × %d slots (%s%s), %d jobs = %d units × %d copies, %d keyword(s), %s\n",
+		r.Nodes, r.R, r.Clients, r.Slots, r.Exec, many, r.Jobs, r.Units, r.Copies, r.Keywords, load)
 	fmt.Fprintf(w, "  throughput        %8.1f jobs/s sustained (%d jobs in %.2f s, first submit to last harvest)\n", r.JobsPerSec, r.Jobs, r.ElapsedS)
 	fmt.Fprintf(w, "  CPU               %8.0f µs/job, whole process (getrusage user+sys)\n", r.CPUUSPerJob)
 	if len(r.PartyCPUUSPerJob) > 0 {

@@ -116,7 +116,7 @@ func (r *benchRun) startClient(ctx context.Context, i int, a *agent.Agent) error
 		}
 		exec = rn
 	}
-	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: benchProject, Share: 1}}, Runner: exec, Slots: o.Slots,
+	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: benchProject, Share: 1}}, Runner: exec, Slots: o.Slots, ClaimMany: o.ClaimMany,
 		Attributes: client.Attributes{OS: runtime.GOOS, Arch: runtime.GOARCH}, // memory unknown: no class ruled out
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Pace: -1, Seed: o.Seed + uint64(i),
 		OnClaim: r.claimTimed, Logger: slog.New(warnings{add: r.addErr})})
