@@ -21,15 +21,16 @@ import (
 // go in lockstep, so that each node is sent one request for all the jobs
 // asking it (wire.ProtoClaimMany) and one confirm for all the jobs
 // confirming there (ProtoConfirmMany), and answers them under one
-// signature. hint is the place's replica set from an index entry (nil:
-// look the place up). A job whose attempt failed for want of answers
+// signature. place is their place key (job.PlaceKey; nil only for one
+// job placed by its key); hint is the place's replica set from an index
+// entry (nil: look the place up). A job whose attempt failed for want of answers
 // (ErrNoQuorum, ErrUnknown) is tried again alone, as ClaimAt would after
 // a stale hint. Claims and errors are per job, in the order of jobs.
 func (c *Claimer) ClaimMany(ctx context.Context, jobs [][]byte, place []byte, hint []peer.ID) ([]*Claim, []error) {
 	claims, errs := make([]*Claim, len(jobs)), make([]error, len(jobs))
-	if len(jobs) > wire.MaxClaimMany {
+	if len(jobs) > wire.MaxClaimMany || (len(place) == 0 && len(jobs) > 1) {
 		for i := range errs {
-			errs[i] = fmt.Errorf("claim of %d jobs at once, at most %d", len(jobs), wire.MaxClaimMany)
+			errs[i] = fmt.Errorf("claim of %d jobs at once at place %x: at most %d, of one place named", len(jobs), place, wire.MaxClaimMany)
 		}
 		return claims, errs
 	}
