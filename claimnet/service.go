@@ -226,7 +226,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	clients := []certs.Role{certs.RoleClient}
 	ep.Handle(wire.ProtoClaim, 1024, clients, s.handleClaim)
 	ep.Handle(wire.ProtoConfirm, 1<<20, clients, s.handleConfirm)
-	ep.Handle(wire.ProtoClaimMany, 64<<10, clients, s.handleClaimMany)
+	ep.Handle(wire.ProtoClaimMany, 256<<10, clients, s.handleClaimMany) // 32 keys and tickets of ~1.2 kB
 	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, s.handleConfirmMany)
 	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
 	ep.Handle(wire.ProtoCertify, 1<<20, clients, s.handleCertify)
