@@ -60,17 +60,21 @@ func (c *Claimer) ClaimMany(ctx context.Context, jobs [][]byte, place []byte, hi
 		return claims, errs
 	}
 	r := c.d.Replication()
+	liveJobs := make([][]byte, len(live))
+	for j, i := range live {
+		liveJobs[j] = jobs[i]
+	}
+	tickets, terrs := c.ticketsFor(ctx, liveJobs, place)
 	var atts []*attempt
 	var of []int // the job index of each attempt
-	for _, i := range live {
+	for j, i := range live {
 		c.attempts.Add(1)
-		ticket, err := c.ticketFor(ctx, jobs[i], place)
-		if err != nil {
-			errs[i] = fmt.Errorf("claim %x: %w", jobs[i], err)
+		if terrs[j] != nil {
+			errs[i] = fmt.Errorf("claim %x: %w", jobs[i], terrs[j])
 			continue
 		}
 		atts = append(atts, &attempt{drv: claim.NewDriver(ids(nodes), r), out: &Claim{Job: jobs[i], Place: place}, r: r,
-			quorum: claim.Quorum(min(r, len(nodes))), ticket: ticket})
+			quorum: claim.Quorum(min(r, len(nodes))), ticket: tickets[j]})
 		of = append(of, i)
 	}
 	acts, aborted := c.runLockstep(ctx, atts)

@@ -224,3 +224,77 @@ func (c *Claimer) ticketDone(jobKey []byte, err error) {
 		_ = c.Report(ctx, jobKey, quota.Released)
 	}()
 }
+
+// ticketsFor is ticketFor for several jobs of one place, asked of a
+// record node in one request (wire.ProtoQuotaTicketMany) for the jobs
+// not holding a ticket yet: each job's ticket (nil without tickets) or
+// error (ErrOverQuota for the jobs the quota had no room for).
+func (c *Claimer) ticketsFor(ctx context.Context, jobs [][]byte, place []byte) ([][]byte, []error) {
+	tickets, errs := make([][]byte, len(jobs)), make([]error, len(jobs))
+	c.mu.Lock()
+	hold := c.tk.hold
+	var ask []int // the jobs without a ticket yet
+	for i, k := range jobs {
+		if t, ok := c.tk.given[string(k)]; ok {
+			tickets[i] = t
+		} else {
+			ask = append(ask, i)
+		}
+	}
+	c.mu.Unlock()
+	if hold <= 0 || c.key == nil || len(ask) == 0 {
+		return tickets, errs
+	}
+	key := credit.Key(c.key.Public().(ed25519.PublicKey))
+	nodes, err := c.d.ClosestPeers(ctx, key)
+	if err != nil {
+		return tickets, errs
+	}
+	for _, n := range nodes {
+		req := &wire.QuotaTicketManyRequest{HoldMS: hold.Milliseconds(), Reports: c.queuedFor(n)}
+		for _, i := range ask {
+			req.Jobs = append(req.Jobs, jobs[i])
+		}
+		if !bytes.Equal(place, jobs[ask[0]]) {
+			req.Place = place
+		}
+		var resp wire.QuotaTicketManyResponse
+		actx, cancel := context.WithTimeout(ctx, c.ask)
+		err := c.ep.Call(actx, n, wire.ProtoQuotaTicketMany, req, wire.MaxClaimMany*wire.MaxQuotaTicketReply, &resp)
+		cancel()
+		var we *wire.Error
+		switch {
+		case err == nil && len(resp.Tickets) != len(ask):
+			continue // not an answer to this request: ask the next
+		case err == nil:
+			c.mu.Lock()
+			c.sentLocked(n, req.Reports)
+			for j, i := range ask {
+				if t := resp.Tickets[j]; len(t) > 0 {
+					tickets[i] = t
+					c.tk.given[string(jobs[i])] = t
+					c.tk.from[string(jobs[i])] = n
+				} else {
+					errs[i] = fmt.Errorf("%w: record node %s had room for %d of %d jobs", ErrOverQuota, n, j, len(ask))
+				}
+			}
+			c.mu.Unlock()
+			return tickets, errs
+		case errors.As(err, &we) && we.Status == wire.StatusQuota:
+			c.mu.Lock()
+			c.sentLocked(n, req.Reports) // applied before the refusal
+			c.mu.Unlock()
+			for _, i := range ask {
+				errs[i] = fmt.Errorf("%w: %w", ErrOverQuota, err)
+			}
+			return tickets, errs
+		case ctx.Err() != nil:
+			for _, i := range ask {
+				errs[i] = ctx.Err()
+			}
+			return tickets, errs
+		}
+	}
+	c.d.Invalidate(key)
+	return tickets, errs
+}

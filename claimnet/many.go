@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/up-pool/up/claim"
+	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/pool"
 	"github.com/up-pool/up/wire"
@@ -39,14 +40,8 @@ func (s *Service) handleClaimMany(_ context.Context, from *overlay.Admitted, bod
 	if !s.limiter.AllowN(string(client), len(req.Jobs)) {
 		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("claims from client %q over %.0f/s", from.Identity.Name, s.cfg.Limit))
 	}
-	for i, key := range req.Jobs {
-		var ticket []byte
-		if len(req.Tickets) > 0 {
-			ticket = req.Tickets[i]
-		}
-		if err := s.requireTicket(key, ticket, client, from.Identity.Name); err != nil {
-			return nil, err
-		}
+	if err := s.requireTickets(req.Jobs, req.Tickets, client, from.Identity.Name); err != nil {
+		return nil, err
 	}
 	now := s.now().UnixMilli()
 	sts := make([]claim.Statement, len(req.Jobs))
@@ -61,6 +56,36 @@ func (s *Service) handleClaimMany(_ context.Context, from *overlay.Admitted, bod
 		s.own.add(b, now)
 	}
 	return &wire.ClaimManyResponse{Replies: replies}, nil
+}
+
+// requireTickets is requireTicket for every job of a many-claim, their
+// signatures verified together (a record node's tickets for the jobs
+// share one): any ticket that fails refuses the request.
+func (s *Service) requireTickets(keys, tickets [][]byte, client []byte, name string) error {
+	if !s.cfg.RequireTicket {
+		return nil
+	}
+	now := s.now()
+	sigs := newBatch(len(keys))
+	for i, key := range keys {
+		var ticket []byte
+		if len(tickets) > 0 {
+			ticket = tickets[i]
+		}
+		var place *keyspace.Pos // the held job's: the ticket must name it
+		if h, held := s.pool.Lookup(key); held {
+			place = &h.Pos
+		}
+		if err := s.checkTicketQueued(ticket, key, client, place, now, sigs); err != nil {
+			s.why.add("deny: no ticket")
+			return overlay.StatusErr(wire.StatusQuota, fmt.Errorf("claim of job %x by %q: %w", key, name, err))
+		}
+	}
+	if sigs.verify() >= 0 {
+		s.why.add("deny: no ticket")
+		return overlay.StatusErr(wire.StatusQuota, fmt.Errorf("claims by %q: %w: %w", name, ErrNoTicket, claim.ErrBadSignature))
+	}
+	return nil
 }
 
 // confirmItem is one confirm of a many-job confirm as it is checked.

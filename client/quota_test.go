@@ -18,10 +18,12 @@ import (
 	"github.com/up-pool/up/creditnet"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/node"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/quota"
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/testnet/testkit"
+	"github.com/up-pool/up/wire"
 )
 
 // brokenExecutor is a broken host: every job it runs fails.
@@ -376,5 +378,41 @@ func TestQuotaSkewedRecordNodes(t *testing.T) {
 				t.Fatalf("claim with a ticket from a record node %s ahead: %v, want refused for the ticket's date", tc.skew, err)
 			}
 		})
+	}
+}
+
+// TestTicketsForMany: a claimer with tickets claiming ten jobs of a
+// batch at once (ClaimMany) asks its record node once for all their
+// tickets (ProtoQuotaTicketMany, one signature over them); the nodes,
+// which require tickets, take them, verifying the record node's root
+// once per request. A new client's quota is 8: eight jobs are won and
+// the last two refused as over its quota, not claimed without a ticket.
+func TestTicketsForMany(t *testing.T) {
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 12, Seed: 76,
+		Configure: func(_ int, cfg *node.Config) { cfg.Claim.RequireTicket = true }})
+	keys := testnet.SubmitJobs(t, f.Project, 10, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
+	q := &quotaNet{f: f, ctx: context.Background()}
+	a := q.agent(t, "many")
+	cl := claimer(a, time.Hour)
+	claims, errs := cl.ClaimMany(q.ctx, keys, f.Net.PlaceOf(keys[0]), nil)
+	won, over := 0, 0
+	for i, err := range errs {
+		switch {
+		case err == nil && claims[i] != nil:
+			won++
+		case errors.Is(err, claimclient.ErrOverQuota):
+			over++
+		default:
+			t.Errorf("job %d: %v", i, err)
+		}
+	}
+	sent := func(proto string) int {
+		return int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", proto))
+	}
+	if won != quota.DefaultInitial || over != len(keys)-quota.DefaultInitial {
+		t.Errorf("%d won, %d over quota; want %d and %d", won, over, quota.DefaultInitial, len(keys)-quota.DefaultInitial)
+	}
+	if many, one := sent(wire.ProtoQuotaTicketMany), sent(wire.ProtoQuotaTicket); many != 1 || one != 0 {
+		t.Errorf("%d many-ticket and %d ticket requests for %d jobs; want one many-ticket request", many, one, len(keys))
 	}
 }

@@ -74,13 +74,7 @@ func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body [
 		}
 	}
 	client := []byte(from.Identity.PublicKey)
-	now := s.env.Now().UnixMilli()
-	s.mu.Lock()
-	err := s.book.Ticket(string(client), string(req.Job), req.HoldMS, now)
-	if err == nil {
-		s.saveQuotaLocked(string(client))
-	}
-	s.mu.Unlock()
+	st, err := s.ticket(client, req.Job, req.Place, req.HoldMS, s.env.Now().UnixMilli())
 	if errors.Is(err, quota.ErrOverQuota) {
 		s.mTickets.WithLabelValues("refused").Inc()
 		return nil, overlay.StatusErr(wire.StatusQuota, fmt.Errorf("client %q: %w", from.Identity.Name, err))
@@ -88,18 +82,72 @@ func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body [
 	if err != nil {
 		return nil, err
 	}
-	st := claim.Statement{Kind: claim.Ticket, Job: req.Job, Client: client, Node: []byte(s.ep.ID()), At: now, Place: req.Place}
-	if len(req.Place) > 0 {
-		s.mu.Lock()
-		s.places.Put(ticketKey(client, req.Job), req.Place)
-		s.mu.Unlock()
-	}
 	signed, err := claim.Sign(st, s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerSign)
 	if err != nil {
 		return nil, err
 	}
 	s.mTickets.WithLabelValues("given").Inc()
 	return &wire.QuotaTicketResponse{Ticket: signed}, nil
+}
+
+// handleTicketMany is handleTicket for several jobs of one place: tickets
+// for the first jobs the client's quota has room for, under one
+// signature, none for the rest; refused (StatusQuota) when it has room
+// for none.
+func (s *Service) handleTicketMany(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.QuotaTicketManyRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota tickets: %w", err))
+	}
+	for i := range req.Reports {
+		if err := s.applyReport(from, &req.Reports[i]); err != nil {
+			return nil, err
+		}
+	}
+	client := []byte(from.Identity.PublicKey)
+	now := s.env.Now().UnixMilli()
+	var sts []claim.Statement
+	for _, k := range req.Jobs {
+		st, err := s.ticket(client, k, req.Place, req.HoldMS, now)
+		if errors.Is(err, quota.ErrOverQuota) {
+			s.mTickets.WithLabelValues("refused").Inc()
+			if len(sts) == 0 {
+				return nil, overlay.StatusErr(wire.StatusQuota, fmt.Errorf("client %q: %w", from.Identity.Name, err))
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		sts = append(sts, st)
+	}
+	signed, err := claim.SignBatch(sts, s.id.Cert.Raw, s.id.Position.Marshal(), s.id.PeerSign)
+	if err != nil {
+		return nil, err
+	}
+	s.mTickets.WithLabelValues("given").Add(float64(len(signed)))
+	resp := &wire.QuotaTicketManyResponse{Tickets: make([][]byte, len(req.Jobs))}
+	copy(resp.Tickets, signed)
+	return resp, nil
+}
+
+// ticket holds job (placed at place, when not by its key) for client for
+// holdMS at now (Unix ms), within its quota here (quota.Book.Ticket), and
+// returns the ticket's statement; quota.ErrOverQuota when it has no room.
+func (s *Service) ticket(client, job, place []byte, holdMS, now int64) (claim.Statement, error) {
+	s.mu.Lock()
+	err := s.book.Ticket(string(client), string(job), holdMS, now)
+	if err == nil {
+		s.saveQuotaLocked(string(client))
+		if len(place) > 0 {
+			s.places.Put(ticketKey(client, job), place)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return claim.Statement{}, err
+	}
+	return claim.Statement{Kind: claim.Ticket, Job: job, Client: client, Node: []byte(s.ep.ID()), At: now, Place: place}, nil
 }
 
 // maxTicketPlaces bounds the ticket places a record node remembers for

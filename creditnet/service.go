@@ -115,6 +115,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	s.ep.Handle(wire.ProtoCreditGet, wire.MaxCreditGetFrame, nil, s.handleGet)
 	s.ep.Handle(wire.ProtoQuotaTicket, wire.MaxQuotaFrame, []certs.Role{certs.RoleClient}, s.handleTicket)
 	s.ep.Handle(wire.ProtoQuotaReport, wire.MaxQuotaFrame, []certs.Role{certs.RoleClient, certs.RoleNode}, s.handleReport)
+	s.ep.Handle(wire.ProtoQuotaTicketMany, wire.MaxQuotaFrame+wire.MaxClaimMany*(wire.MaxJobKeyLen+8), []certs.Role{certs.RoleClient}, s.handleTicketMany)
 	if !cfg.DisableLoops {
 		s.wg.Add(1)
 		go func() {

@@ -15,6 +15,9 @@ const (
 	// ProtoQuotaReport tells a record node how a job the client held
 	// ended; a record node forwards a failure to the others.
 	ProtoQuotaReport = "/up/quota/report/1.0.0"
+	// ProtoQuotaTicketMany asks for tickets to claim several jobs of one
+	// place at once (the claim that follows is a ProtoClaimMany).
+	ProtoQuotaTicketMany = "/up/quota/ticket/many/1.0.0"
 )
 
 // Quota protocol bounds, in bytes.
@@ -115,4 +118,64 @@ func QuotaReportMessage(client, job []byte, outcome uint8) []byte {
 	b = append(b, byte(len(job)))
 	b = append(b, job...)
 	return append(b, outcome)
+}
+
+// QuotaTicketManyRequest asks for tickets to claim Jobs (1 to
+// MaxClaimMany distinct keys, all of Place), each held for HoldMS, with
+// the reports of QuotaTicketRequest.
+type QuotaTicketManyRequest struct {
+	_       struct{} `cbor:",toarray"`
+	Jobs    [][]byte
+	HoldMS  int64
+	Reports []QuotaReport
+	Place   []byte
+}
+
+// Validate bounds a decoded QuotaTicketManyRequest.
+func (r *QuotaTicketManyRequest) Validate() error {
+	if len(r.Jobs) == 0 || len(r.Jobs) > MaxClaimMany {
+		return fmt.Errorf("tickets for %d jobs: %w", len(r.Jobs), ErrMalformed)
+	}
+	seen := make(map[string]bool, len(r.Jobs))
+	for _, k := range r.Jobs {
+		if seen[string(k)] {
+			return fmt.Errorf("tickets name job %x twice: %w", k, ErrMalformed)
+		}
+		seen[string(k)] = true
+		one := QuotaTicketRequest{Job: k, HoldMS: r.HoldMS, Place: r.Place}
+		if err := one.Validate(); err != nil {
+			return err
+		}
+	}
+	if len(r.Reports) > MaxQuotaReports {
+		return fmt.Errorf("ticket request with %d reports (max %d): %w", len(r.Reports), MaxQuotaReports, ErrMalformed)
+	}
+	for i := range r.Reports {
+		if err := r.Reports[i].Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// QuotaTicketManyResponse carries a ticket for each job of the request,
+// in its order, under one signature (claim.SignBatch): the first jobs
+// the client's quota had room for; empty for the rest (at least one is
+// given: with no room the request is refused, StatusQuota).
+type QuotaTicketManyResponse struct {
+	_       struct{} `cbor:",toarray"`
+	Tickets [][]byte
+}
+
+// Validate bounds a decoded QuotaTicketManyResponse.
+func (r *QuotaTicketManyResponse) Validate() error {
+	if len(r.Tickets) == 0 || len(r.Tickets) > MaxClaimMany || len(r.Tickets[0]) == 0 {
+		return fmt.Errorf("ticket response with %d tickets: %w", len(r.Tickets), ErrMalformed)
+	}
+	for _, t := range r.Tickets {
+		if len(t) > MaxReplyBytes {
+			return fmt.Errorf("ticket of %d bytes: %w", len(t), ErrMalformed)
+		}
+	}
+	return nil
 }
