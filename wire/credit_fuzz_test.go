@@ -18,6 +18,8 @@ func creditMsgs() []wire.Validator {
 		&wire.QuotaTicketResponse{Ticket: []byte{1}},
 		&wire.QuotaReport{Client: make([]byte, 32), Job: []byte{1}, Outcome: 3, Sig: make([]byte, 64)},
 		&wire.ClaimRequest{Job: []byte{1}, Ticket: []byte{2}},
+		&wire.QuotaTicketManyRequest{Jobs: [][]byte{{1}, {2}}, HoldMS: 5, Place: []byte{3}},
+		&wire.QuotaTicketManyResponse{Tickets: [][]byte{{1}, nil}},
 	}
 }
 
@@ -41,6 +43,43 @@ func FuzzDecodeQuotaTicketResponse(f *testing.F) {
 	fuzzCreditDecoder(f, &wire.QuotaTicketResponse{})
 }
 func FuzzDecodeQuotaReport(f *testing.F) { fuzzCreditDecoder(f, &wire.QuotaReport{}) }
+func FuzzDecodeQuotaTicketManyRequest(f *testing.F) {
+	fuzzCreditDecoder(f, &wire.QuotaTicketManyRequest{})
+}
+func FuzzDecodeQuotaTicketManyResponse(f *testing.F) {
+	fuzzCreditDecoder(f, &wire.QuotaTicketManyResponse{})
+}
+
+// TestQuotaTicketManyBounds: a many-ticket request names 1 to
+// MaxClaimMany distinct jobs with a positive hold; its answer gives the
+// first ticket at least.
+func TestQuotaTicketManyBounds(t *testing.T) {
+	jobs := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = []byte{byte(i), byte(i >> 8), 1}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		msg  wire.Validator
+		ok   bool
+	}{
+		{"most jobs", &wire.QuotaTicketManyRequest{Jobs: jobs(wire.MaxClaimMany), HoldMS: 1}, true},
+		{"too many jobs", &wire.QuotaTicketManyRequest{Jobs: jobs(wire.MaxClaimMany + 1), HoldMS: 1}, false},
+		{"no job", &wire.QuotaTicketManyRequest{HoldMS: 1}, false},
+		{"a job twice", &wire.QuotaTicketManyRequest{Jobs: [][]byte{{1}, {1}}, HoldMS: 1}, false},
+		{"no hold", &wire.QuotaTicketManyRequest{Jobs: jobs(2)}, false},
+		{"answer without the first ticket", &wire.QuotaTicketManyResponse{Tickets: [][]byte{nil, {1}}}, false},
+		{"answer with no ticket", &wire.QuotaTicketManyResponse{}, false},
+		{"answer ticket too large", &wire.QuotaTicketManyResponse{Tickets: [][]byte{make([]byte, wire.MaxReplyBytes+1)}}, false},
+	} {
+		if err := c.msg.Validate(); (err == nil) != c.ok {
+			t.Errorf("%s: Validate() = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+}
 
 // TestCreditMessageBounds: every credit message takes what is at its
 // bounds and refuses what is over them (or missing).
