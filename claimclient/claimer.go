@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/dht"
@@ -459,91 +458,6 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 	return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
 }
 
-// askAnswer is a node's answer to a claim request: its statement and
-// reply (nil: it did not answer usably, for the reason why), and how long
-// the request took.
-type askAnswer struct {
-	st    *claim.Statement
-	reply []byte
-	took  time.Duration
-	why   string
-}
-
-// ask1 asks node n for the job, giving it the ask timeout, and returns
-// its answer; a nil statement when it did not answer usably (a node that
-// did not answer at all is marked dead, so lookups route around it); an
-// error ends the attempt (ctx ended, or the node rate-limits this client).
-func (c *Claimer) ask1(ctx context.Context, jobKey, ticket []byte, n peer.ID) (askAnswer, error) {
-	if c.pace != nil {
-		if err := c.pace(ctx, n); err != nil {
-			return askAnswer{}, err
-		}
-	}
-	var resp wire.ClaimResponse
-	t0 := time.Now()
-	actx, cancel := context.WithTimeout(ctx, c.ask)
-	err := c.ep.Call(actx, n, wire.ProtoClaim, &wire.ClaimRequest{Job: jobKey, Ticket: ticket}, wire.MaxReplyBytes+64, &resp)
-	cancel()
-	took := time.Since(t0)
-	if err != nil {
-		return c.askFailed(ctx, n, err, took)
-	}
-	return replyAnswer(resp.Reply, jobKey, n, took), nil
-}
-
-// askFailed is the answer to a claim request to node n that failed with
-// err after took: an error that ends the attempt (ctx ended, the node
-// refuses this client for its rate or quota), else no statement, and a
-// node that did not answer at all marked dead.
-func (c *Claimer) askFailed(ctx context.Context, n peer.ID, err error, took time.Duration) (askAnswer, error) {
-	ans := askAnswer{took: took}
-	if ctx.Err() != nil {
-		return ans, ctx.Err()
-	}
-	var we *wire.Error
-	if errors.As(err, &we) && we.Status == wire.StatusRateLimited {
-		return ans, err
-	}
-	if errors.As(err, &we) && we.Status == wire.StatusQuota {
-		return ans, fmt.Errorf("node %s: %w", n, err)
-	}
-	if !errors.As(err, &we) {
-		c.d.MarkDead(n) // no answer at all, not a refusal
-	}
-	ans.why = silentWhy(err, took)
-	return ans, nil
-}
-
-// replyAnswer is node n's signed reply b for job jobKey as an answer: its
-// statement, unless it does not decode or is not n's for the job.
-func replyAnswer(b, jobKey []byte, n peer.ID, took time.Duration) askAnswer {
-	ans := askAnswer{took: took}
-	_, st, err := claim.Decode(b)
-	switch {
-	case err != nil:
-		ans.why = fmt.Sprintf("undecodable reply: %v", err)
-	case string(st.Job) != string(jobKey) || peer.ID(st.Node) != n:
-		ans.why = "reply for another job or node"
-	default:
-		ans.st, ans.reply = st, b
-	}
-	return ans
-}
-
-// silentWhy says briefly why a claim request got no usable answer: the
-// node's refusal, or the transport's error, after took.
-func silentWhy(err error, took time.Duration) string {
-	var we *wire.Error
-	if errors.As(err, &we) {
-		return fmt.Sprintf("refused: %v", we)
-	}
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 && len(msg)-i < 120 {
-		msg = msg[i+2:]
-	}
-	return fmt.Sprintf("%s after %s", msg, took.Round(time.Millisecond))
-}
-
 // nextStart is the start of a new claim of the job: now, but after
 // `after` (the latest ended claim's start the grants named, which may be
 // ahead of this clock when that claim's client's clock was) and always
@@ -610,59 +524,4 @@ var errNoAcceptance = errors.New("answered with no acceptance of this claim")
 func isAcceptance(b []byte, n string, job []byte, start int64) bool {
 	_, st, err := claim.Decode(b)
 	return err == nil && st.Kind == claim.Accepted && peer.ID(st.Node) == peer.ID(n) && string(st.Job) == string(job) && st.Start == start
-}
-
-// shortID is the tail of a peer ID, for error messages.
-func shortID(n string) string {
-	s := peer.ID(n).String()
-	return "…" + s[max(len(s)-6, 0):]
-}
-
-// fanOut sends req to every node in parallel, each given the ask timeout,
-// and returns each one's error.
-func (c *Claimer) fanOut(ctx context.Context, nodes []string, proto string, req any) map[string]error {
-	return c.fanOutTo(ctx, nodes, proto, func(string) any { return req })
-}
-
-// fanOutTo is fanOut sending each node the request reqOf(node).
-func (c *Claimer) fanOutTo(ctx context.Context, nodes []string, proto string, reqOf func(node string) any) map[string]error {
-	return c.fanOutEach(ctx, nodes, proto, reqOf, 1024, func(string) wire.Validator { return &wire.Ping{} })
-}
-
-// fanOutResp is fanOut decoding each node's answer, of at most max bytes,
-// into resp(node).
-func (c *Claimer) fanOutResp(ctx context.Context, nodes []string, proto string, req any, max int, resp func(node string) wire.Validator) map[string]error {
-	return c.fanOutEach(ctx, nodes, proto, func(string) any { return req }, max, resp)
-}
-
-// fanOutEach is fanOutResp sending each node the request reqOf(node).
-func (c *Claimer) fanOutEach(ctx context.Context, nodes []string, proto string, reqOf func(node string) any, max int, resp func(node string) wire.Validator) map[string]error {
-	if c.ask > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.ask)
-		defer cancel()
-	}
-	out := make(map[string]error, len(nodes))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.ep.Call(ctx, peer.ID(n), protocol.ID(proto), reqOf(n), max, resp(n))
-			mu.Lock()
-			out[n] = err
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-func ids(ps []peer.ID) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = string(p)
-	}
-	return out
 }

@@ -74,6 +74,34 @@ func denyClaims(nd *node.Node, now func() time.Time) {
 	ep.Handle(wire.ProtoConfirm, 1<<20, clients, func(context.Context, *overlay.Admitted, []byte) (any, error) {
 		return nil, overlay.StatusErr(wire.StatusUnauthorized, errors.New("denied"))
 	})
+	// The same for several jobs at once: every job denied, every confirm
+	// refused.
+	ep.Handle(wire.ProtoClaimMany, 256<<10, clients, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+		var req wire.ClaimManyRequest
+		if err := wire.Decode(body, &req); err != nil {
+			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+		}
+		sts := make([]claim.Statement, len(req.Jobs))
+		for i, k := range req.Jobs {
+			sts[i] = claim.Statement{Kind: claim.Denied, Job: k, Client: []byte(from.Identity.PublicKey), Node: []byte(ep.ID()), At: now().UnixMilli()}
+		}
+		replies, err := claim.SignBatch(sts, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
+		if err != nil {
+			return nil, err
+		}
+		return &wire.ClaimManyResponse{Replies: replies}, nil
+	})
+	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
+		var req wire.ConfirmManyRequest
+		if err := wire.Decode(body, &req); err != nil {
+			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+		}
+		resp := &wire.ConfirmManyResponse{Accepts: make([][]byte, len(req.Items)), Refused: make([]string, len(req.Items))}
+		for i := range resp.Refused {
+			resp.Refused[i] = "denied"
+		}
+		return resp, nil
+	})
 }
 
 // dropStores makes nd acknowledge every stored job and keep none; a
@@ -174,6 +202,50 @@ func forgeGrants(nd *node.Node, now func() time.Time, a *adversary) {
 		}
 		a.add(BehaviourForgeGrants+"/accepted", 1)
 		return &wire.ConfirmResponse{Accept: b}, nil
+	})
+	forgeGrantsMany(nd, now, a)
+}
+
+// forgeGrantsMany is forgeGrants for several jobs at once: every job
+// granted, every confirm accepted, under one signature each request.
+func forgeGrantsMany(nd *node.Node, now func() time.Time, a *adversary) {
+	id, ep := nd.Identity(), nd.Endpoint()
+	signAll := func(sts []claim.Statement) ([][]byte, error) {
+		return claim.SignBatch(sts, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
+	}
+	clients := []certs.Role{certs.RoleClient}
+	ep.Handle(wire.ProtoClaimMany, 256<<10, clients, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+		var req wire.ClaimManyRequest
+		if err := wire.Decode(body, &req); err != nil {
+			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+		}
+		sts := make([]claim.Statement, len(req.Jobs))
+		for i, k := range req.Jobs {
+			sts[i] = claim.Statement{Kind: claim.Granted, Job: k, Client: []byte(from.Identity.PublicKey), Node: []byte(ep.ID()), At: now().UnixMilli()}
+		}
+		replies, err := signAll(sts)
+		if err != nil {
+			return nil, err
+		}
+		a.add(BehaviourForgeGrants+"/granted", len(replies))
+		return &wire.ClaimManyResponse{Replies: replies}, nil
+	})
+	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+		var req wire.ConfirmManyRequest
+		if err := wire.Decode(body, &req); err != nil {
+			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+		}
+		sts := make([]claim.Statement, len(req.Items))
+		for i, it := range req.Items {
+			sts[i] = claim.Statement{Kind: claim.Accepted, Job: it.Job, Client: []byte(from.Identity.PublicKey), Node: []byte(ep.ID()),
+				At: now().UnixMilli(), Start: it.Start}
+		}
+		accepts, err := signAll(sts)
+		if err != nil {
+			return nil, err
+		}
+		a.add(BehaviourForgeGrants+"/accepted", len(accepts))
+		return &wire.ConfirmManyResponse{Accepts: accepts, Refused: make([]string, len(accepts))}, nil
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ import (
 // reported. It runs only with UP_ADVERSARIAL=1: a run ends once only jobs
 // beyond f are left (GiveUp; with replay among the behaviours, once the
 // replays have begun). At full size (64 nodes, 1,000 jobs) every job
-// within f is harvested within about a minute.
+// within f is harvested within about a minute. UP_ADVERSARIAL_CLAIM_MANY=K
+// has the clients claim up to K jobs of a place at once.
 func TestAdversarialRun(t *testing.T) {
 	if os.Getenv("UP_ADVERSARIAL") != "1" {
 		t.Skip("UP_ADVERSARIAL=1 runs it (5 min; -short: 24 nodes, 100 jobs)")
@@ -36,6 +38,13 @@ func TestAdversarialRun(t *testing.T) {
 	behaviours := testnet.Behaviours
 	if b := os.Getenv("UP_ADVERSARIAL_BEHAVIOURS"); b != "" { // to look for a loss one behaviour at a time
 		behaviours = strings.Split(b, ",")
+	}
+	if k := os.Getenv("UP_ADVERSARIAL_CLAIM_MANY"); k != "" { // clients claiming several jobs of a place at once
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			t.Fatalf("UP_ADVERSARIAL_CLAIM_MANY=%q: %v", k, err)
+		}
+		o.ClaimMany = n
 	}
 	o.Adversary = testnet.Adversary{Byzantine: 0.1, Behaviours: behaviours, Skewed: 0.3, Skew: 10 * time.Minute, Jump: 0.02}
 	var adv testnet.AdversaryReport
