@@ -33,6 +33,40 @@ type tickets struct {
 	given    map[string][]byte              // by job key: the ticket, while claiming
 	queued   map[peer.ID][]wire.QuotaReport // reports not sent yet, by the record node they go to
 	flushing bool                           // a flush of queued is scheduled
+	// quota is the client's quota of jobs in progress as its record
+	// nodes last showed it (0: not learned yet, quota.DefaultInitial
+	// assumed): the jobs it held when one refused it a ticket, or the
+	// most it held after one gave them (TicketRoom).
+	quota int
+}
+
+// TicketRoom is how many more jobs the client may claim now as far as
+// the claimer knows: its quota as its record nodes last showed it, less
+// the jobs it holds tickets for; at least 1, so that a quota that grew
+// shows itself; -1 without tickets (no bound). A client claiming several
+// jobs at once asks for no more (a ticket refused for the quota wastes
+// the job's vetting and holds its index entry back from others).
+func (c *Claimer) TicketRoom() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tk.hold <= 0 || c.key == nil {
+		return -1
+	}
+	q := c.tk.quota
+	if q == 0 {
+		q = quota.DefaultInitial
+	}
+	return max(q-len(c.tk.from), 1)
+}
+
+// learnQuotaLocked updates the quota estimate after a ticket request:
+// refused says the record node had room for no more. c.mu is held.
+func (c *Claimer) learnQuotaLocked(refused bool) {
+	if refused {
+		c.tk.quota = max(len(c.tk.from), 1)
+		return
+	}
+	c.tk.quota = max(c.tk.quota, len(c.tk.from))
 }
 
 // SetTickets makes the claimer ask one of the client's record nodes (the
@@ -81,11 +115,13 @@ func (c *Claimer) ticket(ctx context.Context, jobKey, place []byte) ([]byte, err
 			c.mu.Lock()
 			c.tk.from[string(jobKey)] = n
 			c.sentLocked(n, req.Reports)
+			c.learnQuotaLocked(false)
 			c.mu.Unlock()
 			return resp.Ticket, nil
 		case errors.As(err, &we) && we.Status == wire.StatusQuota:
 			c.mu.Lock()
 			c.sentLocked(n, req.Reports) // applied before the refusal
+			c.learnQuotaLocked(true)
 			c.mu.Unlock()
 			return nil, fmt.Errorf("%w: %w", ErrOverQuota, err)
 		case ctx.Err() != nil:
@@ -269,20 +305,24 @@ func (c *Claimer) ticketsFor(ctx context.Context, jobs [][]byte, place []byte) (
 		case err == nil:
 			c.mu.Lock()
 			c.sentLocked(n, req.Reports)
+			partial := false
 			for j, i := range ask {
 				if t := resp.Tickets[j]; len(t) > 0 {
 					tickets[i] = t
 					c.tk.given[string(jobs[i])] = t
 					c.tk.from[string(jobs[i])] = n
 				} else {
+					partial = true
 					errs[i] = fmt.Errorf("%w: record node %s had room for %d of %d jobs", ErrOverQuota, n, j, len(ask))
 				}
 			}
+			c.learnQuotaLocked(partial)
 			c.mu.Unlock()
 			return tickets, errs
 		case errors.As(err, &we) && we.Status == wire.StatusQuota:
 			c.mu.Lock()
 			c.sentLocked(n, req.Reports) // applied before the refusal
+			c.learnQuotaLocked(true)
 			c.mu.Unlock()
 			for _, i := range ask {
 				errs[i] = fmt.Errorf("%w: %w", ErrOverQuota, err)

@@ -35,10 +35,11 @@ type claimedAhead struct {
 // refused for its rate, at its quota), else nil.
 func (c *Client) tryPlace(ctx context.Context, project string, first pendingHit, v *vetted, rest []pendingHit) (w *won, skips int, err error) {
 	place := placeOf(first.hit, v)
+	bound := c.claimRoom(min(c.cfg.ClaimMany, wire.MaxClaimMany))
 	group := []pendingHit{first}
 	vets := []*vetted{v}
 	for i, ph := range rest {
-		if len(group) >= min(c.cfg.ClaimMany, wire.MaxClaimMany) || !bytes.Equal(job.PlaceKey(ph.hit.Job, ph.hit.Place), place) {
+		if len(group) >= bound || !bytes.Equal(job.PlaceKey(ph.hit.Job, ph.hit.Place), place) {
 			c.addPending(ph)
 			continue
 		}
@@ -92,6 +93,21 @@ func (c *Client) tryPlace(ctx context.Context, project string, first pendingHit,
 		}
 	}
 	return nil, skips, nil
+}
+
+// claimRoom is n, or less when the client's quota (as its claimer last
+// learned it, claimclient.TicketRoom) has room for fewer jobs: entries
+// found or claimed beyond it would be refused their tickets, their
+// vetting wasted and their index entries held back from other clients.
+// One job claims are left as they were (n, unbounded).
+func (c *Client) claimRoom(n int) int {
+	if c.cfg.ClaimMany <= 1 {
+		return n
+	}
+	if room := c.claimer.TicketRoom(); room > 0 {
+		return min(n, room)
+	}
+	return n
 }
 
 // claimGroup claims the entries of group, all of place, at once, and

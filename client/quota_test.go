@@ -386,7 +386,8 @@ func TestQuotaSkewedRecordNodes(t *testing.T) {
 // tickets (ProtoQuotaTicketMany, one signature over them); the nodes,
 // which require tickets, take them, verifying the record node's root
 // once per request. A new client's quota is 8: eight jobs are won and
-// the last two refused as over its quota, not claimed without a ticket.
+// the last two refused as over its quota, not claimed without a ticket;
+// the claimer then knows its room is gone (TicketRoom).
 func TestTicketsForMany(t *testing.T) {
 	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 12, Seed: 76,
 		Configure: func(_ int, cfg *node.Config) { cfg.Claim.RequireTicket = true }})
@@ -394,6 +395,9 @@ func TestTicketsForMany(t *testing.T) {
 	q := &quotaNet{f: f, ctx: context.Background()}
 	a := q.agent(t, "many")
 	cl := claimer(a, time.Hour)
+	if room := cl.TicketRoom(); room != quota.DefaultInitial {
+		t.Fatalf("room %d before any ticket, want the initial quota %d", room, quota.DefaultInitial)
+	}
 	claims, errs := cl.ClaimMany(q.ctx, keys, f.Net.PlaceOf(keys[0]), nil)
 	won, over := 0, 0
 	for i, err := range errs {
@@ -411,6 +415,11 @@ func TestTicketsForMany(t *testing.T) {
 	}
 	if won != quota.DefaultInitial || over != len(keys)-quota.DefaultInitial {
 		t.Errorf("%d won, %d over quota; want %d and %d", won, over, quota.DefaultInitial, len(keys)-quota.DefaultInitial)
+	}
+	// The partial grant showed the quota full: room for one more, to see
+	// whether it grew, not for ten.
+	if room := cl.TicketRoom(); room != 1 {
+		t.Errorf("room %d after the quota filled, want 1", room)
 	}
 	if many, one := sent(wire.ProtoQuotaTicketMany), sent(wire.ProtoQuotaTicket); many != 1 || one != 0 {
 		t.Errorf("%d many-ticket and %d ticket requests for %d jobs; want one many-ticket request", many, one, len(keys))
