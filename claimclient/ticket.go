@@ -60,20 +60,13 @@ func (c *Claimer) TicketRoom() int {
 }
 
 // learnQuotaLocked updates the quota estimate after a ticket request:
-// refused says the record node had room for no more. A request granted
-// whole when the client held its estimate or more doubles the estimate
-// (to quota.DefaultMax): a quota doubles with each valid result credited,
-// so probing that way finds it in a few requests, and a probe too far
-// costs only the jobs refused their tickets, kept for later. c.mu is
-// held.
+// refused says the record node had room for no more. c.mu is held.
 func (c *Claimer) learnQuotaLocked(refused bool) {
-	held := len(c.tk.from)
-	switch {
-	case refused:
-		c.tk.quota = max(held, 1)
-	case held >= c.tk.quota && held >= quota.DefaultInitial:
-		c.tk.quota = min(2*held, quota.DefaultMax)
+	if refused {
+		c.tk.quota = max(len(c.tk.from), 1)
+		return
 	}
+	c.tk.quota = max(c.tk.quota, len(c.tk.from))
 }
 
 // SetTickets makes the claimer ask one of the client's record nodes (the
