@@ -58,11 +58,16 @@ func (r *QuotaTicketRequest) Validate() error {
 	if r.HoldMS <= 0 {
 		return fmt.Errorf("ticket hold of %d ms: %w", r.HoldMS, ErrMalformed)
 	}
-	if len(r.Reports) > MaxQuotaReports {
-		return fmt.Errorf("ticket request with %d reports (max %d): %w", len(r.Reports), MaxQuotaReports, ErrMalformed)
+	return validReports(r.Reports)
+}
+
+// validReports bounds the reports a ticket request carries.
+func validReports(reps []QuotaReport) error {
+	if len(reps) > MaxQuotaReports {
+		return fmt.Errorf("ticket request with %d reports (max %d): %w", len(reps), MaxQuotaReports, ErrMalformed)
 	}
-	for i := range r.Reports {
-		if err := r.Reports[i].Validate(); err != nil {
+	for i := range reps {
+		if err := reps[i].Validate(); err != nil {
 			return err
 		}
 	}
@@ -147,15 +152,7 @@ func (r *QuotaTicketManyRequest) Validate() error {
 			return err
 		}
 	}
-	if len(r.Reports) > MaxQuotaReports {
-		return fmt.Errorf("ticket request with %d reports (max %d): %w", len(r.Reports), MaxQuotaReports, ErrMalformed)
-	}
-	for i := range r.Reports {
-		if err := r.Reports[i].Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return validReports(r.Reports)
 }
 
 // QuotaTicketManyResponse carries a ticket for each job of the request,
