@@ -174,6 +174,7 @@ func (c *Client) Pause() error {
 	for c.claimingLocked("") > 0 {
 		c.ctl.idle.Wait()
 	}
+	c.releaseKeptLocked("", "claimed beside another, the client paused before running it")
 	return nil
 }
 
@@ -249,6 +250,7 @@ func (c *Client) Detach(name string) error {
 	for c.claimingLocked(name) > 0 {
 		c.ctl.idle.Wait()
 	}
+	c.releaseKeptLocked(name, "claimed beside another, detached from its project before running it")
 	c.log.Info("project detached", "project", name)
 	return nil
 }

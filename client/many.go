@@ -176,9 +176,38 @@ func (c *Client) releaseClaimed(ctx context.Context) {
 	left := c.claimed
 	c.claimed = nil
 	c.mu.Unlock()
-	for _, ca := range left {
+	c.releaseKept(ctx, left, "claimed beside another, not run before the client stopped")
+}
+
+// releaseKeptLocked takes the kept jobs of project ("": every project)
+// out of the claimed list and releases them in the background: the
+// client was paused, or detached from the project, and will not run them
+// soon while their T_finish runs. c.mu is held.
+func (c *Client) releaseKeptLocked(project, why string) {
+	var left, keep []claimedAhead
+	for _, ca := range c.claimed {
+		if project == "" || ca.project == project {
+			left = append(left, ca)
+		} else {
+			keep = append(keep, ca)
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	c.claimed = keep
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		c.releaseKept(context.Background(), left, why)
+	}()
+}
+
+// releaseKept releases kept jobs, saying why in the log.
+func (c *Client) releaseKept(ctx context.Context, kept []claimedAhead, why string) {
+	for _, ca := range kept {
 		c.forgetVetted(ca.w.v)
 		c.claimer.Release(context.WithoutCancel(ctx), ca.w.cl, wire.SkipStopping)
-		c.log.Info("job released", "job", jobName(ca.w.cl.Job), "project", ca.project, "err", "claimed beside another, not run before the client stopped")
+		c.log.Info("job released", "job", jobName(ca.w.cl.Job), "project", ca.project, "err", why)
 	}
 }

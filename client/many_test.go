@@ -12,6 +12,7 @@ import (
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/testnet"
 	"github.com/up-pool/up/testnet/testkit"
 	"github.com/up-pool/up/wire"
@@ -133,5 +134,86 @@ func TestClaimManyReleasesUnrun(t *testing.T) {
 	// not reached); the seven others are ready on every replica.
 	if want := 7 * len(f.Net.Holders(keys[0])); ready < want {
 		t.Errorf("%d replicas ready and %d claimed after the client stopped; want the 7 unrun jobs ready on all (%d)", ready, claimed, want)
+	}
+}
+
+// blocked is an executor whose runs wait until their context ends: a
+// job that is running when the test acts.
+type blocked struct{ started chan struct{} }
+
+func (b *blocked) Allowed(project, app string) bool { return project == "lhc" && app == "hashchain" }
+func (b *blocked) AllowedWASM(string) bool          { return false }
+func (b *blocked) Run(ctx context.Context, _ runner.Task) (runner.Outcome, error) {
+	select {
+	case b.started <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return runner.Outcome{}, ctx.Err()
+}
+
+// TestClaimManyReleasedOnDetach: a client that claimed several jobs of a
+// place at once, runs two (blocked, one per slot) and keeps the others,
+// releases the kept ones as soon as it is detached from their project,
+// rather than hold them while their T_finish runs; the running ones run
+// on, as Detach leaves running jobs.
+func TestClaimManyReleasedOnDetach(t *testing.T) {
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 95})
+	keys := testnet.SubmitJobs(t, f.Project, 48, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
+	f.Net.FlushAll(context.Background())
+	a, err := f.Net.NewAgent(context.Background(), certs.RoleClient, "detached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	exec := &blocked{started: make(chan struct{}, 2)}
+	c, err := client.New(client.Config{
+		Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}}, Runner: exec, Slots: 2, ClaimMany: 8,
+		BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Now: f.Clock.Now, Seed: 1,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running(t, c)
+	for range 2 { // both slots run a job that never ends
+		select {
+		case <-exec.started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no job started")
+		}
+	}
+	claimedOn := func() (claimed int) {
+		for _, k := range keys {
+			for _, i := range f.Net.Holders(k) {
+				if st, _ := f.Net.Node(i).Pool().State(k); st.Phase == job.Claimed {
+					claimed++
+				}
+			}
+		}
+		return claimed
+	}
+	claimedJobs := func() (n int) {
+		for _, k := range keys {
+			for _, i := range f.Net.Holders(k) {
+				if st, _ := f.Net.Node(i).Pool().State(k); st.Phase == job.Claimed {
+					n++
+					break
+				}
+			}
+		}
+		return n
+	}
+	if won := c.Status().Claims.Won; won < 3 {
+		t.Fatalf("%d jobs won with the two running; want some kept beside them (the index served one entry of a place at a time)", won)
+	}
+	t.Logf("%d jobs won, %d replica claims before the detach", c.Status().Claims.Won, claimedOn())
+	if err := c.Detach("lhc"); err != nil {
+		t.Fatal(err)
+	}
+	// The two running jobs run on (Detach ends only the jobs not yet
+	// running); the kept ones are released.
+	if !testkit.Poll(20*time.Second, func() bool { return claimedJobs() == 2 }) {
+		t.Fatalf("%d jobs still claimed 20 s after the detach, want the 2 running", claimedJobs())
 	}
 }
