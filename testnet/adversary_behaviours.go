@@ -76,21 +76,7 @@ func denyClaims(nd *node.Node, now func() time.Time) {
 	})
 	// The same for several jobs at once: every job denied, every confirm
 	// refused.
-	ep.Handle(wire.ProtoClaimMany, 256<<10, clients, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
-		var req wire.ClaimManyRequest
-		if err := wire.Decode(body, &req); err != nil {
-			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
-		}
-		sts := make([]claim.Statement, len(req.Jobs))
-		for i, k := range req.Jobs {
-			sts[i] = claim.Statement{Kind: claim.Denied, Job: k, Client: []byte(from.Identity.PublicKey), Node: []byte(ep.ID()), At: now().UnixMilli()}
-		}
-		replies, err := claim.SignBatch(sts, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
-		if err != nil {
-			return nil, err
-		}
-		return &wire.ClaimManyResponse{Replies: replies}, nil
-	})
+	answerManyAs(nd, now, claim.Denied, nil)
 	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
 		var req wire.ConfirmManyRequest
 		if err := wire.Decode(body, &req); err != nil {
@@ -206,31 +192,37 @@ func forgeGrants(nd *node.Node, now func() time.Time, a *adversary) {
 	forgeGrantsMany(nd, now, a)
 }
 
-// forgeGrantsMany is forgeGrants for several jobs at once: every job
-// granted, every confirm accepted, under one signature each request.
-func forgeGrantsMany(nd *node.Node, now func() time.Time, a *adversary) {
+// answerManyAs makes nd answer every job of every many-job claim with a
+// statement of kind, signed properly as one batch; counted (nil: none)
+// is told how many.
+func answerManyAs(nd *node.Node, now func() time.Time, kind claim.Kind, counted func(n int)) {
 	id, ep := nd.Identity(), nd.Endpoint()
-	signAll := func(sts []claim.Statement) ([][]byte, error) {
-		return claim.SignBatch(sts, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
-	}
-	clients := []certs.Role{certs.RoleClient}
-	ep.Handle(wire.ProtoClaimMany, 256<<10, clients, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	ep.Handle(wire.ProtoClaimMany, 256<<10, []certs.Role{certs.RoleClient}, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
 		var req wire.ClaimManyRequest
 		if err := wire.Decode(body, &req); err != nil {
 			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 		}
 		sts := make([]claim.Statement, len(req.Jobs))
 		for i, k := range req.Jobs {
-			sts[i] = claim.Statement{Kind: claim.Granted, Job: k, Client: []byte(from.Identity.PublicKey), Node: []byte(ep.ID()), At: now().UnixMilli()}
+			sts[i] = claim.Statement{Kind: kind, Job: k, Client: []byte(from.Identity.PublicKey), Node: []byte(ep.ID()), At: now().UnixMilli()}
 		}
-		replies, err := signAll(sts)
+		replies, err := claim.SignBatch(sts, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
 		if err != nil {
 			return nil, err
 		}
-		a.add(BehaviourForgeGrants+"/granted", len(replies))
+		if counted != nil {
+			counted(len(replies))
+		}
 		return &wire.ClaimManyResponse{Replies: replies}, nil
 	})
-	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+}
+
+// forgeGrantsMany is forgeGrants for several jobs at once: every job
+// granted, every confirm accepted, under one signature each request.
+func forgeGrantsMany(nd *node.Node, now func() time.Time, a *adversary) {
+	id, ep := nd.Identity(), nd.Endpoint()
+	answerManyAs(nd, now, claim.Granted, func(n int) { a.add(BehaviourForgeGrants+"/granted", n) })
+	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, []certs.Role{certs.RoleClient}, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
 		var req wire.ConfirmManyRequest
 		if err := wire.Decode(body, &req); err != nil {
 			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
@@ -240,7 +232,7 @@ func forgeGrantsMany(nd *node.Node, now func() time.Time, a *adversary) {
 			sts[i] = claim.Statement{Kind: claim.Accepted, Job: it.Job, Client: []byte(from.Identity.PublicKey), Node: []byte(ep.ID()),
 				At: now().UnixMilli(), Start: it.Start}
 		}
-		accepts, err := signAll(sts)
+		accepts, err := claim.SignBatch(sts, id.Cert.Raw, id.Position.Marshal(), id.PeerKey.Sign)
 		if err != nil {
 			return nil, err
 		}
