@@ -2,7 +2,6 @@ package project
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"fmt"
 	"sync"
 	"time"
@@ -92,9 +91,10 @@ func (o *opener) unseal(b, key []byte) (*unsealed, error) {
 		// result.Open refuses it at its outer signature.
 		return nil, fmt.Errorf("%w: outer signature", result.ErrForged)
 	}
-	h := sha256.Sum256(env.Sealed)
-	outer := make([]byte, 0, len(outerDomain)+1+len(env.Job)+len(h))
-	outer = append(append(append(append(outer, outerDomain...), byte(len(env.Job))), env.Job...), h[:]...)
+	outer, err := env.OuterMessage()
+	if err != nil {
+		return nil, err
+	}
 	plain, ok := openAnonymous(env.Sealed, &o.keys.pub, o.keys.priv)
 	if !ok {
 		// result.Open checks the outer signature first: a box altered

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/sigverify"
 )
 
@@ -84,10 +85,30 @@ func (in *Inner) payload() ([]byte, error) {
 
 // Envelope is what nodes carry: the sealed inner record, signed outside by
 // the client.
+//
+// A client delivering several results of one place together signs them
+// as a batch (SignOuterBatch): Sig then covers the batch's Merkle root and
+// Path is the envelope's inclusion path (job.BatchPath) to it; a verifier
+// folds the path with a few hashes and verifies each root's signature
+// once (VerifyOuterWith and a cache).
 type Envelope struct {
 	_      struct{} `cbor:",toarray"`
 	Job    []byte
 	Client []byte // the client's account public key
+	Sealed []byte
+	Sig    []byte
+	// Path is the envelope's encoded job.BatchPath when Sig signs a batch
+	// of envelopes (nil: it signs this one). Encoded only when set: an
+	// envelope signed alone keeps its four elements.
+	Path []byte
+}
+
+// envelopeV1 is an envelope signed alone, encoded as every envelope was
+// before batches: four elements.
+type envelopeV1 struct {
+	_      struct{} `cbor:",toarray"`
+	Job    []byte
+	Client []byte
 	Sealed []byte
 	Sig    []byte
 }
@@ -102,6 +123,17 @@ func (e *Envelope) payload() []byte {
 // Seal builds a result for jobKey signed by the client's key and sealed to
 // the project's result public key. rand may be nil (crypto/rand).
 func Seal(in Inner, clientKey ed25519.PrivateKey, projectKey []byte, rand io.Reader) (*Envelope, error) {
+	e, err := SealInner(in, clientKey, projectKey, rand)
+	if err != nil {
+		return nil, err
+	}
+	SignOuter(e, clientKey)
+	return e, nil
+}
+
+// SealInner is Seal without the outer signature: the envelope to sign
+// alone (SignOuter) or with others of its delivery (SignOuterBatch).
+func SealInner(in Inner, clientKey ed25519.PrivateKey, projectKey []byte, rand io.Reader) (*Envelope, error) {
 	if len(projectKey) != 32 {
 		return nil, fmt.Errorf("%w: project result key of %d bytes", ErrMalformed, len(projectKey))
 	}
@@ -126,14 +158,25 @@ func Seal(in Inner, clientKey ed25519.PrivateKey, projectKey []byte, rand io.Rea
 	if err != nil {
 		return nil, fmt.Errorf("seal result: %w", err)
 	}
-	e := &Envelope{Job: in.Job, Client: clientKey.Public().(ed25519.PublicKey), Sealed: sealed}
-	e.Sig = ed25519.Sign(clientKey, e.payload())
-	return e, nil
+	return &Envelope{Job: in.Job, Client: clientKey.Public().(ed25519.PublicKey), Sealed: sealed}, nil
 }
 
-// Encode is the envelope's canonical encoding.
+// SignOuter signs e alone with the client's key.
+func SignOuter(e *Envelope, clientKey ed25519.PrivateKey) {
+	e.Path = nil
+	e.Sig = ed25519.Sign(clientKey, e.payload())
+}
+
+// Encode is the envelope's canonical encoding: four elements when signed
+// alone.
 func (e *Envelope) Encode() []byte {
-	b, err := codec.Marshal(e)
+	var b []byte
+	var err error
+	if len(e.Path) == 0 {
+		b, err = codec.Marshal(&envelopeV1{Job: e.Job, Client: e.Client, Sealed: e.Sealed, Sig: e.Sig})
+	} else {
+		b, err = codec.Marshal(e)
+	}
 	if err != nil {
 		panic(err)
 	}
@@ -152,8 +195,14 @@ func Decode(b []byte) (*Envelope, error) {
 		return nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
 	}
 	var e Envelope
-	if err := codec.Unmarshal(b, &e); err != nil {
+	var v1 envelopeV1
+	if err := codec.Unmarshal(b, &v1); err == nil {
+		e = Envelope{Job: v1.Job, Client: v1.Client, Sealed: v1.Sealed, Sig: v1.Sig}
+	} else if err := codec.Unmarshal(b, &e); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	} else if len(e.Path) == 0 || len(e.Path) > job.MaxPathBytes {
+		// Five elements only with a path: one encoding per envelope.
+		return nil, fmt.Errorf("%w: batch path of %d bytes", ErrMalformed, len(e.Path))
 	}
 	if len(e.Job) == 0 || len(e.Job) > 128 || len(e.Client) != ed25519.PublicKeySize ||
 		len(e.Sig) != ed25519.SignatureSize || len(e.Sealed) < box.AnonymousOverhead {
@@ -162,9 +211,36 @@ func Decode(b []byte) (*Envelope, error) {
 	return &e, nil
 }
 
+// OuterMessage is what the outer signature Sig must sign: the envelope's
+// payload when signed alone, its batch's root message — the path folded
+// from the payload's leaf — when signed in a batch. An error (a path that
+// does not decode or leads nowhere) wraps ErrForged.
+func (e *Envelope) OuterMessage() ([]byte, error) {
+	msg := e.payload()
+	if len(e.Path) == 0 {
+		return msg, nil
+	}
+	msg, err := job.BatchMessage(outerBatchDomain, msg, e.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: outer signature's batch path: %v", ErrForged, err)
+	}
+	return msg, nil
+}
+
 // VerifyOuter checks the client's outer signature: what nodes check.
 func (e *Envelope) VerifyOuter() error {
-	if !sigverify.Verify(e.Client, e.payload(), e.Sig) {
+	return e.VerifyOuterWith(sigverify.Verify)
+}
+
+// VerifyOuterWith is VerifyOuter with verify checking the signature: a
+// verifier that caches what it verified (sigverify.Once) checks a batch's
+// root once for all its envelopes.
+func (e *Envelope) VerifyOuterWith(verify func(pub ed25519.PublicKey, msg, sig []byte) bool) error {
+	msg, err := e.OuterMessage()
+	if err != nil {
+		return err
+	}
+	if !verify(e.Client, msg, e.Sig) {
 		return fmt.Errorf("%w: outer signature", ErrForged)
 	}
 	return nil
