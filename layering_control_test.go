@@ -126,6 +126,7 @@ func TestCheckLayeringReportsForbiddenEdges(t *testing.T) {
 		rulePureNetwork + " | index | net: index -> job -> net",
 		rulePureNetwork + " | job | net: job -> net",
 		rulePureNetwork + " | replica | net: replica -> job -> net",
+		rulePureNetwork + " | result | net: result -> job -> net",
 		rulePureNetwork + " | wire | net: wire -> job -> net",
 		rulePureNever + " | job | net: job -> net",
 		rulePureStandard + " | dht/keyspace | outside the standard library: dht/keyspace -> github.com/google/btree",

@@ -188,9 +188,12 @@ var purePackages = []purePackage{
 		// clock, no randomness of its own. io is there because Seal takes
 		// its randomness as an io.Reader from the caller; x/crypto's
 		// curve25519 and nacl/box seal the inner record; crypto/hmac
-		// derives a commitment's salt from the client's key (commit.go).
+		// derives a commitment's salt from the client's key (commit.go);
+		// job for the Merkle batch signature several results share
+		// (batch.go: job.SignBatchWith, job.BatchMessage), which job owns.
 		path: module + "/result",
 		allowed: []string{
+			"bytes",
 			"crypto/ed25519",
 			"crypto/hmac",
 			"crypto/sha256",
@@ -199,6 +202,7 @@ var purePackages = []purePackage{
 			"io",
 			"strings",
 			"github.com/up-pool/up/codec",
+			"github.com/up-pool/up/job",
 			"golang.org/x/crypto/curve25519",
 			"golang.org/x/crypto/nacl/box",
 			"github.com/up-pool/up/sigverify",

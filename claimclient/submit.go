@@ -65,7 +65,7 @@ func (c *Claimer) SubmitResult(ctx context.Context, cl *Claim, envelope []byte) 
 			return 0, fmt.Errorf("submit result: %w", err)
 		}
 	}
-	n, err := c.submitResult(ctx, cl, envelope, cert)
+	n, err := c.submitResult(ctx, cl, envelope, cert, nil)
 	if cert != nil {
 		c.certifyUnstored(ctx, cl, cert, n)
 	}
@@ -83,8 +83,9 @@ func (c *Claimer) certifyUnstored(ctx context.Context, cl *Claim, cert *wire.Cer
 
 // submitResult is SubmitResult's delivery, carrying cert (when not nil)
 // to the nodes outside cl.acceptedBy; it returns the nodes that stored the
-// result.
-func (c *Claimer) submitResult(ctx context.Context, cl *Claim, envelope []byte, cert *wire.CertifyRequest) (map[string]bool, error) {
+// result. stored (nil: none) are the nodes that stored it already (a
+// many-result delivery): the first attempt sends to the claim's others.
+func (c *Claimer) submitResult(ctx context.Context, cl *Claim, envelope []byte, cert *wire.CertifyRequest, stored map[string]bool) (map[string]bool, error) {
 	r := c.d.Replication()
 	need := majority(r)
 	retry := c.retry
@@ -102,9 +103,11 @@ func (c *Claimer) submitResult(ctx context.Context, cl *Claim, envelope []byte, 
 		}
 		return req
 	}
-	stored := map[string]bool{}
+	if stored == nil {
+		stored = map[string]bool{}
+	}
 	last := map[string]error{} // each node's latest refusal or failure
-	targets := ids(cl.Nodes)
+	targets := slices.DeleteFunc(ids(cl.Nodes), func(n string) bool { return stored[n] })
 	wait := retry.first
 	for attempt := 1; ; attempt++ {
 		req.Sent = sentTo(targets)

@@ -41,13 +41,14 @@ type Client struct {
 	feas    *feasible.Estimator // on/off periods and run times (deadline.go)
 	rng     *rand.Rand
 	backoff map[string]backoff
-	jobs    map[string]*JobStatus // by job CID, while in progress
-	units   recent.Set[[32]byte]  // units this client ran a copy of, by unit key (the latest unitsRemembered)
-	pending []pendingHit          // entries served and not claimed yet (RunOne)
-	claimed []claimedAhead        // jobs won beside another of their place, not run yet (many.go)
-	skips   map[string]*skipping  // by project: jobs this client will not take
-	listed  map[string]time.Time  // by project: when the index last served it entries
-	pace    *pacer                // paces queries and claim requests per node
+	jobs    map[string]*JobStatus   // by job CID, while in progress
+	units   recent.Set[[32]byte]    // units this client ran a copy of, by unit key (the latest unitsRemembered)
+	pending []pendingHit            // entries served and not claimed yet (RunOne)
+	claimed []claimedAhead          // jobs won beside another of their place, not run yet (many.go)
+	groups  map[string]*resultGroup // by job key: the group whose results leave together (resultgroup.go)
+	skips   map[string]*skipping    // by project: jobs this client will not take
+	listed  map[string]time.Time    // by project: when the index last served it entries
+	pace    *pacer                  // paces queries and claim requests per node
 	done    int
 	failed  int
 	started int

@@ -54,6 +54,12 @@ type Config struct {
 	// wire.MaxClaimMany (32). Default 1: one job per claim. Above 1,
 	// FindBatch defaults to it, so one query serves the entries.
 	ClaimMany int
+	// ResultLinger is how long the result of a job claimed with others of
+	// its place (ClaimMany) waits for theirs, to leave with them in one
+	// request per node under one signature; it leaves at once when the
+	// last of them is ready or has failed. Default 2 s; negative: every
+	// result leaves alone.
+	ResultLinger time.Duration
 	// FindBatch is how many entries one query asks for. Default 1: every
 	// entry served is quarantined, so asking for more than the client
 	// claims holds jobs back from other clients.
@@ -142,6 +148,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.FindBatch == 0 {
 		c.FindBatch = c.ClaimMany
+	}
+	if c.ResultLinger == 0 {
+		c.ResultLinger = 2 * time.Second
 	}
 	if c.BackoffMin == 0 {
 		c.BackoffMin = time.Second

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/up-pool/up/client/feasible"
@@ -20,9 +21,12 @@ import (
 var ErrDeadline = errors.New("cannot finish before the deadline")
 
 // deadlineEvery is how often a running job is checked against its
-// T_finish (wall-clock time): a machine that slept is noticed within it.
-// A variable for the tests only.
-var deadlineEvery = time.Minute
+// T_finish (wall-clock time, ns): a machine that slept is noticed within
+// it. A variable for the tests only, atomic as a test may set it while
+// an earlier test's job is still watched.
+var deadlineEvery atomic.Int64
+
+func init() { deadlineEvery.Store(int64(time.Minute)) }
 
 // loadFeasible is the estimator of cfg, with the state Config.FeasibleFile
 // keeps (none, or path "": nothing known yet).
@@ -145,7 +149,7 @@ func (c *Client) watchDeadline(ctx context.Context, spec *job.Spec) (run context
 	}
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(deadlineEvery)
+		t := time.NewTicker(time.Duration(deadlineEvery.Load()))
 		defer t.Stop()
 		for {
 			select {

@@ -126,8 +126,8 @@ func TestRunTimesKept(t *testing.T) {
 // T_finish of 1 h: its run is stopped and the job given back at once
 // for "cannot finish before the deadline", not counted failed.
 func TestLateRunReleased(t *testing.T) {
-	defer func(d time.Duration) { *client.DeadlineEvery = d }(*client.DeadlineEvery)
-	*client.DeadlineEvery = 10 * time.Millisecond
+	defer client.DeadlineEvery.Store(client.DeadlineEvery.Load())
+	client.DeadlineEvery.Store(int64(10 * time.Millisecond))
 	cn := startCaseNet(t, 223)
 	cn.submit(t, "echo-args", []string{"x"}, time.Hour)
 	slept := &timed{before: func(ctx context.Context) error {

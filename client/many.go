@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/up-pool/up/claimclient"
@@ -72,6 +73,7 @@ func (c *Client) tryPlace(ctx context.Context, project string, first pendingHit,
 		group, vets = append(group, ph), append(vets, pv)
 	}
 	wons, errs := c.claimGroup(ctx, project, group, place, vets)
+	c.startGroup(slices.DeleteFunc(slices.Clone(wons), func(cl *claimclient.Claim) bool { return cl == nil }))
 	for i, cl := range wons {
 		if cl == nil {
 			continue
@@ -206,6 +208,7 @@ func (c *Client) releaseKeptLocked(project, why string) {
 // releaseKept releases kept jobs, saying why in the log.
 func (c *Client) releaseKept(ctx context.Context, kept []claimedAhead, why string) {
 	for _, ca := range kept {
+		c.leaveGroup(ctx, ca.w.cl.Job)
 		c.forgetVetted(ca.w.v)
 		c.claimer.Release(context.WithoutCancel(ctx), ca.w.cl, wire.SkipStopping)
 		c.log.Info("job released", "job", jobName(ca.w.cl.Job), "project", ca.project, "err", why)

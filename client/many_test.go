@@ -83,6 +83,12 @@ func TestClaimManyClients(t *testing.T) {
 	if r := 5; many == 0 || many+alone >= len(keys)*r/2 {
 		t.Errorf("%d many-claim and %d single claim requests for %d jobs: want several jobs per request", many, alone, len(keys))
 	}
+	// The results of a many-claim's jobs leave together (ResultLinger).
+	manyResults, aloneResults := sent(wire.ProtoResultMany), sent(wire.ProtoResult)
+	t.Logf("%d jobs: %d many-result requests, %d results alone", len(keys), manyResults, aloneResults)
+	if r := 5; manyResults == 0 || manyResults+aloneResults >= len(keys)*r/2 {
+		t.Errorf("%d many-result and %d single result requests for %d jobs: want several results per request", manyResults, aloneResults, len(keys))
+	}
 }
 
 // TestClaimManyReleasesUnrun: a client that claims a batch's jobs eight at

@@ -222,6 +222,7 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 	step := wire.SkipFetch // the reason of a release in the step under way
 	defer func() {
 		if !submitted {
+			c.leaveGroup(ctx, cl.Job) // its group's results do not wait for it
 			if unit != "" {
 				// Not run after all: another copy of the unit may run here.
 				c.forgetUnit(unit)
@@ -269,11 +270,11 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 			return fmt.Errorf("job %s: %w", cid, err)
 		}
 	}
-	env, err := result.Seal(inner, id.Key, spec.ResultKey, nil)
+	env, err := result.SealInner(inner, id.Key, spec.ResultKey, nil)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", cid, err)
 	}
-	if stored, err := c.claimer.SubmitResult(ctx, cl, env.Encode()); err != nil {
+	if stored, err := c.deliver(ctx, cl, env); err != nil {
 		// Short of a majority: a replica that stored it hands the finished
 		// state on, so the claim is not released (not counted done either).
 		if stored > 0 {

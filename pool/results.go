@@ -15,6 +15,7 @@ import (
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/replica"
 	"github.com/up-pool/up/result"
+	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
@@ -23,6 +24,7 @@ const resultNS = "result"
 
 func (p *Pool) registerResultProtocols() {
 	p.ep.Handle(wire.ProtoResult, wire.MaxResultsFrame, []certs.Role{certs.RoleClient}, p.handleResult)
+	p.ep.Handle(wire.ProtoResultMany, wire.MaxResultsFrame, []certs.Role{certs.RoleClient}, p.handleResultMany)
 	p.ep.Handle(wire.ProtoResultGet, 64<<10, []certs.Role{certs.RoleProject, certs.RoleNode}, p.handleResultGet)
 	p.ep.Handle(wire.ProtoCollect, 1<<20, []certs.Role{certs.RoleProject}, p.handleCollect)
 }
@@ -95,7 +97,11 @@ func (p *Pool) submitResult(in resultIn) error {
 	if !bytes.Equal(env.Client, client) {
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("result of job %x names another client than its sender", env.Job))
 	}
-	if err := env.VerifyOuter(); err != nil {
+	verify := sigverify.Verify
+	if len(env.Path) > 0 {
+		verify = p.sigs.Verify // a batch's root: once for all its results
+	}
+	if err := env.VerifyOuterWith(verify); err != nil {
 		return overlay.StatusErr(wire.StatusUnauthorized, err)
 	}
 	now := p.nowMS()

@@ -26,6 +26,8 @@ func claimMsgs() []wire.Validator {
 		&wire.ClaimManyResponse{Replies: [][]byte{{1}, {2}}},
 		&wire.ConfirmManyRequest{Items: []wire.ConfirmRequest{{Job: key, Start: 5, Replies: [][]byte{{1}, {2}}}}},
 		&wire.ConfirmManyResponse{Accepts: [][]byte{{1}, nil}, Refused: []string{"", "no"}},
+		&wire.ResultManyRequest{Items: []wire.ResultSubmit{{Envelope: []byte{1}, At: 5}, {Envelope: []byte{2}, At: 5, Start: 5, Accepts: [][]byte{{1}, {2}}}}},
+		&wire.ResultManyResponse{Refused: []string{"", "no"}},
 	}
 }
 
@@ -104,6 +106,13 @@ func TestClaimManyBounds(t *testing.T) {
 	item := func(b byte) wire.ConfirmRequest {
 		return wire.ConfirmRequest{Job: key(b), Start: 1, Replies: [][]byte{{1}}}
 	}
+	results := func(n, size int) []wire.ResultSubmit {
+		out := make([]wire.ResultSubmit, n)
+		for i := range out {
+			out[i] = wire.ResultSubmit{Envelope: make([]byte, size), At: 1}
+		}
+		return out
+	}
 	for _, c := range []struct {
 		name string
 		msg  wire.Validator
@@ -126,6 +135,15 @@ func TestClaimManyBounds(t *testing.T) {
 		{"answer neither", &wire.ConfirmManyResponse{Accepts: [][]byte{nil}, Refused: []string{""}}, false},
 		{"answer refusals unpaired", &wire.ConfirmManyResponse{Accepts: [][]byte{{1}}}, false},
 		{"answer refusal too long", &wire.ConfirmManyResponse{Accepts: [][]byte{nil}, Refused: []string{string(make([]byte, wire.MaxRefusalLen+1))}}, false},
+		{"results of two jobs", &wire.ResultManyRequest{Items: results(2, 10)}, true},
+		{"results of the most jobs", &wire.ResultManyRequest{Items: results(wire.MaxClaimMany, 10)}, true},
+		{"results of too many jobs", &wire.ResultManyRequest{Items: results(wire.MaxClaimMany+1, 10)}, false},
+		{"results of no job", &wire.ResultManyRequest{}, false},
+		{"results over the bytes bound", &wire.ResultManyRequest{Items: results(2, wire.MaxResultManyBytes/2+1)}, false},
+		{"result item without time", &wire.ResultManyRequest{Items: []wire.ResultSubmit{{Envelope: []byte{1}}}}, false},
+		{"results answered", &wire.ResultManyResponse{Refused: []string{"", "why"}}, true},
+		{"results answer empty", &wire.ResultManyResponse{}, false},
+		{"results refusal too long", &wire.ResultManyResponse{Refused: []string{string(make([]byte, wire.MaxRefusalLen+1))}}, false},
 	} {
 		if err := c.msg.Validate(); (err == nil) != c.ok {
 			t.Errorf("%s: Validate() = %v, want ok=%v", c.name, err, c.ok)
