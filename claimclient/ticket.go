@@ -35,8 +35,10 @@ type tickets struct {
 	flushing bool                           // a flush of queued is scheduled
 	// quota is the client's quota of jobs in progress as its record
 	// nodes last showed it (0: not learned yet, quota.DefaultInitial
-	// assumed): the jobs it held when one refused it a ticket, or the
-	// most it held after one gave them (TicketRoom).
+	// assumed): what the last many-ticket answer said
+	// (wire.QuotaTicketManyResponse.Quota), else the jobs it held when
+	// one refused it a ticket, or the most it held after one gave them
+	// (TicketRoom).
 	quota int
 }
 
@@ -317,6 +319,11 @@ func (c *Claimer) ticketsFor(ctx context.Context, jobs [][]byte, place []byte) (
 				}
 			}
 			c.learnQuotaLocked(partial)
+			if resp.Quota > 0 {
+				// The record node's word: room next is this less the
+				// jobs held (TicketRoom).
+				c.tk.quota = int(resp.Quota)
+			}
 			c.mu.Unlock()
 			return tickets, errs
 		case errors.As(err, &we) && we.Status == wire.StatusQuota:

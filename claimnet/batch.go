@@ -21,6 +21,12 @@ import (
 type batch struct {
 	sigs []queued            // in the order queued
 	seen map[string]struct{} // key ‖ message ‖ signature of those queued
+	// known (nil: none) are the signatures this node verified valid
+	// before, across batches: one is not queued again, and a batch that
+	// verifies adds its own (a batch root's signature comes with every
+	// job of its batch: the certificates of jobs claimed together carry
+	// the same acceptors' roots).
+	known *sigverify.Once
 }
 
 // queued is one signature on a batch, with the caller's name for it.
@@ -40,6 +46,9 @@ func newBatch(n int) *batch {
 func (b *batch) add(id int, pub ed25519.PublicKey, msg, sig []byte) {
 	k := string(pub) + string(msg) + string(sig)
 	if _, dup := b.seen[k]; dup {
+		return
+	}
+	if b.known.Known(pub, msg, sig) {
 		return
 	}
 	if b.seen == nil {
@@ -72,6 +81,9 @@ func (b *batch) verify() int {
 	}
 	ok, valid := v.Verify(nil) // nil: crypto/rand picks the batch's coefficients
 	if ok {
+		for _, q := range b.sigs {
+			b.known.Remember(q.pub, q.msg, q.sig)
+		}
 		return -1
 	}
 	for i, ok := range valid {

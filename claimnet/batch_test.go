@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"testing"
+
+	"github.com/up-pool/up/sigverify"
 )
 
 // TestBatchVerify: a batch of valid signatures passes; one bad signature,
@@ -85,5 +87,46 @@ func TestBatchQueuesARootOnce(t *testing.T) {
 	}
 	if got := b.verify(); got != 1 {
 		t.Fatalf("bad root signature reported at %d, want 1 (its first reply)", got)
+	}
+}
+
+// TestBatchRemembersAcrossBatches: with a cache of signatures verified
+// here (batch.known, a proof checker's), a root's signature verified in
+// one batch is not queued in the next (the certificates of jobs claimed
+// together carry the same acceptors' roots); a batch that fails leaves
+// nothing remembered, and an altered signature of a remembered root is
+// still queued and refused (the cache is by key, message and signature).
+func TestBatchRemembersAcrossBatches(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	root, other := []byte("batch root"), []byte("other root")
+	sig, otherSig := ed25519.Sign(priv, root), ed25519.Sign(priv, other)
+	known := sigverify.NewOnce(16)
+	first := newBatch(1)
+	first.known = known
+	first.add(0, pub, root, sig)
+	if first.verify() != -1 {
+		t.Fatal("a valid root refused")
+	}
+	second := newBatch(2)
+	second.known = known
+	second.add(0, pub, root, sig)
+	if len(second.sigs) != 0 {
+		t.Fatalf("%d signatures queued for a root verified before, want 0", len(second.sigs))
+	}
+	bad := append([]byte(nil), sig...)
+	bad[5] ^= 1
+	second.add(1, pub, root, bad)
+	second.add(2, pub, other, otherSig)
+	if len(second.sigs) != 2 || second.verify() != 1 {
+		t.Fatalf("%d queued, verify %d; want the altered signature and the other root queued, the altered one refused", len(second.sigs), second.verify())
+	}
+	if known.Known(pub, other, otherSig) {
+		t.Fatal("a signature of a batch that failed was remembered")
+	}
+	// Control: without the cache the root is queued again.
+	third := newBatch(1)
+	third.add(0, pub, root, sig)
+	if len(third.sigs) != 1 {
+		t.Fatal("control: a batch without a cache skipped a signature")
 	}
 }

@@ -12,7 +12,12 @@ import (
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
+	"github.com/up-pool/up/sigverify"
 )
+
+// maxKnownSigs bounds the acceptance signatures a proof checker
+// remembers as verified (sigverify.Once): past it, it starts afresh.
+const maxKnownSigs = 1 << 14
 
 // ProofChecker checks the proofs of claimed states and tombstones another
 // node sends (its Check is a pool.ClaimCheck): the claim's certificate, a
@@ -27,6 +32,7 @@ type ProofChecker struct {
 	warmup    int64 // ms
 	started   int64 // Unix ms, for claim.CanJudge
 	positions *positions
+	known     *sigverify.Once // acceptances' signatures verified here (batch roots recur)
 }
 
 // NewProofChecker returns the claim proof checker of a node, for its pool
@@ -42,7 +48,7 @@ func NewProofChecker(deps Deps, cfg Config) (*ProofChecker, error) {
 	}
 	deps.Env.ApplyDefaults()
 	return &ProofChecker{ep: deps.Endpoint, d: deps.DHT, now: deps.Env.Now, warmup: cfg.Warmup.Milliseconds(),
-		started: deps.Env.Now().UnixMilli(), positions: newPositions(4096)}, nil
+		started: deps.Env.Now().UnixMilli(), positions: newPositions(4096), known: sigverify.NewOnce(maxKnownSigs)}, nil
 }
 
 // Check checks that pr proves the claimed state or tombstone st of job
@@ -82,6 +88,7 @@ func (c *ProofChecker) Check(key []byte, pos keyspace.Pos, tFinish int64, st job
 		return err
 	}
 	sigs := newBatch(2 * len(accepts))
+	sigs.known = c.known
 	accounts := make(map[string]bool, len(signed))
 	for i, s := range signed {
 		node := peer.ID(stmts[i].Node)

@@ -425,3 +425,29 @@ func TestTicketsForMany(t *testing.T) {
 		t.Errorf("%d many-ticket and %d ticket requests for %d jobs; want one many-ticket request", many, one, len(keys))
 	}
 }
+
+// TestTicketRoomFromRecordNode: the record node says the client's quota
+// in its many-ticket answer, and the client's room follows it: record
+// nodes that start clients at 16 give ten tickets at once, and the room
+// left is 16 − 10 = 6, where an estimate from the jobs held (the quota
+// seen as the most held, 10) left room for one.
+func TestTicketRoomFromRecordNode(t *testing.T) {
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 12, Seed: 77,
+		Configure: func(_ int, cfg *node.Config) {
+			cfg.Claim.RequireTicket = true
+			cfg.Credit.Quota.Initial = 16
+		}})
+	keys := testnet.SubmitJobs(t, f.Project, 10, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
+	q := &quotaNet{f: f, ctx: context.Background()}
+	a := q.agent(t, "grown")
+	cl := claimer(a, time.Hour)
+	_, errs := cl.ClaimMany(q.ctx, keys, f.Net.PlaceOf(keys[0]), nil)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("job %d: %v", i, err)
+		}
+	}
+	if room := cl.TicketRoom(); room != 6 {
+		t.Errorf("room %d after ten tickets under a quota of 16, want 6", room)
+	}
+}

@@ -128,6 +128,11 @@ func (s *Service) handleTicketMany(_ context.Context, from *overlay.Admitted, bo
 	s.mTickets.WithLabelValues("given").Add(float64(len(signed)))
 	resp := &wire.QuotaTicketManyResponse{Tickets: make([][]byte, len(req.Jobs))}
 	copy(resp.Tickets, signed)
+	s.mu.Lock()
+	if a := s.book.Account(string(client)); a != nil {
+		resp.Quota = int64(a.Quota)
+	}
+	s.mu.Unlock()
 	return resp, nil
 }
 

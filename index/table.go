@@ -289,11 +289,7 @@ func (t *Table) SelectSkipping(q *Query, keyword string, n int, now int64, rng *
 		return len(cands) < l
 	})
 	if len(cands) > n {
-		for i := range n { // partial Fisher-Yates: n distinct picks
-			j := i + rng.IntN(len(cands)-i)
-			cands[i], cands[j] = cands[j], cands[i]
-		}
-		cands = cands[:n]
+		cands = selectDraw(cands, n, rng)
 	}
 	out := make([]Entry, len(cands))
 	for i, e := range cands {
@@ -308,6 +304,45 @@ func (t *Table) SelectSkipping(q *Query, keyword string, n int, now int64, rng *
 		return bytes.Compare(a.Job, b.Job)
 	})
 	return out
+}
+
+// selectDraw is how a selection picks its entries (drawByPlace; the
+// tests' control swaps in a uniform draw).
+var selectDraw = drawByPlace
+
+// drawByPlace picks n of cands (more than n): the first at random, then
+// as many as there are of the first's place (job.PlaceKey: its batch),
+// at random among them, then the rest at random among the others. A
+// client is served jobs of one place where the l oldest hold them, which
+// it claims together (issue 23: one request and one confirm per node
+// for all of them); the first pick stays uniform, so concurrent askers
+// are spread as before, and the entries served are quarantined, so no
+// two answers overlap. Entries placed alone (no batch) have places of
+// their own: for them this is the uniform draw it was.
+func drawByPlace(cands []*Entry, n int, rng *rand.Rand) []*Entry {
+	j := rng.IntN(len(cands))
+	cands[0], cands[j] = cands[j], cands[0]
+	first := cands[0]
+	same := 1 // cands[1:same] are of first's place
+	if len(first.Place) > 0 {
+		for i := 1; i < len(cands); i++ {
+			if bytes.Equal(cands[i].Place, first.Place) {
+				cands[same], cands[i] = cands[i], cands[same]
+				same++
+			}
+		}
+	}
+	// Partial Fisher-Yates within each part: first's place, then others.
+	take := 1
+	for ; take < n && take < same; take++ {
+		j := take + rng.IntN(same-take)
+		cands[take], cands[j] = cands[j], cands[take]
+	}
+	for ; take < n; take++ {
+		j := take + rng.IntN(len(cands)-take)
+		cands[take], cands[j] = cands[j], cands[take]
+	}
+	return cands[:n]
 }
 
 // Cursor marks a place in a keyword's age order for paging.

@@ -189,10 +189,11 @@ func (r *Regions) TargetAvoiding(ctx context.Context, kw string, avoid map[peer.
 	return r.target(ctx, kw, nil, avoid)
 }
 
-// EntryPoint is the point of kw's region where job jobKey's entry under
-// kw is written (index.EntryPoint): the same for every writer.
-func (r *Regions) EntryPoint(kw string, jobKey []byte) keyspace.Pos {
-	return index.EntryPoint(r.Region(kw), kw, jobKey)
+// EntryPoint is the point of kw's region where the entry under kw of a
+// job placed by placeKey (job.PlaceKey) is written (index.EntryPoint):
+// the same for every writer.
+func (r *Regions) EntryPoint(kw string, placeKey []byte) keyspace.Pos {
+	return index.EntryPoint(r.Region(kw), kw, placeKey)
 }
 
 // TargetAt is Target for the given point x of kw's region (EntryPoint):

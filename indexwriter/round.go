@@ -22,7 +22,12 @@ type op struct {
 	reset    bool
 	final    bool // a withdrawal the job's state calls for (wire.IndexRef.Final)
 	point    keyspace.Pos
+	place    []byte // the job's batch root from its listing (job.Listing.Place); empty: placed by its key
 }
+
+// placeKey is the key the op's job is placed by (job.PlaceKey), which
+// its entry's point follows (index.EntryPoint).
+func (o op) placeKey() []byte { return job.PlaceKey([]byte(o.key), o.place) }
 
 // plan is a round's planned operations: writes and withdrawals by index
 // node, entries still to be placed in their keyword's region, and final
@@ -144,7 +149,7 @@ func (w *Writer) listingOf(h pool.Held) (op, []string, bool) {
 	if err != nil {
 		return op{}, nil, false
 	}
-	o := op{listing: env.Listing, certRef: spec.CertRef}
+	o := op{listing: env.Listing, certRef: spec.CertRef, place: l.Place}
 	for _, p := range w.d.NearestLocal(h.Pos, w.d.Replication()) {
 		if !w.d.IsMarkedDead(p) {
 			o.replicas = append(o.replicas, []byte(p))
@@ -201,13 +206,13 @@ func (w *Writer) dropGone(k string, pl *plan) {
 func (w *Writer) send(ctx context.Context, pl *plan) WriteStats {
 	var stats WriteStats
 	for _, o := range pl.blind {
-		at, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, w.regions.EntryPoint(o.keyword, []byte(o.key)))
+		at, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, w.regions.EntryPoint(o.keyword, o.placeKey()))
 		if err == nil {
 			pl.withdraws[at] = append(pl.withdraws[at], o)
 		}
 	}
 	for _, o := range pl.unplaced {
-		x := w.regions.EntryPoint(o.keyword, []byte(o.key))
+		x := w.regions.EntryPoint(o.keyword, o.placeKey())
 		at, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, x)
 		if err != nil {
 			stats.Failed++
@@ -244,7 +249,7 @@ func (w *Writer) sendWrites(ctx context.Context, writes map[peer.ID][]op, stats 
 				case res[i].moved != "" && res[i].moved != at && attempt < 2:
 					retry[res[i].moved] = append(retry[res[i].moved], o)
 				case attempt == 0 && res[i].moved == "":
-					x := w.regions.EntryPoint(o.keyword, []byte(o.key))
+					x := w.regions.EntryPoint(o.keyword, o.placeKey())
 					if next, err := w.regions.TargetAt(dht.WithPurpose(ctx, dht.PurposeIndexWrite), o.keyword, x); err == nil && next != at {
 						o.point = x
 						retry[next] = append(retry[next], o)

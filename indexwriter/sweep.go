@@ -45,7 +45,7 @@ func (w *Writer) sweepOrphans(h pool.Held, pl *plan) {
 	}
 	for _, kw := range append(l.Keywords[:len(l.Keywords):len(l.Keywords)], job.FinishedKeyword(h.Project)) {
 		if index.RuledOut(h.State, kw, h.Project) {
-			pl.blind = append(pl.blind, op{key: k, keyword: kw, final: true})
+			pl.blind = append(pl.blind, op{key: k, keyword: kw, final: true, place: l.Place})
 		}
 	}
 }

@@ -91,26 +91,57 @@ func (o *Once) Verify(pub ed25519.PublicKey, msg, sig []byte) bool {
 	if o == nil {
 		return Verify(pub, msg, sig)
 	}
+	d := onceDigest(pub, msg, sig)
+	if o.known(d) {
+		return true
+	}
+	if !Verify(pub, msg, sig) {
+		return false
+	}
+	o.remember(d)
+	return true
+}
+
+// Known reports whether the signature was verified valid here before
+// (Verify or Remember): a batch verifier leaves it out.
+func (o *Once) Known(pub ed25519.PublicKey, msg, sig []byte) bool {
+	return o != nil && o.known(onceDigest(pub, msg, sig))
+}
+
+// Remember records a signature the caller verified valid (in a batch).
+// Known then answers with the caller's verdict: keep one Once to one kind
+// of verifier (a batch verifier's cofactored check is not the strict
+// single one).
+func (o *Once) Remember(pub ed25519.PublicKey, msg, sig []byte) {
+	if o != nil {
+		o.remember(onceDigest(pub, msg, sig))
+	}
+}
+
+// onceDigest names (pub, msg, sig): key and signature are of fixed sizes
+// in a valid signature, and one that is not never verifies.
+func onceDigest(pub ed25519.PublicKey, msg, sig []byte) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write(pub)
 	h.Write(sig)
 	h.Write(msg)
 	var d [sha256.Size]byte
 	h.Sum(d[:0])
+	return d
+}
+
+func (o *Once) known(d [sha256.Size]byte) bool {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	_, ok := o.seen[d]
-	o.mu.Unlock()
-	if ok {
-		return true
-	}
-	if !Verify(pub, msg, sig) {
-		return false
-	}
+	return ok
+}
+
+func (o *Once) remember(d [sha256.Size]byte) {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	if len(o.seen) >= o.max {
 		clear(o.seen)
 	}
 	o.seen[d] = struct{}{}
-	o.mu.Unlock()
-	return true
 }

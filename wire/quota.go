@@ -162,12 +162,25 @@ func (r *QuotaTicketManyRequest) Validate() error {
 type QuotaTicketManyResponse struct {
 	_       struct{} `cbor:",toarray"`
 	Tickets [][]byte
+	// Quota is the client's quota of jobs in progress at this record
+	// node (quota.Account.Quota), so that the client asks next for as
+	// many tickets as it has room for (claimclient.TicketRoom): the
+	// record node's word, unsigned. A record node that overstates it
+	// gets requests it refuses in part; one that understates it gets
+	// smaller ones; neither holds anything. 0: not said.
+	Quota int64
 }
+
+// MaxQuotaSaid bounds QuotaTicketManyResponse.Quota.
+const MaxQuotaSaid = 1 << 16
 
 // Validate bounds a decoded QuotaTicketManyResponse.
 func (r *QuotaTicketManyResponse) Validate() error {
 	if len(r.Tickets) == 0 || len(r.Tickets) > MaxClaimMany || len(r.Tickets[0]) == 0 {
 		return fmt.Errorf("ticket response with %d tickets: %w", len(r.Tickets), ErrMalformed)
+	}
+	if r.Quota < 0 || r.Quota > MaxQuotaSaid {
+		return fmt.Errorf("ticket response saying a quota of %d: %w", r.Quota, ErrMalformed)
 	}
 	for _, t := range r.Tickets {
 		if len(t) > MaxReplyBytes {
