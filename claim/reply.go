@@ -87,6 +87,10 @@ type statementV1 struct {
 	Busy   bool
 }
 
+// statementV1Fields is its element count (codec.ArrayLen): the layout is
+// told by the count, without a failed decode of the other.
+var statementV1Fields = codec.Fields(statementV1{})
+
 // Encode is the statement's canonical encoding, which its node signs.
 func (st *Statement) Encode() ([]byte, error) {
 	if len(st.Place) == 0 {
@@ -98,7 +102,7 @@ func (st *Statement) Encode() ([]byte, error) {
 // decodeStatement parses a statement in either layout.
 func decodeStatement(b []byte) (Statement, error) {
 	var v1 statementV1
-	if err := codec.Unmarshal(b, &v1); err == nil {
+	if codec.ArrayLen(b) == statementV1Fields && codec.Unmarshal(b, &v1) == nil {
 		return Statement{Kind: v1.Kind, Job: v1.Job, Client: v1.Client, Node: v1.Node, At: v1.At, Start: v1.Start, Busy: v1.Busy}, nil
 	}
 	var st Statement
@@ -141,6 +145,10 @@ type signedV1 struct {
 	Position  []byte
 	PeerSig   []byte
 }
+
+// signedV1Fields is its element count (codec.ArrayLen): the layout is
+// told by the count, without a failed decode of the other.
+var signedV1Fields = codec.Fields(signedV1{})
 
 // Encode is the reply's encoding: four elements when signed alone.
 func (s *Signed) Encode() ([]byte, error) {
@@ -230,7 +238,7 @@ func SignBatch(sts []Statement, cert, position []byte, peerSign func(msg []byte)
 // decodeSigned parses a signed reply in either layout.
 func decodeSigned(b []byte) (Signed, error) {
 	var v1 signedV1
-	if err := codec.Unmarshal(b, &v1); err == nil {
+	if codec.ArrayLen(b) == signedV1Fields && codec.Unmarshal(b, &v1) == nil {
 		return Signed{Statement: v1.Statement, Cert: v1.Cert, Position: v1.Position, PeerSig: v1.PeerSig}, nil
 	}
 	var s Signed

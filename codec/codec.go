@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 
 	"github.com/fxamacker/cbor/v2"
@@ -72,6 +73,37 @@ func Unmarshal(b []byte, v any) error {
 		return fmt.Errorf("decode %T: %w: %d trailing bytes", v, ErrMalformed, len(rest))
 	}
 	return nil
+}
+
+// ArrayLen is the number of elements of the definite-length CBOR array b
+// starts with (at most 255), or -1: a decoder that knows several layouts
+// of a message by their element counts tries only the one b has, without
+// a failed decode (and its error) per message of the other.
+func ArrayLen(b []byte) int {
+	switch {
+	case len(b) >= 1 && b[0] >= 0x80 && b[0] <= 0x97:
+		return int(b[0] - 0x80)
+	case len(b) >= 2 && b[0] == 0x98:
+		return int(b[1])
+	}
+	return -1
+}
+
+// Fields is the number of elements a struct of v's type encodes to as a
+// CBOR array (its exported fields but the `_` marker): the count
+// ArrayLen finds for one of its layouts.
+func Fields(v any) int {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	n := 0
+	for i := range t.NumField() {
+		if f := t.Field(i); f.IsExported() {
+			n++
+		}
+	}
+	return n
 }
 
 // WriteFrame writes v as one frame: its CBOR length as an unsigned varint,

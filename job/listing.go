@@ -50,6 +50,10 @@ type listingV1 struct {
 	Keywords []string
 }
 
+// listingV1Fields is its element count (codec.ArrayLen): the layout is
+// told by the count, without a failed decode of the other.
+var listingV1Fields = codec.Fields(listingV1{})
+
 // Encode is the listing's canonical encoding, which its project signs.
 func (l *Listing) Encode() ([]byte, error) {
 	if len(l.Place) == 0 {
@@ -61,7 +65,7 @@ func (l *Listing) Encode() ([]byte, error) {
 // decodeListingBody parses a listing in either layout.
 func decodeListingBody(b []byte) (Listing, error) {
 	var v1 listingV1
-	if err := codec.Unmarshal(b, &v1); err == nil {
+	if codec.ArrayLen(b) == listingV1Fields && codec.Unmarshal(b, &v1) == nil {
 		return Listing{Job: v1.Job, Project: v1.Project, Created: v1.Created, Keywords: v1.Keywords}, nil
 	}
 	var l Listing
@@ -90,6 +94,10 @@ type signedListingV1 struct {
 	Listing []byte
 	Sig     []byte
 }
+
+// signedListingV1Fields is its element count (codec.ArrayLen): the layout is
+// told by the count, without a failed decode of the other.
+var signedListingV1Fields = codec.Fields(signedListingV1{})
 
 const listingDomain = "up/listing/v1\x00"
 
@@ -149,7 +157,7 @@ func DecodeListing(b []byte) (*SignedListing, *Listing, error) {
 	}
 	var s SignedListing
 	var v1 signedListingV1
-	if err := codec.Unmarshal(b, &v1); err == nil {
+	if codec.ArrayLen(b) == signedListingV1Fields && codec.Unmarshal(b, &v1) == nil {
 		s = SignedListing{Listing: v1.Listing, Sig: v1.Sig}
 	} else if err := codec.Unmarshal(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("%w: listing: %v", ErrMalformed, err)

@@ -53,6 +53,10 @@ type proofV1 struct {
 	Claim []byte
 }
 
+// proofV1Fields is its element count (codec.ArrayLen): the layout is
+// told by the count, without a failed decode of the other.
+var proofV1Fields = codec.Fields(proofV1{})
+
 // Encode is the proof's canonical encoding; the empty proof encodes to nil.
 func (p *Proof) Encode() []byte {
 	if len(p.Sig) == 0 && len(p.Cert) == 0 && len(p.Claim) == 0 && len(p.Path) == 0 {
@@ -80,7 +84,7 @@ func DecodeProof(b []byte) (Proof, error) {
 		return p, fmt.Errorf("%w: proof of %d bytes (max %d)", ErrMalformed, len(b), MaxProofSize)
 	}
 	var v1 proofV1
-	if err := codec.Unmarshal(b, &v1); err == nil {
+	if codec.ArrayLen(b) == proofV1Fields && codec.Unmarshal(b, &v1) == nil {
 		return Proof{Sig: v1.Sig, Cert: v1.Cert, Claim: v1.Claim}, nil
 	}
 	if err := codec.Unmarshal(b, &p); err != nil {

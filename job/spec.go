@@ -359,6 +359,10 @@ type signedV1 struct {
 	Sig  []byte
 }
 
+// signedV1Fields is its element count (codec.ArrayLen): the layout is
+// told by the count, without a failed decode of the other.
+var signedV1Fields = codec.Fields(signedV1{})
+
 // Sign encodes spec canonically and signs it with the project key.
 func Sign(spec *Spec, key ed25519.PrivateKey) (*Signed, error) {
 	if err := spec.Validate(); err != nil {
@@ -401,7 +405,7 @@ func Decode(b []byte) (*Signed, *Spec, error) {
 	}
 	var s Signed
 	var v1 signedV1
-	if err := codec.Unmarshal(b, &v1); err == nil {
+	if codec.ArrayLen(b) == signedV1Fields && codec.Unmarshal(b, &v1) == nil {
 		s = Signed{Spec: v1.Spec, Sig: v1.Sig}
 	} else if err := codec.Unmarshal(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)

@@ -113,6 +113,10 @@ type envelopeV1 struct {
 	Sig    []byte
 }
 
+// envelopeV1Fields is its element count (codec.ArrayLen): the layout is
+// told by the count, without a failed decode of the other.
+var envelopeV1Fields = codec.Fields(envelopeV1{})
+
 func (e *Envelope) payload() []byte {
 	h := sha256.Sum256(e.Sealed)
 	b := append([]byte(outerDomain), byte(len(e.Job)))
@@ -196,7 +200,7 @@ func Decode(b []byte) (*Envelope, error) {
 	}
 	var e Envelope
 	var v1 envelopeV1
-	if err := codec.Unmarshal(b, &v1); err == nil {
+	if codec.ArrayLen(b) == envelopeV1Fields && codec.Unmarshal(b, &v1) == nil {
 		e = Envelope{Job: v1.Job, Client: v1.Client, Sealed: v1.Sealed, Sig: v1.Sig}
 	} else if err := codec.Unmarshal(b, &e); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
