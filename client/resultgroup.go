@@ -103,11 +103,15 @@ func (c *Client) deliver(ctx context.Context, cl *claimclient.Claim, env *result
 			g.send(ctx, batch)
 		}
 	case <-ctx.Done():
+		// Stopping: what is ready leaves now, within stopSendTimeout,
+		// rather than be given back after it was computed.
 		g.mu.Lock()
-		mine := g.removeLocked(r)
+		batch := g.takeLocked()
 		g.mu.Unlock()
-		if mine {
-			return 0, ctx.Err()
+		if len(batch) > 0 {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopSendTimeout)
+			g.send(sctx, batch)
+			cancel()
 		}
 	}
 	<-r.done
@@ -145,17 +149,9 @@ func (g *resultGroup) takeLocked() []*groupResult {
 	return batch
 }
 
-// removeLocked takes r out of the ready results, reporting whether it was
-// there (false: a sender has it). g.mu is held.
-func (g *resultGroup) removeLocked(r *groupResult) bool {
-	for i, x := range g.ready {
-		if x == r {
-			g.ready = append(g.ready[:i], g.ready[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
+// stopSendTimeout bounds the delivery of a group's ready results when
+// the client stops while they wait.
+const stopSendTimeout = 5 * time.Second
 
 // sendGroup signs batch's envelopes under one signature, delivers them
 // together and hands each result its outcome.

@@ -153,3 +153,24 @@ func TestGroupLeaverSendsTheRest(t *testing.T) {
 		<-b
 	}
 }
+
+// TestGroupResultsSentOnStop: a client stopping while its results wait
+// for their group sends them at once rather than give computed results
+// back.
+func TestGroupResultsSentOnStop(t *testing.T) {
+	g := newGroupRig(3, time.Hour)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.c.deliver(ctx, g.claims[0], &result.Envelope{Job: g.claims[0].Job})
+		done <- err
+	}()
+	g.waitReady(t, 1)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("deliver on stop: %v, want the result sent", err)
+	}
+	if s := g.sends(); len(s) != 1 || !slices.Equal(s[0], []string{"job0"}) {
+		t.Fatalf("sends %v, want job0 sent on stop", s)
+	}
+}
