@@ -150,23 +150,10 @@ func (s *Service) handleConfirmMany(_ context.Context, from *overlay.Admitted, b
 	resp := &wire.ConfirmManyResponse{Accepts: make([][]byte, len(items)), Refused: make([]string, len(items))}
 	for i := range items {
 		if items[i].err != nil {
-			resp.Refused[i] = refusalText(items[i].err)
+			resp.Refused[i] = wire.RefusalText(items[i].err)
 			continue
 		}
 		resp.Accepts[i], signed = signed[0], signed[1:]
 	}
 	return resp, nil
-}
-
-// refusalText is err as a confirm's refusal in a many-job answer, within
-// wire.MaxRefusalLen.
-func refusalText(err error) string {
-	msg := err.Error()
-	if len(msg) > wire.MaxRefusalLen {
-		msg = msg[:wire.MaxRefusalLen]
-	}
-	if msg == "" {
-		msg = "refused"
-	}
-	return msg
 }

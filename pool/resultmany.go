@@ -28,20 +28,8 @@ func (p *Pool) handleResultMany(_ context.Context, from *overlay.Admitted, body 
 			in.from, in.start, in.accepts = from, it.Start, it.Accepts
 		}
 		if err := p.submitResult(in); err != nil {
-			resp.Refused[i] = refusalText(err)
+			resp.Refused[i] = wire.RefusalText(err)
 		}
 	}
 	return resp, nil
-}
-
-// refusalText is err as a many-result answer says it, within its bound.
-func refusalText(err error) string {
-	why := err.Error()
-	if why == "" {
-		why = "refused"
-	}
-	if len(why) > wire.MaxRefusalLen {
-		why = why[:wire.MaxRefusalLen]
-	}
-	return why
 }

@@ -135,3 +135,16 @@ func (r *ConfirmManyResponse) Validate() error {
 	}
 	return nil
 }
+
+// RefusalText is err as a many-job answer gives one job's refusal: its
+// text within MaxRefusalLen, "refused" when it has none.
+func RefusalText(err error) string {
+	msg := err.Error()
+	if len(msg) > MaxRefusalLen {
+		msg = msg[:MaxRefusalLen]
+	}
+	if msg == "" {
+		msg = "refused"
+	}
+	return msg
+}
