@@ -71,6 +71,14 @@ func (e *Endpoint) exchangeHello(ctx context.Context, p peer.ID) (*wire.Hello, e
 	if err != nil {
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
+	// A deadline does not bound every call: a stream whose connection
+	// went away under it can block CloseWrite for good (mocknet's does,
+	// and Endpoint.Close then waited on this hello for ever: CI). When
+	// the context ends — the hello's timeout or Close — the stream is
+	// reset, which ends any call still blocked on it, the deferred Close
+	// included (it runs before stop).
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
 	defer s.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = s.SetDeadline(dl)

@@ -239,10 +239,11 @@ func (e *Endpoint) callStream(ctx context.Context, p peer.ID, pid protocol.ID, b
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
 	// The context's end resets the stream, whatever the transport does
-	// with deadlines (mocknet's streams ignore them).
+	// with deadlines (mocknet's streams ignore them); armed until after
+	// the deferred Close, which can block too.
 	defer context.AfterFunc(ctx, func() { _ = s.Reset() })()
+	defer s.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = s.SetDeadline(dl)
 	}
