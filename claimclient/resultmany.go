@@ -25,8 +25,10 @@ type ResultItem struct {
 // alone (retries with backoff, the job's current closest). It returns,
 // per item, how many replicas stored it and nil, or the error
 // SubmitResult would have returned. A node that refuses one result
-// refuses only it; a node that does not serve the protocol is sent each
-// result alone.
+// refuses only it. A result short of a majority after the delivery —
+// nodes that do not serve the protocol, answered with the wrong count of
+// verdicts, refused it or were silent — goes alone to the nodes that did
+// not store it; one stored by a majority reaches the rest by their sync.
 func (c *Claimer) SubmitResults(ctx context.Context, items []ResultItem) ([]int, []error) {
 	counts := make([]int, len(items))
 	errs := make([]error, len(items))
