@@ -141,6 +141,46 @@ func TestProofEncodingKeepsV1(t *testing.T) {
 	}
 }
 
+// TestBatchPathOneEncoding: a path decodes from its canonical encoding
+// only; the same values with a longer integer head, a longer array head
+// decode with the codec but are refused (the control: codec.Unmarshal
+// takes them, so the canonical check is what refuses them); a hash as a
+// text string is refused too.
+func TestBatchPathOneEncoding(t *testing.T) {
+	proofs, err := SignCollectedBatch(batchKeys(300), 1, ed25519.NewKeyFromSeed(make([]byte, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon := proofs[5].Path // index 5 of 300: a one-byte index, a two-byte size
+	if _, err := DecodeBatchPath(canon); err != nil {
+		t.Fatalf("canonical path: %v", err)
+	}
+	if canon[0] != 0x83 || canon[1] != 5 || canon[2] != 0x19 || canon[5]&0xe0 != 0x80 || canon[6] != 0x58 {
+		t.Fatalf("path %x not laid out as this test expects", canon[:8])
+	}
+	splice := func(at, drop int, with ...byte) []byte {
+		return append(append(append([]byte(nil), canon[:at]...), with...), canon[at+drop:]...)
+	}
+	for _, tc := range []struct {
+		name       string
+		b          []byte
+		codecTakes bool
+	}{
+		{"index in a two-byte head", splice(1, 1, 0x18, 5), true},
+		{"size in a four-byte head", splice(2, 3, 0x1a, 0, 0, canon[3], canon[4]), true},
+		{"hashes' array in a two-byte head", splice(5, 1, 0x98, canon[5]&0x1f), true},
+		{"a hash as a text string", splice(6, 1, 0x78), false},
+	} {
+		var c BatchPath
+		if err := codec.Unmarshal(tc.b, &c); (err == nil) != tc.codecTakes {
+			t.Errorf("%s: codec.Unmarshal says %v", tc.name, err)
+		}
+		if _, err := DecodeBatchPath(tc.b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", tc.name, err)
+		}
+	}
+}
+
 // FuzzDecodeBatchPath: never a panic; what decodes is within bounds and
 // re-encodes to the same bytes.
 func FuzzDecodeBatchPath(f *testing.F) {
