@@ -30,6 +30,7 @@ type Client struct {
 	overQuota bool              // a claim was refused for the quota since a held job last ended; mu
 	waiting   []waiter          // jobs waiting to reveal, oldest first (slot.go); mu
 	certs     map[string][]byte // project certificates by CertRef, for commitments; mu
+	seal      sessions          // result sessions by project (sealing.go)
 
 	mu      sync.Mutex
 	queries map[string]string // by project: its index query

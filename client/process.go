@@ -270,7 +270,7 @@ func (c *Client) process(ctx context.Context, project string, cl *claimclient.Cl
 			return fmt.Errorf("job %s: %w", cid, err)
 		}
 	}
-	env, err := result.SealInner(inner, id.Key, spec.ResultKey, nil)
+	env, err := c.sealResult(inner, id.Key, spec.ResultKey)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", cid, err)
 	}

@@ -163,6 +163,28 @@ func (f *resultFixture) seal(t *testing.T, client string, jobKey []byte, mod fun
 	return e.Encode()
 }
 
+// sessionSeal makes the envelope a client sends for job under session
+// s, its inner record naming certificate "cert:"+cert, altered by mod.
+func (f *resultFixture) sessionSeal(t *testing.T, s *result.Session, cert string, jobKey []byte, mod func(in *result.Inner)) []byte {
+	t.Helper()
+	in := result.Inner{Job: jobKey, ClientCert: []byte("cert:" + cert), Output: []byte("43\n"), CPU: 5, Wall: 6, At: 1_700_000_000_001}
+	if mod != nil {
+		mod(&in)
+	}
+	e, err := s.Seal(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key ed25519.PrivateKey
+	for _, k := range f.clients {
+		if k.Public().(ed25519.PublicKey).Equal(ed25519.PublicKey(e.Client)) {
+			key = k
+		}
+	}
+	result.SignOuter(e, key)
+	return e.Encode()
+}
+
 // resealed builds an envelope around a hand-made inner record, signed
 // outside by key (as a client that misbehaves could).
 func (f *resultFixture) resealed(t *testing.T, in result.Inner, key ed25519.PrivateKey, outerJob []byte) []byte {
@@ -216,6 +238,14 @@ func TestOpenAgreesWithResultOpen(t *testing.T) {
 	jobA, jobB := []byte("job-a"), []byte("job-b")
 	alice, bob := f.clients["alice"], f.clients["bob"]
 	honestInner := result.Inner{Job: jobA, ClientCert: []byte("cert:alice"), Output: []byte("7"), At: 1}
+	aliceSession, err := result.NewSession(alice, f.pub[:], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobSession, err := result.NewSession(bob, f.pub[:], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name   string
 		env    []byte
@@ -292,6 +322,50 @@ func TestOpenAgreesWithResultOpen(t *testing.T) {
 			e := &result.Envelope{Job: jobA, Client: alice.Public().(ed25519.PublicKey), Sealed: sealed, Sig: make([]byte, 64)}
 			return e.Encode()
 		}(), true},
+		{"session", f.sessionSeal(t, aliceSession, "alice", jobA, nil), false},
+		{"session, another result of it", f.sessionSeal(t, aliceSession, "alice", jobA, nil), false},
+		{"session, failed job", f.sessionSeal(t, bobSession, "bob", jobA, func(in *result.Inner) { in.ExitCode, in.Error = 3, "killed" }), false},
+		{"session copied into another client's envelope", func() []byte {
+			e, _ := result.Decode(f.sessionSeal(t, aliceSession, "alice", jobA, nil))
+			e.Client = bob.Public().(ed25519.PublicKey)
+			result.SignOuter(e, bob)
+			return e.Encode()
+		}(), true},
+		{"session moved to another job", func() []byte {
+			e, _ := result.Decode(f.sessionSeal(t, aliceSession, "alice", jobB, nil))
+			e.Job = jobA
+			result.SignOuter(e, alice)
+			return e.Encode()
+		}(), true},
+		{"session sealed bytes altered and re-signed", func() []byte {
+			e, _ := result.Decode(f.sessionSeal(t, aliceSession, "alice", jobA, nil))
+			e.Sealed[len(e.Sealed)-3] ^= 1
+			result.SignOuter(e, alice)
+			return e.Encode()
+		}(), true},
+		{"session note signed by another key", func() []byte {
+			s, err := result.NewSession(alice, f.pub[:], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, _ := result.Decode(f.sessionSeal(t, s, "alice", jobA, nil))
+			ss, _ := result.SplitSession(e.Sealed)
+			copy(ss.Note, ed25519.Sign(bob, result.SessionNoteMessage(f.pub[:], ss.Eph)))
+			result.SignOuter(e, alice)
+			return e.Encode()
+		}(), true},
+		{"session of another project", func() []byte {
+			other, _, err := box.GenerateKey(rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := result.NewSession(alice, other[:], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f.sessionSeal(t, s, "alice", jobA, nil)
+		}(), true},
+		{"session, outer client not the certificate's", f.sessionSeal(t, bobSession, "alice", jobA, nil), true},
 		{"not an envelope", []byte("garbage"), true},
 		{"client key not a point", f.seal(t, "alice", jobA, func(_ *result.Inner, e *result.Envelope) []byte {
 			e.Client = bytes.Repeat([]byte{0xff}, 32)

@@ -1,6 +1,7 @@
 package project
 
 import (
+	"crypto/cipher"
 	"crypto/ed25519"
 	"fmt"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 	"github.com/oasisprotocol/curve25519-voi/primitives/x25519"
 	"golang.org/x/crypto/blake2b"
+	"golang.org/x/crypto/curve25519"
 	"golang.org/x/crypto/nacl/box"
 	"golang.org/x/crypto/salsa20/salsa"
 
@@ -22,6 +24,9 @@ import (
 // refusal, for a fraction of its CPU (it is most of what a harvest costs
 // the project):
 //
+//   - a result sealed under a client's session (result.Session) costs
+//     no public-key operation after the session's first: its note is
+//     verified and its cipher derived once, then cached;
 //   - the project's X25519 public key is computed once, not per result;
 //   - the box is opened with curve25519-voi's X25519 (the same function,
 //     about 40 % faster than x/crypto's here) and x/crypto's HSalsa20 and
@@ -52,7 +57,7 @@ type unsealed struct {
 	pub    *voi.ExpandedPublicKey
 	outer  []byte // outer signature payload
 	outSig []byte
-	inner  []byte // inner signature payload
+	inner  []byte // inner signature payload (nil for a session's record: none)
 }
 
 // opener opens results for a project: its result keys, its cache of
@@ -95,7 +100,7 @@ func (o *opener) unseal(b, key []byte) (*unsealed, error) {
 	if err != nil {
 		return nil, err
 	}
-	plain, ok := openAnonymous(env.Sealed, &o.keys.pub, o.keys.priv)
+	plain, session, ok := o.openSealed(env, pub)
 	if !ok {
 		// result.Open checks the outer signature first: a box altered
 		// under a valid signature is refused for the box; one whose
@@ -110,17 +115,20 @@ func (o *opener) unseal(b, key []byte) (*unsealed, error) {
 	if err != nil {
 		return nil, refuse(pub, outer, env.Sig, fmt.Errorf("client certificate in result: %w", err))
 	}
-	c := in
-	c.Sig = nil
-	payload, err := codec.Marshal(&c)
-	if err != nil {
-		return nil, err
+	var inner []byte
+	if !session {
+		c := in
+		c.Sig = nil
+		payload, err := codec.Marshal(&c)
+		if err != nil {
+			return nil, err
+		}
+		inner = append(append(make([]byte, 0, len(innerDomain)+len(payload)), innerDomain...), payload...)
 	}
-	inner := append(append(make([]byte, 0, len(innerDomain)+len(payload)), innerDomain...), payload...)
 	if !certKey.Equal(ed25519.PublicKey(env.Client)) || string(in.Job) != string(env.Job) {
 		// Refused whatever the signatures; named as result.Open names it.
 		err := fmt.Errorf("%w: inner and outer disagree on job or client", result.ErrForged)
-		if len(certKey) != ed25519.PublicKeySize || !sigverify.Verify(certKey, inner, in.Sig) {
+		if !session && (len(certKey) != ed25519.PublicKeySize || !sigverify.Verify(certKey, inner, in.Sig)) {
 			err = fmt.Errorf("%w: inner signature", result.ErrForged)
 		}
 		return nil, refuse(pub, outer, env.Sig, err)
@@ -145,19 +153,26 @@ func verifySigs(rs []*unsealed) []error {
 		return errs
 	}
 	bv := voi.NewBatchVerifierWithCapacity(2 * len(rs))
-	for _, r := range rs {
+	at := make([]int, len(rs)) // where each result's outer signature is in the batch
+	n := 0
+	for i, r := range rs {
+		at[i] = n
 		bv.AddExpanded(r.pub, r.outer, r.outSig)
-		bv.AddExpanded(r.pub, r.inner, r.in.Sig)
+		n++
+		if r.inner != nil {
+			bv.AddExpanded(r.pub, r.inner, r.in.Sig)
+			n++
+		}
 	}
 	ok, valid := bv.Verify(nil) // nil: crypto/rand picks the batch's coefficients
 	if ok {
 		return errs
 	}
-	for i := range rs {
+	for i, r := range rs {
 		switch {
-		case !valid[2*i]:
+		case !valid[at[i]]:
 			errs[i] = fmt.Errorf("%w: outer signature", result.ErrForged)
-		case !valid[2*i+1]:
+		case r.inner != nil && !valid[at[i]+1]:
 			errs[i] = fmt.Errorf("%w: inner signature", result.ErrForged)
 		}
 	}
@@ -264,4 +279,57 @@ type keyCaches struct {
 	keysMu     sync.Mutex
 	resultKeys *openKeys
 	clientKeys map[string]*voi.ExpandedPublicKey
+	// sessions are the ciphers of result sessions whose notes verified,
+	// by client key, ephemeral key and the project's result key.
+	sessions map[string]cipher.AEAD
+}
+
+// maxSessions bounds the result sessions a project keeps the keys of;
+// the cache starts afresh when full.
+const maxSessions = 4096
+
+// openSealed opens an envelope's sealed bytes (result.OpenSealed): a
+// session's with its key from the cache — made, once its note verified
+// under the envelope's client key pub, on the session's first result —
+// else Seal's anonymous box.
+func (o *opener) openSealed(env *result.Envelope, pub *voi.ExpandedPublicKey) (plain []byte, session, ok bool) {
+	if ss, is := result.SplitSession(env.Sealed); is {
+		if aead := o.cache.session(o.keys, env.Client, ss, pub); aead != nil {
+			if plain, err := aead.Open(nil, ss.Nonce, ss.Ciphertext, result.SessionAD(env.Job, env.Client)); err == nil {
+				return plain, true, true
+			}
+		}
+	}
+	plain, ok = openAnonymous(env.Sealed, &o.keys.pub, o.keys.priv)
+	return plain, false, ok
+}
+
+// session returns the cipher of client's session ss with the project's
+// keys, nil when its note does not verify under pub (the client's key).
+func (c *keyCaches) session(keys *openKeys, client []byte, ss result.SessionSealed, pub *voi.ExpandedPublicKey) cipher.AEAD {
+	id := string(client) + string(ss.Eph) + string(keys.pub[:])
+	c.keysMu.Lock()
+	aead, ok := c.sessions[id]
+	c.keysMu.Unlock()
+	if ok {
+		return aead
+	}
+	if !voi.VerifyExpanded(pub, result.SessionNoteMessage(keys.pub[:], ss.Eph), ss.Note) {
+		return nil
+	}
+	shared, err := curve25519.X25519(keys.priv[:], ss.Eph)
+	if err != nil {
+		return nil // a low-order key: no session
+	}
+	aead, err = result.SessionAEAD(shared, ss.Eph, keys.pub[:], client)
+	if err != nil {
+		return nil
+	}
+	c.keysMu.Lock()
+	if c.sessions == nil || len(c.sessions) >= maxSessions {
+		c.sessions = map[string]cipher.AEAD{}
+	}
+	c.sessions[id] = aead
+	c.keysMu.Unlock()
+	return aead
 }

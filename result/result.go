@@ -1,7 +1,8 @@
 // Package result owns a job result as it travels from a worker client to
 // its project: the inner record (output, exit status, the client's
-// certificate and signature) sealed with a NaCl anonymous box to the
-// project's result key, so the nodes that carry it can neither read nor
+// certificate) sealed to the project's result key — under the client's
+// session with the project (session.go), or alone with a NaCl anonymous
+// box and the client's inner signature — so the nodes that carry it can neither read nor
 // alter it undetected, and the outer envelope the client signs so nodes
 // accept it only from the client that claimed the job (thesis 3.5.1,
 // 3.6.1). Pure: no I/O.
@@ -262,7 +263,7 @@ func Open(e *Envelope, projectPriv *[32]byte, certKey func(der []byte) (ed25519.
 	}
 	var pub [32]byte
 	curve25519ScalarBase(&pub, projectPriv)
-	b, ok := box.OpenAnonymous(nil, e.Sealed, &pub, projectPriv)
+	b, session, ok := OpenSealed(e, projectPriv, &pub)
 	if !ok {
 		return nil, fmt.Errorf("%w: sealed box does not open", ErrForged)
 	}
@@ -274,15 +275,32 @@ func Open(e *Envelope, projectPriv *[32]byte, certKey func(der []byte) (ed25519.
 	if err != nil {
 		return nil, fmt.Errorf("client certificate in result: %w", err)
 	}
-	p, err := in.payload()
-	if err != nil {
-		return nil, err
-	}
-	if !sigverify.Verify(key, p, in.Sig) {
-		return nil, fmt.Errorf("%w: inner signature", ErrForged)
+	if !session {
+		// A session's record is the client's by its note and key: no
+		// signature of its own.
+		p, err := in.payload()
+		if err != nil {
+			return nil, err
+		}
+		if !sigverify.Verify(key, p, in.Sig) {
+			return nil, fmt.Errorf("%w: inner signature", ErrForged)
+		}
 	}
 	if string(in.Job) != string(e.Job) || !key.Equal(ed25519.PublicKey(e.Client)) {
 		return nil, fmt.Errorf("%w: inner and outer disagree on job or client", ErrForged)
 	}
 	return &in, nil
+}
+
+// OpenSealed opens an envelope's sealed bytes with the project's result
+// key pair: as a session's (Session) when laid out as one and its note
+// verifies, else as Seal's anonymous box. session says which opened.
+func OpenSealed(e *Envelope, projectPriv, projectPub *[32]byte) (plain []byte, session, ok bool) {
+	if ss, is := SplitSession(e.Sealed); is {
+		if plain, ok := openSession(e, ss, projectPriv, projectPub); ok {
+			return plain, true, true
+		}
+	}
+	plain, ok = box.OpenAnonymous(nil, e.Sealed, projectPub, projectPriv)
+	return plain, false, ok
 }
