@@ -190,11 +190,15 @@ var purePackages = []purePackage{
 		// curve25519 and nacl/box seal the inner record; crypto/hmac
 		// derives a commitment's salt from the client's key (commit.go);
 		// job for the Merkle batch signature several results share
-		// (batch.go: job.SignBatchWith, job.BatchMessage), which job owns.
+		// (batch.go: job.SignBatchWith, job.BatchMessage), which job owns;
+		// crypto/hkdf, crypto/cipher and x/crypto's chacha20poly1305 for a
+		// session's key and records (session.go).
 		path: module + "/result",
 		allowed: []string{
 			"bytes",
+			"crypto/cipher",
 			"crypto/ed25519",
+			"crypto/hkdf",
 			"crypto/hmac",
 			"crypto/sha256",
 			"errors",
@@ -203,6 +207,7 @@ var purePackages = []purePackage{
 			"strings",
 			"github.com/up-pool/up/codec",
 			"github.com/up-pool/up/job",
+			"golang.org/x/crypto/chacha20poly1305",
 			"golang.org/x/crypto/curve25519",
 			"golang.org/x/crypto/nacl/box",
 			"github.com/up-pool/up/sigverify",

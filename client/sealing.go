@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/ed25519"
+	"crypto/rand"
 	"sync"
 	"time"
 
@@ -21,12 +22,13 @@ const maxSessions = 64
 // result key.
 type sessions struct {
 	mu sync.Mutex
-	by map[string]sessionMade
+	by map[string]*sessionMade
 }
 
 type sessionMade struct {
-	s    *result.Session
-	made time.Time
+	s      *result.Session
+	made   time.Time
+	sealed int // results sealed under it
 }
 
 // sealResult seals in to the project's result key under the client's
@@ -38,18 +40,27 @@ func (c *Client) sealResult(in result.Inner, key ed25519.PrivateKey, projectKey 
 	id := string(key.Public().(ed25519.PublicKey)) + string(projectKey)
 	c.seal.mu.Lock()
 	m, ok := c.seal.by[id]
-	if !ok || now.Sub(m.made) >= SessionLifetime || now.Before(m.made) || m.s.Count() >= result.SessionMaxResults {
-		s, err := result.NewSession(key, projectKey, nil)
+	if !ok || m.spent(now) {
+		s, err := result.NewSession(key, projectKey, rand.Reader)
 		if err != nil {
 			c.seal.mu.Unlock()
 			return nil, err
 		}
 		if c.seal.by == nil || len(c.seal.by) >= maxSessions {
-			c.seal.by = map[string]sessionMade{}
+			c.seal.by = map[string]*sessionMade{}
 		}
-		m = sessionMade{s: s, made: now}
+		m = &sessionMade{s: s, made: now}
 		c.seal.by[id] = m
 	}
+	m.sealed++
+	s := m.s
 	c.seal.mu.Unlock()
-	return m.s.Seal(in, nil)
+	return s.Seal(in, rand.Reader)
+}
+
+// spent reports whether a session is to be made anew at now (the
+// client's clock): SessionLifetime after it was made, when the clock went
+// back past its making, or after result.SessionMaxResults results.
+func (m *sessionMade) spent(now time.Time) bool {
+	return now.Sub(m.made) >= SessionLifetime || now.Before(m.made) || m.sealed >= result.SessionMaxResults
 }

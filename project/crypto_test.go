@@ -171,7 +171,7 @@ func (f *resultFixture) sessionSeal(t *testing.T, s *result.Session, cert string
 	if mod != nil {
 		mod(&in)
 	}
-	e, err := s.Seal(in, nil)
+	e, err := s.Seal(in, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,11 +238,11 @@ func TestOpenAgreesWithResultOpen(t *testing.T) {
 	jobA, jobB := []byte("job-a"), []byte("job-b")
 	alice, bob := f.clients["alice"], f.clients["bob"]
 	honestInner := result.Inner{Job: jobA, ClientCert: []byte("cert:alice"), Output: []byte("7"), At: 1}
-	aliceSession, err := result.NewSession(alice, f.pub[:], nil)
+	aliceSession, err := result.NewSession(alice, f.pub[:], rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bobSession, err := result.NewSession(bob, f.pub[:], nil)
+	bobSession, err := result.NewSession(bob, f.pub[:], rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestOpenAgreesWithResultOpen(t *testing.T) {
 			return e.Encode()
 		}(), true},
 		{"session note signed by another key", func() []byte {
-			s, err := result.NewSession(alice, f.pub[:], nil)
+			s, err := result.NewSession(alice, f.pub[:], rand.Reader)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,7 +359,7 @@ func TestOpenAgreesWithResultOpen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := result.NewSession(alice, other[:], nil)
+			s, err := result.NewSession(alice, other[:], rand.Reader)
 			if err != nil {
 				t.Fatal(err)
 			}

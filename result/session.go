@@ -5,11 +5,9 @@ import (
 	"crypto/cipher"
 	"crypto/ed25519"
 	"crypto/hkdf"
-	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"sync/atomic"
 
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/curve25519"
@@ -64,7 +62,8 @@ const (
 )
 
 // SessionMaxResults is how many results a client seals under one session
-// before it makes another.
+// before it makes another (random nonces of 24 bytes would allow far
+// more; this bounds what one leaked ephemeral key exposes).
 const SessionMaxResults = 100_000
 
 const (
@@ -74,24 +73,21 @@ const (
 )
 
 // Session is a client's key for sealing results to one project (see
-// above). Safe for concurrent use.
+// above). Safe for concurrent use: it holds no state a seal changes.
 type Session struct {
 	eph     [32]byte // public
 	note    []byte   // the client's signature of SessionNoteMessage
 	aead    cipher.AEAD
 	client  ed25519.PublicKey
 	project [32]byte
-	sealed  atomic.Int64
 }
 
 // NewSession makes a session of the client's key for the project's
-// result public key. rand may be nil (crypto/rand).
+// result public key, its ephemeral key read from rnd (crypto/rand's
+// Reader, say).
 func NewSession(clientKey ed25519.PrivateKey, projectKey []byte, rnd io.Reader) (*Session, error) {
 	if len(projectKey) != 32 {
 		return nil, fmt.Errorf("%w: project result key of %d bytes", ErrMalformed, len(projectKey))
-	}
-	if rnd == nil {
-		rnd = rand.Reader
 	}
 	priv := make([]byte, 32)
 	if _, err := io.ReadFull(rnd, priv); err != nil {
@@ -115,11 +111,8 @@ func NewSession(clientKey ed25519.PrivateKey, projectKey []byte, rnd io.Reader) 
 	return s, nil
 }
 
-// Count is how many results the session sealed.
-func (s *Session) Count() int { return int(s.sealed.Load()) }
-
 // Seal seals in under the session: the envelope to sign (SignOuter or
-// SignOuterBatch), its inner record unsigned.
+// SignOuterBatch), its inner record unsigned, its nonce read from rnd.
 func (s *Session) Seal(in Inner, rnd io.Reader) (*Envelope, error) {
 	if len(in.Output) > MaxOutput {
 		return nil, fmt.Errorf("%w: output of %d bytes (max %d)", ErrMalformed, len(in.Output), MaxOutput)
@@ -132,9 +125,6 @@ func (s *Session) Seal(in Inner, rnd io.Reader) (*Envelope, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rnd == nil {
-		rnd = rand.Reader
-	}
 	sealed := make([]byte, sessionHeader, sessionHeader+len(plain)+chacha20poly1305.Overhead)
 	copy(sealed, sessionMagic)
 	copy(sealed[len(sessionMagic):], s.eph[:])
@@ -144,7 +134,6 @@ func (s *Session) Seal(in Inner, rnd io.Reader) (*Envelope, error) {
 		return nil, fmt.Errorf("seal result: %w", err)
 	}
 	sealed = s.aead.Seal(sealed, nonce, plain, SessionAD(in.Job, s.client))
-	s.sealed.Add(1)
 	return &Envelope{Job: in.Job, Client: s.client, Sealed: sealed}, nil
 }
 
