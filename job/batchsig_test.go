@@ -193,8 +193,17 @@ func FuzzDecodeBatchPath(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{0x83, 0, 2, 0x80})
+	f.Add([]byte{0x83, 0x18, 1, 2, 0x80})                // index in a longer head than it needs
+	f.Add([]byte{0x83, 0, 0x19, 0x01, 0x00, 0x80})       // size 256
+	f.Add([]byte{0x83, 0, 2, 0x81, 0x78, 0x20})          // a text string
+	f.Add([]byte{0x83, 0, 2, 0x9f, 0xff})                // an indefinite array
+	f.Add([]byte{0x83, 0, 0x1b, 0, 0, 0, 1, 0, 0, 0, 0}) // size past 32 bits
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeBatchPath(b)
+		ref, refErr := referenceDecodeBatchPath(b)
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("DecodeBatchPath: %v; the reflective decode and re-encoding check: %v", err, refErr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v is not ErrMalformed", err)
@@ -204,8 +213,36 @@ func FuzzDecodeBatchPath(f *testing.F) {
 		if c.Size < 2 || c.Size > MaxBatch || c.Index >= c.Size || len(c.Hashes) > maxPathHashes {
 			t.Fatalf("decoded out of bounds: %+v", c)
 		}
+		if fmt.Sprint(c) != fmt.Sprint(ref) {
+			t.Fatalf("decoded %+v, the reference %+v", c, ref)
+		}
 		if re, err := codec.Marshal(&c); err != nil || !bytes.Equal(re, b) {
 			t.Fatalf("re-encodes differently: %v", err)
 		}
 	})
+}
+
+// referenceDecodeBatchPath is DecodeBatchPath as it was: the codec's
+// reflective decode, the bounds, and a re-encoding that must give the
+// same bytes.
+func referenceDecodeBatchPath(b []byte) (BatchPath, error) {
+	var c BatchPath
+	if len(b) == 0 || len(b) > MaxPathBytes {
+		return c, ErrMalformed
+	}
+	if err := codec.Unmarshal(b, &c); err != nil {
+		return c, err
+	}
+	if c.Size < 2 || c.Size > MaxBatch || c.Index >= c.Size || len(c.Hashes) > maxPathHashes {
+		return c, ErrMalformed
+	}
+	for _, h := range c.Hashes {
+		if len(h) != rfc6962Size {
+			return c, ErrMalformed
+		}
+	}
+	if re, err := codec.Marshal(&c); err != nil || !bytes.Equal(re, b) {
+		return c, ErrMalformed
+	}
+	return c, nil
 }
