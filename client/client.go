@@ -17,6 +17,7 @@ import (
 	"github.com/up-pool/up/client/sched"
 	"github.com/up-pool/up/indexclient"
 	"github.com/up-pool/up/recent"
+	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/wire"
 )
 
@@ -31,6 +32,7 @@ type Client struct {
 	waiting   []waiter          // jobs waiting to reveal, oldest first (slot.go); mu
 	certs     map[string][]byte // project certificates by CertRef, for commitments; mu
 	seal      sessions          // result sessions by project (sealing.go)
+	sigs      *sigverify.Once   // project signatures verified (a batch's root once)
 
 	mu      sync.Mutex
 	queries map[string]string // by project: its index query
@@ -109,6 +111,7 @@ func New(cfg Config) (*Client, error) {
 		backoff: map[string]backoff{},
 		jobs:    map[string]*JobStatus{},
 		units:   recent.NewSet[[32]byte](unitsRemembered),
+		sigs:    sigverify.NewOnce(verifiedRemembered),
 		skips:   map[string]*skipping{},
 		listed:  map[string]time.Time{},
 		pace:    newPacer(cfg.Pace, max(1, int(cfg.Pace))),

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/wire"
@@ -39,12 +41,13 @@ func (c *Client) tryPlace(ctx context.Context, project string, first pendingHit,
 	bound := c.claimRoom(min(c.cfg.ClaimMany, wire.MaxClaimMany))
 	group := []pendingHit{first}
 	vets := []*vetted{v}
+	pre := c.prefetchSpecs(ctx, place, rest, bound-1)
 	for i, ph := range rest {
 		if len(group) >= bound || !bytes.Equal(job.PlaceKey(ph.hit.Job, ph.hit.Place), place) {
 			c.addPending(ph)
 			continue
 		}
-		pv, err := c.vet(ctx, project, ph.hit)
+		pv, err := c.vetFrom(ctx, project, ph.hit, pre)
 		if isSkip(err) {
 			unit := ""
 			if pv != nil {
@@ -95,6 +98,37 @@ func (c *Client) tryPlace(ctx context.Context, project string, first pendingHit,
 		}
 	}
 	return nil, skips, nil
+}
+
+// prefetchSpecs gets, in one request to the first replica of the first
+// of them, the specs of up to n entries of rest placed at place (a
+// batch's jobs share their replicas), for vetFrom; nil when there is
+// none or the node does not answer (each is then asked alone).
+func (c *Client) prefetchSpecs(ctx context.Context, place []byte, rest []pendingHit, n int) map[string]gotSpec {
+	var keys [][]byte
+	var node peer.ID
+	for _, ph := range rest {
+		if len(keys) == min(n, wire.MaxJobsPerStore) {
+			break
+		}
+		if len(ph.hit.Replicas) == 0 || !bytes.Equal(job.PlaceKey(ph.hit.Job, ph.hit.Place), place) {
+			continue
+		}
+		if r := peer.ID(ph.hit.Replicas[0]); node == "" {
+			node = r
+		} else if r != node {
+			continue // an entry naming other replicas: vetted alone
+		}
+		keys = append(keys, ph.hit.Job)
+	}
+	if len(keys) < 2 {
+		return nil
+	}
+	got, err := getSpecs(ctx, c.cfg.Agent, c.cfg.Now(), node, keys, c.sigs)
+	if err != nil {
+		return nil
+	}
+	return got
 }
 
 // claimRoom is n, or less when the client's quota (as its claimer last

@@ -2,8 +2,11 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +26,8 @@ import (
 // jobs: every job is run to a submitted result exactly once, none is
 // claimed twice, and the claims went several jobs per request (fewer
 // claim requests than jobs times r, none of one job alone but those a
-// failed lockstep attempt retried).
+// failed lockstep attempt retried), and the specs of a group's entries
+// were fetched together (fewer spec requests than jobs).
 func TestClaimManyClients(t *testing.T) {
 	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 10, Seed: 93})
 	var keys [][]byte
@@ -82,6 +86,13 @@ func TestClaimManyClients(t *testing.T) {
 		len(keys), many, sent(wire.ProtoConfirmMany), alone, sent(wire.ProtoConfirm))
 	if r := 5; many == 0 || many+alone >= len(keys)*r/2 {
 		t.Errorf("%d many-claim and %d single claim requests for %d jobs: want several jobs per request", many, alone, len(keys))
+	}
+	// The specs of a group's entries came in one request (prefetchSpecs):
+	// fewer spec requests than jobs (one per job before).
+	gets := sent(wire.ProtoJobGet)
+	t.Logf("%d jobs: %d spec requests", len(keys), gets)
+	if gets >= len(keys) {
+		t.Errorf("%d spec requests for %d jobs: want the specs of a group fetched together", gets, len(keys))
 	}
 	// The results of a many-claim's jobs leave together (ResultLinger).
 	manyResults, aloneResults := sent(wire.ProtoResultMany), sent(wire.ProtoResult)
@@ -221,5 +232,114 @@ func TestClaimManyReleasedOnDetach(t *testing.T) {
 	// running); the kept ones are released.
 	if !testkit.Poll(20*time.Second, func() bool { return claimedJobs() == 2 }) {
 		t.Fatalf("%d jobs still claimed 20 s after the detach, want the 2 running", claimedJobs())
+	}
+}
+
+// TestPrefetchPastLyingReplicas: two of each job's five replicas lie
+// to spec requests. Asked for a job, a liar sends it with its signature
+// altered — which makes it another job (a job's key is the hash of its
+// signed spec), so the client drops it; asked for a job it made up (the
+// key of a real spec whose signature it altered, as a lying index entry
+// would name), it sends that spec, which the client refuses for its
+// signature. A client claiming eight at a time, whose group's specs come
+// in one request, runs every real job, each once. Control: an honest
+// holder's answer to the same request checks.
+func TestPrefetchPastLyingReplicas(t *testing.T) {
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 95})
+	keys := testnet.SubmitJobs(t, f.Project, 16, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
+	f.Net.FlushAll(context.Background())
+	hs := f.Net.Holders(keys[0])
+	altered := func(env wire.JobEnvelope) (wire.JobEnvelope, []byte) {
+		s, _, err := job.Decode(env.Signed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Sig = append([]byte(nil), s.Sig...)
+		s.Sig[0] ^= 1
+		env.Signed = s.Encode()
+		return env, s.Key()
+	}
+	madeUp := map[string]wire.JobEnvelope{} // by made-up key
+	var madeUpKeys [][]byte
+	for _, k := range keys[:8] {
+		env, err := f.Net.Node(hs[0]).Pool().Envelope(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged, key := altered(env)
+		madeUp[string(key)] = forged
+		madeUpKeys = append(madeUpKeys, key)
+	}
+	for _, i := range hs[:2] {
+		nd := f.Net.Node(i)
+		nd.Endpoint().Handle(wire.ProtoJobGet, wire.MaxJobFrame, nil, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
+			var req wire.GetRequest
+			if err := wire.Decode(body, &req); err != nil {
+				return nil, err
+			}
+			resp := &wire.GetResponse{}
+			for _, k := range req.Keys {
+				if env, ok := madeUp[string(k)]; ok {
+					resp.Jobs = append(resp.Jobs, env)
+				} else if env, err := nd.Pool().Envelope(k); err == nil {
+					env, _ = altered(env)
+					resp.Jobs = append(resp.Jobs, env)
+				}
+			}
+			if len(resp.Jobs) > 0 {
+				_, spec, _ := job.Decode(resp.Jobs[0].Signed)
+				if der, ok := nd.Pool().Cert(spec.CertRef); ok {
+					resp.Certs = append(resp.Certs, der)
+				}
+			}
+			return resp, nil
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := f.Net.NewAgent(ctx, certs.RoleClient, "wary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	ask := func(i int, ks [][]byte) map[string]error {
+		t.Helper()
+		errs, err := client.SpecErrs(ctx, a, f.Clock.Now(), f.Net.Node(i).ID(), ks)
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		return errs
+	}
+	for _, i := range hs[:2] {
+		if got := ask(i, keys[:8]); len(got) != 0 {
+			t.Errorf("liar %d: %d specs taken for the jobs asked, want none (each sent is another job)", i, len(got))
+		}
+		got := ask(i, madeUpKeys)
+		for _, k := range madeUpKeys {
+			if err, ok := got[string(k)]; !ok || !errors.Is(err, job.ErrBadSignature) {
+				t.Errorf("liar %d: made-up job %x: taken %v, %v; want refused for its signature", i, k, ok, err)
+			}
+		}
+	}
+	if got := ask(hs[2], keys[:8]); len(got) != 8 || errors.Join(slices.Collect(maps.Values(got))...) != nil {
+		t.Errorf("control, honest holder: %d specs, %v", len(got), got)
+	}
+	c, err := client.New(client.Config{
+		Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}},
+		Runner: newRunner(t, map[string][]string{"lhc": {"hashchain"}}), Slots: 2, ClaimMany: 8, MaxJobs: len(keys),
+		BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Now: f.Clock.Now, Seed: 1,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.Done() != len(keys) {
+		t.Fatalf("%d jobs done, want %d", c.Done(), len(keys))
+	}
+	for k, n := range testnet.ClaimedTwice(f.Net.ClaimLogs()...) {
+		t.Errorf("job %x permanently claimed by %d clients", k, n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/result"
 	"github.com/up-pool/up/runner"
+	"github.com/up-pool/up/sigverify"
 	"github.com/up-pool/up/wire"
 )
 
@@ -385,16 +386,21 @@ func describe(out runner.Outcome) string {
 // fetchSpec gets the job's signed spec from one of its nodes and checks
 // the project's signature and certificate.
 func (c *Client) fetchSpec(ctx context.Context, cl *claimclient.Claim) (*job.Signed, *job.Spec, error) {
-	return FetchSpec(ctx, c.cfg.Agent, c.cfg.Now(), cl.Job, cl.Nodes)
+	return fetchSpec(ctx, c.cfg.Agent, c.cfg.Now(), cl.Job, cl.Nodes, c.sigs)
 }
 
 // FetchSpec gets a job's signed spec from the first of nodes that sends
 // it, and checks the project's certificate (valid at now) and signature:
 // what a client reads of a job it claimed.
 func FetchSpec(ctx context.Context, a *agent.Agent, now time.Time, key []byte, nodes []peer.ID) (*job.Signed, *job.Spec, error) {
+	return fetchSpec(ctx, a, now, key, nodes, nil)
+}
+
+// fetchSpec is FetchSpec remembering valid signatures in once (nil: none).
+func fetchSpec(ctx context.Context, a *agent.Agent, now time.Time, key []byte, nodes []peer.ID, once *sigverify.Once) (*job.Signed, *job.Spec, error) {
 	var errs []error
 	for _, n := range nodes {
-		s, spec, err := getSpec(ctx, a, now, n, key)
+		s, spec, err := getSpec(ctx, a, now, n, key, once)
 		if err == nil {
 			return s, spec, nil
 		}
@@ -403,40 +409,85 @@ func FetchSpec(ctx context.Context, a *agent.Agent, now time.Time, key []byte, n
 	return nil, nil, fmt.Errorf("job %x: spec from none of its nodes: %w", key, errors.Join(errs...))
 }
 
-// getSpec gets a job's signed spec from node n and checks it.
-func getSpec(ctx context.Context, a *agent.Agent, now time.Time, n peer.ID, key []byte) (*job.Signed, *job.Spec, error) {
-	var resp wire.GetResponse
-	if err := a.Endpoint().Call(ctx, n, wire.ProtoJobGet, &wire.GetRequest{Keys: [][]byte{key}}, wire.MaxJobFrame, &resp); err != nil {
-		return nil, nil, err
-	}
-	if len(resp.Jobs) != 1 {
-		return nil, nil, fmt.Errorf("node %s does not hold the job", n)
-	}
-	s, spec, err := job.Decode(resp.Jobs[0].Signed)
+// getSpec gets a job's signed spec from node n and checks it (getSpecs).
+func getSpec(ctx context.Context, a *agent.Agent, now time.Time, n peer.ID, key []byte, once *sigverify.Once) (*job.Signed, *job.Spec, error) {
+	got, err := getSpecs(ctx, a, now, n, [][]byte{key}, once)
 	if err != nil {
 		return nil, nil, err
 	}
-	if string(s.Key()) != string(key) {
-		return nil, nil, fmt.Errorf("node %s sent another job", n)
+	g, ok := got[string(key)]
+	if !ok {
+		return nil, nil, fmt.Errorf("node %s does not hold the job", n)
+	}
+	return g.signed, g.spec, g.err
+}
+
+// gotSpec is a job's spec as a node sent it: checked, or why not.
+type gotSpec struct {
+	signed *job.Signed
+	spec   *job.Spec
+	err    error
+}
+
+// getSpecs gets the signed specs of jobs keys (at most
+// wire.MaxJobsPerStore) from node n in one request and checks each: the
+// project's certificate, valid at now and naming the spec's project, and
+// its signature (a batch's root verified once, remembered in once; nil:
+// every time). It returns, by job key, what n sent of those asked; a
+// spec that fails its checks is there with its error.
+func getSpecs(ctx context.Context, a *agent.Agent, now time.Time, n peer.ID, keys [][]byte, once *sigverify.Once) (map[string]gotSpec, error) {
+	var resp wire.GetResponse
+	if err := a.Endpoint().Call(ctx, n, wire.ProtoJobGet, &wire.GetRequest{Keys: keys}, wire.MaxJobFrame, &resp); err != nil {
+		return nil, err
+	}
+	asked := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		asked[string(k)] = true
 	}
 	v := a.Endpoint().Admission().Verifier()
-	for _, der := range resp.Certs {
-		if string(job.CertRef(der)) != string(spec.CertRef) {
+	projects := map[string]*certs.Identity{} // by CertRef: the certificates sent, verified
+	got := make(map[string]gotSpec, len(resp.Jobs))
+	for _, je := range resp.Jobs {
+		s, spec, err := job.Decode(je.Signed)
+		if err != nil {
 			continue
 		}
-		id, err := v.VerifyCert(der, now, certs.RoleProject)
-		if err != nil {
-			return nil, nil, fmt.Errorf("job %s: project certificate: %w", s.CID(), err)
+		key := string(s.Key())
+		if !asked[key] {
+			continue // another job than asked: not taken
 		}
-		if id.Name != spec.Project {
-			return nil, nil, fmt.Errorf("job %s names project %q, signed by %q", s.CID(), spec.Project, id.Name)
-		}
-		if err := s.Verify(id.PublicKey); err != nil {
-			return nil, nil, fmt.Errorf("job %s: %w", s.CID(), err)
-		}
-		return s, spec, nil
+		got[key] = gotSpec{signed: s, spec: spec, err: checkSpec(s, spec, resp.Certs, projects, v, now, once)}
 	}
-	return nil, nil, fmt.Errorf("job %s: no certificate of project %q sent", s.CID(), spec.Project)
+	return got, nil
+}
+
+// checkSpec checks a spec's project certificate among those sent (each
+// verified once, kept in projects) and its signature.
+func checkSpec(s *job.Signed, spec *job.Spec, sent [][]byte, projects map[string]*certs.Identity, v *certs.Verifier, now time.Time, once *sigverify.Once) error {
+	id, ok := projects[string(spec.CertRef)]
+	if !ok {
+		for _, der := range sent {
+			if string(job.CertRef(der)) != string(spec.CertRef) {
+				continue
+			}
+			var err error
+			if id, err = v.VerifyCert(der, now, certs.RoleProject); err != nil {
+				return fmt.Errorf("job %s: project certificate: %w", s.CID(), err)
+			}
+			projects[string(spec.CertRef)] = id
+			break
+		}
+	}
+	if id == nil {
+		return fmt.Errorf("job %s: no certificate of project %q sent", s.CID(), spec.Project)
+	}
+	if id.Name != spec.Project {
+		return fmt.Errorf("job %s names project %q, signed by %q", s.CID(), spec.Project, id.Name)
+	}
+	if err := s.VerifyOnce(id.PublicKey, once); err != nil {
+		return fmt.Errorf("job %s: %w", s.CID(), err)
+	}
+	return nil
 }
 
 // fetchInputs gets the job's inputs: those by URL downloaded into the
@@ -528,6 +579,11 @@ func (c *Client) seenUnit(spec *job.Spec) (bool, string) {
 // ~1.5 MiB. It is a first line only: the project credits one copy of a
 // unit per client.
 const unitsRemembered = 1 << 15
+
+// verifiedRemembered bounds the project signatures a client remembers
+// verified (sigverify.Once: a batch's root, which each of its specs
+// carries, is verified once).
+const verifiedRemembered = 4096
 
 // forgetUnit undoes seenUnit's mark for a copy that did not run to a
 // submitted result, so a later copy of the unit may run here: otherwise,

@@ -32,12 +32,22 @@ type vetted struct {
 // the entry names sends the spec, v is nil: the job is claimed unvetted
 // and checked once claimed.
 func (c *Client) vet(ctx context.Context, project string, h wire.IndexHit) (v *vetted, err error) {
+	return c.vetFrom(ctx, project, h, nil)
+}
+
+// vetFrom is vet with the specs some node already sent (prefetchSpecs;
+// nil: none): a job's spec there is used as it came, checked, instead of
+// asking for it again.
+func (c *Client) vetFrom(ctx context.Context, project string, h wire.IndexHit, pre map[string]gotSpec) (v *vetted, err error) {
 	for i, r := range h.Replicas {
 		if i == vetTries {
 			break
 		}
-		s, spec, err := getSpec(ctx, c.cfg.Agent, c.cfg.Now(), peer.ID(r), h.Job)
-		if err != nil {
+		var s *job.Signed
+		var spec *job.Spec
+		if g, ok := pre[string(h.Job)]; ok && i == 0 && g.err == nil {
+			s, spec = g.signed, g.spec
+		} else if s, spec, err = getSpec(ctx, c.cfg.Agent, c.cfg.Now(), peer.ID(r), h.Job, c.sigs); err != nil {
 			continue
 		}
 		cid := s.CID()
