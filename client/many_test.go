@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/up-pool/up/agent"
 	"github.com/up-pool/up/certs"
 	"github.com/up-pool/up/client"
 	"github.com/up-pool/up/job"
@@ -49,12 +50,7 @@ func TestClaimManyClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { a.Close() })
-		c, err := client.New(client.Config{
-			Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}},
-			Runner: newRunner(t, map[string][]string{"lhc": {"hashchain"}}), Slots: 2, ClaimMany: 8,
-			BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Now: f.Clock.Now, Seed: uint64(i + 1),
-			Logger: slog.New(slog.DiscardHandler),
-		})
+		c, err := newManyClient(t, f, a, 2, 0, uint64(i+1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,12 +113,7 @@ func TestClaimManyReleasesUnrun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	c, err := client.New(client.Config{
-		Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}},
-		Runner: newRunner(t, map[string][]string{"lhc": {"hashchain"}}), Slots: 1, ClaimMany: 8, MaxJobs: 1,
-		BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Now: f.Clock.Now, Seed: 1,
-		Logger: slog.New(slog.DiscardHandler),
-	})
+	c, err := newManyClient(t, f, a, 1, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,12 +315,7 @@ func TestPrefetchPastLyingReplicas(t *testing.T) {
 	if got := ask(hs[2], keys[:8]); len(got) != 8 || errors.Join(slices.Collect(maps.Values(got))...) != nil {
 		t.Errorf("control, honest holder: %d specs, %v", len(got), got)
 	}
-	c, err := client.New(client.Config{
-		Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}},
-		Runner: newRunner(t, map[string][]string{"lhc": {"hashchain"}}), Slots: 2, ClaimMany: 8, MaxJobs: len(keys),
-		BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Now: f.Clock.Now, Seed: 1,
-		Logger: slog.New(slog.DiscardHandler),
-	})
+	c, err := newManyClient(t, f, a, 2, len(keys), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,4 +328,17 @@ func TestPrefetchPastLyingReplicas(t *testing.T) {
 	for k, n := range testnet.ClaimedTwice(f.Net.ClaimLogs()...) {
 		t.Errorf("job %x permanently claimed by %d clients", k, n)
 	}
+}
+
+// newManyClient is a client of project lhc on agent a claiming up to
+// eight jobs of a place at once, with slots slots, stopping after
+// maxJobs jobs (0: never), its randomness seeded by seed.
+func newManyClient(t *testing.T, f *testnet.Fixture, a *agent.Agent, slots, maxJobs int, seed uint64) (*client.Client, error) {
+	t.Helper()
+	return client.New(client.Config{
+		Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}},
+		Runner: newRunner(t, map[string][]string{"lhc": {"hashchain"}}), Slots: slots, ClaimMany: 8, MaxJobs: maxJobs,
+		BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Now: f.Clock.Now, Seed: seed,
+		Logger: slog.New(slog.DiscardHandler),
+	})
 }
