@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -102,8 +103,9 @@ func (c *Client) tryPlace(ctx context.Context, project string, first pendingHit,
 
 // prefetchSpecs gets, in one request to the first replica of the first
 // of them, the specs of up to n entries of rest placed at place (a
-// batch's jobs share their replicas), for vetFrom; nil when there is
-// none or the node does not answer (each is then asked alone).
+// batch's jobs share their replicas), for vetFrom: each with its spec,
+// or why that node gave none; nil when there is none or the node does
+// not answer (each is then asked alone).
 func (c *Client) prefetchSpecs(ctx context.Context, place []byte, rest []pendingHit, n int) map[string]gotSpec {
 	var keys [][]byte
 	var node peer.ID
@@ -127,6 +129,11 @@ func (c *Client) prefetchSpecs(ctx context.Context, place []byte, rest []pending
 	got, err := getSpecs(ctx, c.cfg.Agent, c.cfg.Now(), node, keys, c.sigs)
 	if err != nil {
 		return nil
+	}
+	for _, k := range keys {
+		if _, ok := got[string(k)]; !ok {
+			got[string(k)] = gotSpec{err: fmt.Errorf("node %s does not hold the job", node)}
+		}
 	}
 	return got
 }

@@ -37,7 +37,8 @@ func (c *Client) vet(ctx context.Context, project string, h wire.IndexHit) (v *v
 
 // vetFrom is vet with the specs some node already sent (prefetchSpecs;
 // nil: none): a job's spec there is used as it came, checked, instead of
-// asking for it again.
+// asking for it again; one that failed there, or that replica did not
+// send, is asked of the next replica only.
 func (c *Client) vetFrom(ctx context.Context, project string, h wire.IndexHit, pre map[string]gotSpec) (v *vetted, err error) {
 	for i, r := range h.Replicas {
 		if i == vetTries {
@@ -45,7 +46,10 @@ func (c *Client) vetFrom(ctx context.Context, project string, h wire.IndexHit, p
 		}
 		var s *job.Signed
 		var spec *job.Spec
-		if g, ok := pre[string(h.Job)]; ok && i == 0 && g.err == nil {
+		if g, ok := pre[string(h.Job)]; ok && i == 0 {
+			if g.err != nil {
+				continue // this replica was asked already: the next
+			}
 			s, spec = g.signed, g.spec
 		} else if s, spec, err = getSpec(ctx, c.cfg.Agent, c.cfg.Now(), peer.ID(r), h.Job, c.sigs); err != nil {
 			continue
