@@ -64,6 +64,43 @@ func (p *Project) IssueCredit(ctx context.Context, l *Ledger) (Credited, error) 
 	if err != nil {
 		return out, err
 	}
+	return out, p.publishReceipts(ctx, l, pending, &out)
+}
+
+// issueEarly signs and publishes, between two issues on the credit's
+// schedule, the receipts of those of clients (the clients whose results
+// this harvest recorded) owed at least least valid results' credit: a
+// productive client's quota grows with its receipts (quota.Book), so
+// waiting CreditEvery holds it to small claim groups; one receipt per
+// least results keeps each receipt's publication (a lookup and r
+// stores) a small share of those results' cost.
+func (p *Project) issueEarly(ctx context.Context, l *Ledger, clients [][]byte, least int) (Credited, error) {
+	var out Credited
+	owed, err := l.ClientsOwedCredit(clients, least)
+	if err != nil || len(owed) == 0 {
+		return out, err
+	}
+	var pending []UnpublishedReceipt
+	for _, c := range owed {
+		n, err := l.IssueReceiptsTo(c, p.signReceipt, p.a.Now())
+		out.Issued += n
+		if err != nil {
+			return out, err
+		}
+		un, err := l.UnpublishedReceiptsOf(c, publishPage)
+		if err != nil {
+			return out, err
+		}
+		pending = append(pending, un...)
+	}
+	return out, p.publishReceipts(ctx, l, pending, &out)
+}
+
+// publishReceipts publishes pending (by client, then sequence number) on
+// the r nodes closest to each client's credit key, one client at a time,
+// and marks those a majority took; it counts them in out. A failed
+// publication is retried by the next issue.
+func (p *Project) publishReceipts(ctx context.Context, l *Ledger, pending []UnpublishedReceipt, out *Credited) error {
 	var errs []error
 	for start := 0; start < len(pending) && ctx.Err() == nil; {
 		end := start + 1
@@ -83,13 +120,13 @@ func (p *Project) IssueCredit(ctx context.Context, l *Ledger) (Credited, error) 
 			continue
 		}
 		if err := l.MarkPublished(client, seqs, p.a.Now()); err != nil {
-			return out, err
+			return err
 		}
 		out.Published += len(seqs)
 		out.Clients++
 	}
 	if len(errs) > 0 {
-		return out, fmt.Errorf("publish credit receipts of %d clients (retried by the next harvest): %w", len(errs), errors.Join(errs...))
+		return fmt.Errorf("publish credit receipts of %d clients (retried by the next harvest): %w", len(errs), errors.Join(errs...))
 	}
-	return out, nil
+	return nil
 }

@@ -92,3 +92,64 @@ func TestHarvestPublishesCredit(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestHarvestIssuesEarlyCredit: between two issues on the credit's
+// schedule, a harvest signs and publishes the receipt of a client owed
+// CreditAfter valid results or more, and only that client's; a client
+// owed fewer waits for the schedule. Control: CreditAfter negative signs
+// none early.
+func TestHarvestIssuesEarlyCredit(t *testing.T) {
+	f := startFlow(t, 8, 92)
+	ctx := context.Background()
+	busy, slow := f.worker(t, "busy"), f.worker(t, "slow")
+	harvest := func(after int) project.HarvestReport {
+		t.Helper()
+		f.net.FlushAll(ctx)
+		rep, err := f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{CreditAfter: after}, nil)
+		if err != nil || len(rep.Errors) > 0 {
+			t.Fatalf("harvest: %+v %v", rep, err)
+		}
+		return rep
+	}
+	submit := func(from, to int) {
+		t.Helper()
+		file := "app: hashchain\nargs: [\"100\", \"{i}\"]\nkeywords: [lhc]\nsweep:\n  i: {from: " + itoa(from) + ", to: " + itoa(to) + "}\n"
+		if _, err := f.proj.SubmitFile(ctx, f.ledger, []byte(file), "e"+itoa(from)+".yaml", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uncredited := func(name string) int {
+		t.Helper()
+		return f.ledgerCount(t, `SELECT COUNT(*) FROM results WHERE valid = 1 AND receipt IS NULL AND client = '`+name+`'`)
+	}
+	harvest(4) // the first harvest of a Project issues on schedule: none yet
+	submit(1, 5)
+	if n := f.work(t, busy); n != 5 {
+		t.Fatalf("busy ran %d jobs, want 5", n)
+	}
+	f.clock.Advance(time.Second)
+	if rep := harvest(-1); rep.Credit != (project.Credited{}) || rep.Recorded != 5 {
+		t.Fatalf("CreditAfter -1: recorded %d, credit %+v, want 5 recorded and none issued early", rep.Recorded, rep.Credit)
+	}
+	submit(6, 7)
+	if n := f.work(t, busy); n != 2 {
+		t.Fatalf("busy ran %d jobs, want 2", n)
+	}
+	submit(8, 9)
+	if n := f.work(t, slow); n != 2 {
+		t.Fatalf("slow ran %d jobs, want 2", n)
+	}
+	if rep := harvest(4); rep.Credit != (project.Credited{Issued: 1, Published: 1, Clients: 1}) {
+		t.Fatalf("early credit %+v, want busy's receipt alone (7 results)", rep.Credit)
+	}
+	if b, s := uncredited("busy"), uncredited("slow"); b != 0 || s != 2 {
+		t.Fatalf("uncredited: busy %d, slow %d; want 0 and 2", b, s)
+	}
+	if rep := harvest(4); rep.Credit != (project.Credited{}) {
+		t.Fatalf("a harvest with nothing new: credit %+v", rep.Credit)
+	}
+	f.clock.Advance(project.DefaultCreditEvery)
+	if rep := harvest(4); rep.Credit.Issued != 1 || rep.Credit.Clients != 1 || uncredited("slow") != 0 {
+		t.Fatalf("on schedule: credit %+v, slow's uncredited %d; want slow's receipt", rep.Credit, uncredited("slow"))
+	}
+}

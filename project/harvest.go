@@ -39,6 +39,13 @@ type HarvestOptions struct {
 	// harvest of a Project always issues them; IssueCredit forces it.
 	// Default DefaultCreditEvery (30 s); negative: every harvest.
 	CreditEvery time.Duration
+	// CreditAfter is how many valid results a client may have that no
+	// receipt credits before a harvest between two issues on
+	// CreditEvery's schedule signs and publishes its receipt early (only
+	// for the clients whose results that harvest recorded). Its quota of
+	// jobs in progress grows only with receipts, and a fresh client's is
+	// small. Default DefaultCreditAfter (64); negative: never early.
+	CreditAfter int
 	// Adaptive is the trust rule and spot-check rate of adaptive
 	// replication (job files with adaptive: true); zero: the defaults.
 	Adaptive AdaptivePolicy
@@ -46,6 +53,10 @@ type HarvestOptions struct {
 
 // DefaultCreditEvery is HarvestOptions.CreditEvery's default.
 const DefaultCreditEvery = 30 * time.Second
+
+// DefaultCreditAfter is HarvestOptions.CreditAfter's default: half a
+// receipt's most entries (credit.MaxEntries).
+const DefaultCreditAfter = 64
 
 // HarvestReport tells what a harvest did.
 type HarvestReport struct {
@@ -83,6 +94,10 @@ type HarvestReport struct {
 	// full (after retries): results it did not list were not harvested.
 	IndexErr error
 	Errors   []error
+
+	// clients are the keys of the clients whose results this harvest
+	// recorded, repeats included: those an early receipt may be due.
+	clients [][]byte
 }
 
 // Err is nil when the harvest read the whole index and fetched every new
@@ -188,6 +203,16 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 		if err != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("credit receipts: %w", err))
 		}
+	} else if opts.CreditAfter >= 0 {
+		least := opts.CreditAfter
+		if least == 0 {
+			least = DefaultCreditAfter
+		}
+		cr, err := p.issueEarly(ctx, l, rep.clients, least)
+		rep.Credit = cr
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("early credit receipts: %w", err))
+		}
 	}
 	return rep, nil
 }
@@ -225,6 +250,9 @@ func (p *Project) fetchPart(ctx context.Context, l *Ledger, part []found, opts H
 		return nil, err
 	}
 	rep.Recorded += len(results)
+	for i := range results {
+		rep.clients = append(rep.clients, results[i].ClientKey)
+	}
 	lost, err := p.judgeUnserved(ctx, l, failed, opts, rep)
 	return append(got, lost...), err
 }

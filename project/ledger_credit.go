@@ -68,9 +68,24 @@ type uncredited struct {
 // each, and stores them unpublished with the results marked, one
 // transaction per page. It returns how many receipts it signed.
 func (l *Ledger) IssueReceipts(sign ReceiptSigner, now time.Time) (int, error) {
+	return l.issueAll(sign, now, nil)
+}
+
+// IssueReceiptsTo is IssueReceipts for one client only: the early
+// receipt of a client owed much credit (ClientsOwedCredit).
+func (l *Ledger) IssueReceiptsTo(client []byte, sign ReceiptSigner, now time.Time) (int, error) {
+	if len(client) == 0 {
+		return 0, fmt.Errorf("ledger: issue credit receipts: no client key")
+	}
+	return l.issueAll(sign, now, client)
+}
+
+// issueAll issues pages of receipts until none is left: of every client
+// when client is nil, else of client only.
+func (l *Ledger) issueAll(sign ReceiptSigner, now time.Time, client []byte) (int, error) {
 	issued := 0
 	for {
-		n, more, err := l.issuePage(sign, now)
+		n, more, err := l.issuePage(sign, now, client)
 		issued += n
 		if err != nil || !more {
 			return issued, err
@@ -78,14 +93,55 @@ func (l *Ledger) IssueReceipts(sign ReceiptSigner, now time.Time) (int, error) {
 	}
 }
 
-func (l *Ledger) issuePage(sign ReceiptSigner, now time.Time) (issued int, more bool, err error) {
+const (
+	qUncredited = `SELECT r.cid, r.client_key, j.unit, r.harvested FROM results r INDEXED BY results_unreceipted
+		JOIN jobs j ON j.cid = r.cid WHERE r.valid = 1 AND r.receipt IS NULL ORDER BY r.client_key, r.harvested, r.cid LIMIT ?`
+	qUncreditedOf = `SELECT r.cid, r.client_key, j.unit, r.harvested FROM results r INDEXED BY results_unreceipted
+		JOIN jobs j ON j.cid = r.cid WHERE r.client_key = ? AND r.valid = 1 AND r.receipt IS NULL ORDER BY r.harvested, r.cid LIMIT ?`
+	// qOwed counts a client's uncredited valid results up to a bound,
+	// reading no more of the index than that.
+	qOwed = `SELECT COUNT(*) FROM (SELECT 1 FROM results INDEXED BY results_unreceipted
+		WHERE client_key = ? AND valid = 1 AND receipt IS NULL LIMIT ?)`
+)
+
+// ClientsOwedCredit returns those of clients (keys; repeats are asked
+// once) that have at least least valid results no receipt credits yet,
+// in the order given. Each client costs one query reading at most least
+// index entries.
+func (l *Ledger) ClientsOwedCredit(clients [][]byte, least int) ([][]byte, error) {
+	if least < 1 {
+		least = 1
+	}
+	var owed [][]byte
+	seen := make(map[string]bool, len(clients))
+	for _, c := range clients {
+		if len(c) == 0 || seen[string(c)] {
+			continue
+		}
+		seen[string(c)] = true
+		var n int
+		if err := l.db.QueryRow(qOwed, c, least).Scan(&n); err != nil {
+			return owed, fmt.Errorf("ledger: uncredited results of client %x: %w", c[:min(6, len(c))], err)
+		}
+		if n >= least {
+			owed = append(owed, c)
+		}
+	}
+	return owed, nil
+}
+
+func (l *Ledger) issuePage(sign ReceiptSigner, now time.Time, client []byte) (issued int, more bool, err error) {
 	tx, err := l.db.Begin()
 	if err != nil {
 		return 0, false, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.Query(`SELECT r.cid, r.client_key, j.unit, r.harvested FROM results r INDEXED BY results_unreceipted
-		JOIN jobs j ON j.cid = r.cid WHERE r.valid = 1 AND r.receipt IS NULL ORDER BY r.client_key, r.harvested, r.cid LIMIT ?`, issuePage)
+	var rows *sql.Rows
+	if client == nil {
+		rows, err = tx.Query(qUncredited, issuePage)
+	} else {
+		rows, err = tx.Query(qUncreditedOf, client, issuePage)
+	}
 	if err != nil {
 		return 0, false, fmt.Errorf("ledger: results to credit: %w", err)
 	}
@@ -172,6 +228,17 @@ type UnpublishedReceipt struct {
 func (l *Ledger) UnpublishedReceipts(limit int) ([]UnpublishedReceipt, error) {
 	rows, err := l.db.Query(`SELECT client_key, seq, signed FROM credit_receipts INDEXED BY credit_unpublished
 		WHERE published IS NULL ORDER BY client_key, seq LIMIT ?`, limit)
+	return scanUnpublished(rows, err)
+}
+
+// UnpublishedReceiptsOf is UnpublishedReceipts of client only.
+func (l *Ledger) UnpublishedReceiptsOf(client []byte, limit int) ([]UnpublishedReceipt, error) {
+	rows, err := l.db.Query(`SELECT client_key, seq, signed FROM credit_receipts INDEXED BY credit_unpublished
+		WHERE client_key = ? AND published IS NULL ORDER BY seq LIMIT ?`, client, limit)
+	return scanUnpublished(rows, err)
+}
+
+func scanUnpublished(rows *sql.Rows, err error) ([]UnpublishedReceipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: unpublished credit receipts: %w", err)
 	}
