@@ -282,3 +282,22 @@ func TestParseBandwidth(t *testing.T) {
 		}
 	}
 }
+
+// TestGCPercent: up sets its own GC target unless GOGC chose one.
+func TestGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		gogc string
+		want int
+		set  bool
+	}{{"", defaultGCPercent, true}, {"100", 0, false}, {"off", 0, false}} {
+		got, set := gcPercent(func(k string) string {
+			if k == "GOGC" {
+				return c.gogc
+			}
+			return ""
+		})
+		if got != c.want || set != c.set {
+			t.Errorf("GOGC=%q: gcPercent = %d, %v; want %d, %v", c.gogc, got, set, c.want, c.set)
+		}
+	}
+}

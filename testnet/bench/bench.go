@@ -210,6 +210,7 @@ type Report struct {
 	JobsPerSec float64 `json:"jobs_per_s"`
 
 	CPUUSPerJob float64 `json:"cpu_us_per_job"` // whole process, user+sys (getrusage)
+	GCPercent   int     `json:"gc_percent"`     // the process's GC target (GOGC; up sets 400 unless GOGC is set)
 	// Parties split the profiled CPU by pprof label: project (its
 	// submitter and harvester goroutines and what they start, including
 	// its connections' read/write loops), clients, and the rest (nodes,
@@ -318,7 +319,7 @@ func (r Report) Format(w io.Writer) {
 	fmt.Fprintf(w, "lifecycle bench: %d nodes, r = %d, %d clients × %d slots (%s%s), %d jobs = %d units × %d copies, %d keyword(s), %s\n",
 		r.Nodes, r.R, r.Clients, r.Slots, r.Exec, many, r.Jobs, r.Units, r.Copies, r.Keywords, load)
 	fmt.Fprintf(w, "  throughput        %8.1f jobs/s sustained (%d jobs in %.2f s, first submit to last harvest)\n", r.JobsPerSec, r.Jobs, r.ElapsedS)
-	fmt.Fprintf(w, "  CPU               %8.0f µs/job, whole process (getrusage user+sys)\n", r.CPUUSPerJob)
+	fmt.Fprintf(w, "  CPU               %8.0f µs/job, whole process (getrusage user+sys), GC target %d %%\n", r.CPUUSPerJob, r.GCPercent)
 	if len(r.PartyCPUUSPerJob) > 0 {
 		keys := sortedKeys(r.PartyCPUUSPerJob)
 		for _, k := range keys {

@@ -363,6 +363,10 @@ func (r *benchRun) measureWireAndMemory() {
 	time.Sleep(1200 * time.Millisecond)
 	r.rep.BytesPerJob = float64(r.net.WireBytes()-r.m0.bytes) / float64(r.o.Jobs)
 	r.rep.PeakRSSMiB = float64(testkit.PeakRSS()) / (1 << 20)
+	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	if metrics.Read(gogc); gogc[0].Value.Kind() == metrics.KindUint64 {
+		r.rep.GCPercent = int(gogc[0].Value.Uint64())
+	}
 	r.rep.RSSPerNodeMiB = r.rep.PeakRSSMiB / float64(r.o.Nodes)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
