@@ -144,7 +144,7 @@ func (s *Service) registerMetrics(reg *prometheus.Registry) {
 		Name: "up_quota_reports_total", Help: "Clients' reports of how a job they held ended, by outcome (done, released, failed).",
 	}, []string{"outcome"})
 	s.mAudits = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "up_quota_audits_total", Help: "Reported job ends audited with the job's nodes, by finding (done; lie: still claimed by the client).",
+		Name: "up_quota_audits_total", Help: "Reported job ends audited with the job's nodes, by finding (done; lie: still claimed by the client; lookup: the nearest in the node's own view were not the job's nodes, so the place was looked up).",
 	}, []string{"finding"})
 	reg.MustRegister(s.mRefused, s.mStored, s.mHeld, s.mTickets, s.mReports, s.mAudits)
 }
