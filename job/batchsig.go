@@ -1,14 +1,12 @@
 package job
 
 import (
-	"crypto"
 	"crypto/ed25519"
 	"encoding/binary"
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/up-pool/up/codec"
 )
@@ -33,8 +31,6 @@ const (
 	MaxPathBytes = 16 + maxPathHashes*(rfc6962Size+2) + 8
 	rfc6962Size  = 32
 )
-
-var treeHasher = rfc6962.New(crypto.SHA256)
 
 // BatchPath is an object's place in a signed batch: its leaf's Index of
 // Size leaves, and the inclusion proof's Hashes, leaf to root.
