@@ -257,13 +257,15 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 	if len(b) > MaxSignedReply {
 		return nil, nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
 	}
-	s, err := decodeSigned(b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	st, err := decodeStatement(s.Statement)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	s, st, canonical := decodeCanonical(b)
+	if !canonical {
+		var err error
+		if s, err = decodeSigned(b); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		if st, err = decodeStatement(s.Statement); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
 	}
 	if st.Kind < Granted || st.Kind > Ticket || (st.Kind == Accepted && st.Start <= 0) || (st.Kind != Accepted && st.Kind != Granted && st.Start != 0) || st.Start < 0 ||
 		(st.Busy && st.Kind != Denied) || len(st.Job) == 0 || len(st.Job) > maxIDLen ||
@@ -273,6 +275,9 @@ func Decode(b []byte) (*Signed, *Statement, error) {
 		len(s.Position) == 0 || len(s.Position) > maxPositionLen || len(s.PeerSig) == 0 || len(s.PeerSig) > maxPeerSigLen ||
 		len(s.Path) > maxPathLen {
 		return nil, nil, fmt.Errorf("%w: fields out of bounds", ErrMalformed)
+	}
+	if canonical {
+		return &s, &st, nil
 	}
 	if re, err := st.Encode(); err != nil || !bytes.Equal(re, s.Statement) {
 		return nil, nil, fmt.Errorf("%w: statement not canonically encoded", ErrMalformed)

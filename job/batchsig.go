@@ -180,10 +180,10 @@ func DecodeBatchPath(b []byte) (BatchPath, error) {
 	rest := b[1:]
 	var n uint64
 	var ok bool
-	if c.Index, rest, ok = readCBORHead(rest, 0); !ok {
+	if c.Index, rest, ok = codec.ReadHead(rest, 0); !ok {
 		return c, fmt.Errorf("%w: batch path index", ErrMalformed)
 	}
-	if c.Size, rest, ok = readCBORHead(rest, 0); !ok {
+	if c.Size, rest, ok = codec.ReadHead(rest, 0); !ok {
 		return c, fmt.Errorf("%w: batch path size", ErrMalformed)
 	}
 	if len(rest) == 1 && rest[0] == 0xf6 { // null: no hashes (refused when folded)
@@ -192,7 +192,7 @@ func DecodeBatchPath(b []byte) (BatchPath, error) {
 		}
 		return c, nil
 	}
-	if n, rest, ok = readCBORHead(rest, 4); !ok || n > maxPathHashes {
+	if n, rest, ok = codec.ReadHead(rest, 4); !ok || n > maxPathHashes {
 		return c, fmt.Errorf("%w: batch path hashes", ErrMalformed)
 	}
 	if c.Size < 2 || c.Size > MaxBatch || c.Index >= c.Size {
@@ -218,42 +218,6 @@ func DecodeBatchPath(b []byte) (BatchPath, error) {
 		rest = rest[item:]
 	}
 	return c, nil
-}
-
-// readCBORHead reads a CBOR head of major type major (0: unsigned
-// integer, 4: array) in its shortest form from the start of b: its
-// argument and what follows it; false for anything else.
-func readCBORHead(b []byte, major byte) (uint64, []byte, bool) {
-	if len(b) == 0 || b[0]>>5 != major {
-		return 0, nil, false
-	}
-	info := b[0] & 0x1f
-	var v uint64
-	var size int
-	switch {
-	case info < 24:
-		return uint64(info), b[1:], true
-	case info == 24:
-		size = 1
-	case info == 25:
-		size = 2
-	case info == 26:
-		size = 4
-	case info == 27:
-		size = 8
-	default:
-		return 0, nil, false
-	}
-	if len(b) < 1+size {
-		return 0, nil, false
-	}
-	for _, x := range b[1 : 1+size] {
-		v = v<<8 | uint64(x)
-	}
-	if shortest := [9]uint64{1: 24, 2: 0x100, 4: 0x10000, 8: 0x100000000}[size]; v < shortest {
-		return 0, nil, false // a shorter head holds it: not the shortest form
-	}
-	return v, b[1+size:], true
 }
 
 // CollectedMessage checks the shape of p as the proof of the collected
