@@ -403,16 +403,19 @@ func Decode(b []byte) (*Signed, *Spec, error) {
 	if len(b) > MaxSignedSize {
 		return nil, nil, fmt.Errorf("%w: %d bytes (max %d)", ErrMalformed, len(b), MaxSignedSize)
 	}
-	var s Signed
-	var v1 signedV1
-	if codec.ArrayLen(b) == signedV1Fields && codec.Unmarshal(b, &v1) == nil {
-		s = Signed{Spec: v1.Spec, Sig: v1.Sig}
-	} else if err := codec.Unmarshal(b, &s); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-	} else if c, err := DecodeBatchPath(s.Path); err != nil {
-		return nil, nil, err
-	} else if c.Size > MaxPlacedBatch {
-		return nil, nil, fmt.Errorf("%w: a batch of %d specs (max %d: it is one place)", ErrMalformed, c.Size, MaxPlacedBatch)
+	s, canonical := parseSigned(b)
+	if !canonical {
+		var err error
+		if s, err = decodeSignedCodec(b); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+	}
+	if len(s.Path) > 0 {
+		if c, err := DecodeBatchPath(s.Path); err != nil {
+			return nil, nil, err
+		} else if c.Size > MaxPlacedBatch {
+			return nil, nil, fmt.Errorf("%w: a batch of %d specs (max %d: it is one place)", ErrMalformed, c.Size, MaxPlacedBatch)
+		}
 	}
 	if len(s.Sig) != signatureBytes {
 		return nil, nil, fmt.Errorf("%w: signature of %d bytes", ErrMalformed, len(s.Sig))
@@ -427,10 +430,46 @@ func Decode(b []byte) (*Signed, *Spec, error) {
 	if re, err := codec.Marshal(&spec); err != nil || !bytes.Equal(re, s.Spec) {
 		return nil, nil, fmt.Errorf("%w: spec not canonically encoded", ErrMalformed)
 	}
-	if !bytes.Equal(s.Encode(), b) {
+	if !canonical && !bytes.Equal(s.Encode(), b) {
 		return nil, nil, fmt.Errorf("%w: signed spec not canonically encoded", ErrMalformed)
 	}
 	return &s, &spec, nil
+}
+
+// decodeSignedCodec decodes a signed spec in either layout with the
+// codec (for bytes parseSigned does not read).
+func decodeSignedCodec(b []byte) (Signed, error) {
+	var v1 signedV1
+	if codec.ArrayLen(b) == signedV1Fields && codec.Unmarshal(b, &v1) == nil {
+		return Signed{Spec: v1.Spec, Sig: v1.Sig}, nil
+	}
+	var s Signed
+	err := codec.Unmarshal(b, &s)
+	return s, err
+}
+
+// parseSigned reads a signed spec in its canonical layouts by hand —
+// two byte strings, or three with a non-empty path, shortest heads (the
+// codec's readers) — so Decode needs neither the codec's reflective
+// decode nor a re-encoding to check its one encoding; false: another
+// layout, for the codec. The fields are in one copy of b.
+func parseSigned(b []byte) (Signed, bool) {
+	var s Signed
+	if len(b) == 0 || (b[0] != 0x82 && b[0] != 0x83) {
+		return s, false
+	}
+	b = bytes.Clone(b)
+	rest := b[1:]
+	for _, f := range []*[]byte{&s.Spec, &s.Sig, &s.Path}[:b[0]-0x80] {
+		var ok bool
+		if *f, rest, ok = codec.ReadBytes(rest); !ok {
+			return Signed{}, false
+		}
+	}
+	if len(rest) != 0 || (b[0] == 0x83 && len(s.Path) == 0) {
+		return Signed{}, false
+	}
+	return s, true
 }
 
 // Verify checks the signature with the project's public key.
