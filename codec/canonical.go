@@ -1,6 +1,14 @@
 package codec
 
-import "math"
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"unicode/utf8"
+
+	"github.com/fxamacker/cbor/v2"
+)
 
 // Readers of the canonical encoding (core deterministic CBOR, as Marshal
 // writes it) for hand-written decoders of hot fixed layouts: each reads
@@ -85,4 +93,157 @@ func ReadBool(b []byte) (v bool, rest []byte, ok bool) {
 		return true, b[1:], true
 	}
 	return false, nil, false
+}
+
+// ReadText reads a text string that is valid UTF-8 (as the decoder
+// requires); the result is a copy.
+func ReadText(b []byte) (s string, rest []byte, ok bool) {
+	n, rest, ok := ReadHead(b, 3)
+	if !ok || n > uint64(len(rest)) || !utf8.Valid(rest[:n]) {
+		return "", nil, false
+	}
+	return string(rest[:n]), rest[n:], true
+}
+
+// ReadItem reads one whole data item of any type, not necessarily in its
+// shortest form; item aliases b. It only finds where the item ends: the
+// caller checks the whole message with Wellformed first, as the decoder
+// would.
+func ReadItem(b []byte) (item, rest []byte, ok bool) {
+	n, ok := itemLen(b, 0)
+	if !ok {
+		return nil, nil, false
+	}
+	return b[:n:n], b[n:], true
+}
+
+// itemLen is the length of the data item at the start of b, at nesting
+// depth depth; false when it is cut off, of indefinite length, or
+// nested deeper than the decoder takes.
+func itemLen(b []byte, depth int) (int, bool) {
+	if len(b) == 0 || depth > 2*maxNestedLevels { // past the decoder's bound: Wellformed refuses it
+		return 0, false
+	}
+	major, info := b[0]>>5, b[0]&0x1f
+	size := 0
+	switch {
+	case info < 24:
+	case info <= 27:
+		size = 1 << (info - 24)
+	default:
+		return 0, false // reserved, or an indefinite length
+	}
+	if len(b) < 1+size {
+		return 0, false
+	}
+	arg := uint64(info)
+	if size > 0 {
+		arg = 0
+		for _, x := range b[1 : 1+size] {
+			arg = arg<<8 | uint64(x)
+		}
+	}
+	n := 1 + size
+	switch major {
+	case 0, 1, 7:
+		return n, true
+	case 2, 3:
+		if arg > uint64(len(b)-n) {
+			return 0, false
+		}
+		return n + int(arg), true
+	case 6:
+		m, ok := itemLen(b[n:], depth+1)
+		return n + m, ok
+	}
+	items := arg // 4: an array's elements; 5: a map's keys and values
+	if major == 5 {
+		if arg > uint64(len(b)) {
+			return 0, false
+		}
+		items = 2 * arg
+	}
+	if items > uint64(len(b)-n) { // each item takes a byte at least
+		return 0, false
+	}
+	for range items {
+		m, ok := itemLen(b[n:], depth+1)
+		if !ok {
+			return 0, false
+		}
+		n += m
+	}
+	return n, true
+}
+
+// Wellformed reports whether b is exactly one data item the decoder would
+// take (nesting, counts and lengths within its bounds; no indefinite
+// length), without decoding it.
+func Wellformed(b []byte) error {
+	if err := decMode.Wellformed(b); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return nil
+}
+
+// AppendHead writes a head of major type major with argument arg in its
+// shortest form.
+func AppendHead(buf *bytes.Buffer, major byte, arg uint64) {
+	m := major << 5
+	switch {
+	case arg < 24:
+		buf.WriteByte(m | byte(arg))
+	case arg <= math.MaxUint8:
+		buf.Write([]byte{m | 24, byte(arg)})
+	case arg <= math.MaxUint16:
+		buf.Write([]byte{m | 25, byte(arg >> 8), byte(arg)})
+	case arg <= math.MaxUint32:
+		buf.Write([]byte{m | 26, byte(arg >> 24), byte(arg >> 16), byte(arg >> 8), byte(arg)})
+	default:
+		buf.Write([]byte{m | 27, byte(arg >> 56), byte(arg >> 48), byte(arg >> 40), byte(arg >> 32), byte(arg >> 24), byte(arg >> 16), byte(arg >> 8), byte(arg)})
+	}
+}
+
+// AppendText writes a text string as Marshal does.
+func AppendText(buf *bytes.Buffer, s string) {
+	AppendHead(buf, 3, uint64(len(s)))
+	buf.WriteString(s)
+}
+
+// AppendNull writes CBOR null, as Marshal writes a nil pointer.
+func AppendNull(buf *bytes.Buffer) { buf.WriteByte(0xf6) }
+
+// MarshalTo appends v's encoding (Marshal's) to buf; on an error buf is
+// as it was.
+func MarshalTo(buf *bytes.Buffer, v any) error {
+	mark := buf.Len()
+	if err := encMode.MarshalToBuffer(v, buf); err != nil {
+		buf.Truncate(mark)
+		return fmt.Errorf("encode %T: %w", v, err)
+	}
+	return nil
+}
+
+// WriteFrameWith writes as one frame what fill appends to an empty
+// pooled buffer (see WriteFrame).
+func WriteFrameWith(w io.Writer, fill func(buf *bytes.Buffer) error) error {
+	buf := getFrameBuffer()
+	defer putFrameBuffer(buf)
+	if err := fill(buf); err != nil {
+		return err
+	}
+	return writeFramed(w, buf.Bytes())
+}
+
+// CheckRaw reports whether raw encodes as a cbor.RawMessage does in
+// Marshal (well-formed, built-in tags with valid content), writing it
+// to a pooled buffer instead of a new slice.
+func CheckRaw(raw []byte) error {
+	buf := framePool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer putFrameBuffer(buf)
+	if err := encMode.MarshalToBuffer(cbor.RawMessage(raw), buf); err != nil {
+		return fmt.Errorf("encode raw message: %w", err)
+	}
+	return nil
 }

@@ -26,6 +26,9 @@ var ErrFrameTooLarge = errors.New("frame too large")
 // ErrMalformed reports bytes that do not decode to the expected message.
 var ErrMalformed = errors.New("malformed message")
 
+// maxNestedLevels bounds how deep a decoded item nests.
+const maxNestedLevels = 16
+
 var (
 	encMode cbor.UserBufferEncMode
 	decMode cbor.DecMode
@@ -38,7 +41,7 @@ func init() {
 		panic(err)
 	}
 	decMode, err = cbor.DecOptions{
-		MaxNestedLevels:   16,
+		MaxNestedLevels:   maxNestedLevels,
 		MaxArrayElements:  65536,
 		MaxMapPairs:       4096,
 		IndefLength:       cbor.IndefLengthForbidden,

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -86,7 +85,11 @@ func (e *Endpoint) readReplies(p peer.ID, mc *muxConn) {
 	var err error
 	for {
 		var rep wire.MuxReply
-		if err = wire.ReadFrame(r, wire.MaxFrame, &rep); err != nil {
+		var frame []byte
+		if frame, err = wire.ReadRawFrame(r, wire.MaxFrame); err != nil {
+			break
+		}
+		if err = wire.DecodeMuxReply(frame, &rep); err != nil {
 			break
 		}
 		mc.mu.Lock()
@@ -169,7 +172,7 @@ func (e *Endpoint) callMux(ctx context.Context, p peer.ID, pid protocol.ID, body
 	if dl, ok := ctx.Deadline(); ok {
 		_ = mc.s.SetWriteDeadline(dl)
 	}
-	err = wire.WriteFrame(mc.bw, &wire.MuxRequest{ID: id, Proto: string(pid), Body: cbor.RawMessage(body)})
+	err = wire.WriteMuxRequest(mc.bw, id, string(pid), body)
 	if err == nil {
 		err = mc.bw.Flush()
 	}
@@ -220,7 +223,11 @@ func (e *Endpoint) handleMux(s network.Stream) {
 	r := bufio.NewReader(s)
 	for {
 		var req wire.MuxRequest
-		if err := wire.ReadFrame(r, wire.MaxMuxRequestFrame, &req); err != nil {
+		frame, err := wire.ReadRawFrame(r, wire.MaxMuxRequestFrame)
+		if err == nil {
+			err = wire.DecodeMuxRequest(frame, &req)
+		}
+		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				e.m.RPCFailed.WithLabelValues(wire.ProtoMux, "in").Inc()
 				_ = s.Reset()
@@ -238,11 +245,14 @@ func (e *Endpoint) handleMux(s network.Stream) {
 			wmu.Lock()
 			// A caller that stops reading must not hold the handlers.
 			_ = s.SetWriteDeadline(time.Now().Add(e.cfg.HelloTimeout))
-			err := wire.WriteFrame(bw, &wire.MuxReply{ID: req.ID, Reply: *rep})
+			bodyErr, err := wire.WriteMuxReply(bw, req.ID, rep)
 			if err == nil {
 				err = bw.Flush()
 			}
 			wmu.Unlock()
+			if bodyErr != nil {
+				e.m.RPCFailed.WithLabelValues(req.Proto, "in").Inc()
+			}
 			if err != nil {
 				_ = s.Reset()
 			}
@@ -253,7 +263,7 @@ func (e *Endpoint) handleMux(s network.Stream) {
 // serveMuxed answers one multiplexed request: the peer must still be
 // admitted (it may have been dropped since the stream opened), and the
 // protocol served and its request within the protocol's bound.
-func (e *Endpoint) serveMuxed(p peer.ID, req *wire.MuxRequest) *wire.Reply {
+func (e *Endpoint) serveMuxed(p peer.ID, req *wire.MuxRequest) wire.ReplyParts {
 	pid := protocol.ID(req.Proto)
 	e.hmu.Lock()
 	reg := e.handlers[pid]

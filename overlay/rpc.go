@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -66,7 +65,11 @@ func (e *Endpoint) Handle(pid protocol.ID, maxReq int, roles []certs.Role, h Han
 			return
 		}
 		rep := e.serve(ctx, reg, adm, body)
-		if err := wire.WriteFrame(s, rep); err != nil {
+		bodyErr, err := wire.WriteReply(s, rep)
+		if bodyErr != nil {
+			e.m.RPCFailed.WithLabelValues(string(pid), "in").Inc()
+		}
+		if err != nil {
 			s.Reset()
 		}
 	})
@@ -98,7 +101,7 @@ func (e *Endpoint) admit(ctx context.Context, p peer.ID) (*Admitted, wire.Status
 
 // serve answers one request body of reg's protocol from adm: the role
 // check, the handler, and the reply (with this node's load for a node).
-func (e *Endpoint) serve(ctx context.Context, reg *registered, adm *Admitted, body []byte) *wire.Reply {
+func (e *Endpoint) serve(ctx context.Context, reg *registered, adm *Admitted, body []byte) wire.ReplyParts {
 	pid := reg.pid
 	if reg.roles != nil && !slices.Contains(reg.roles, adm.Role()) {
 		e.m.Refused.WithLabelValues(string(pid)).Inc()
@@ -116,14 +119,12 @@ func (e *Endpoint) serve(ctx context.Context, reg *registered, adm *Admitted, bo
 		}
 		return errorReply(status, err.Error())
 	}
-	rep := &wire.Reply{Status: wire.StatusOK}
+	// The body is encoded straight into the reply's frame (a body that
+	// does not encode goes as StatusInternal, counted by the writer's
+	// caller).
+	rep := wire.ReplyParts{Status: wire.StatusOK}
 	if resp != nil {
-		b, err := wire.Marshal(resp)
-		if err != nil {
-			e.m.RPCFailed.WithLabelValues(string(pid), "in").Inc()
-			return errorReply(wire.StatusInternal, err.Error())
-		}
-		rep.Body = cbor.RawMessage(b)
+		rep.Body = resp
 	}
 	if report, _ := e.loadHooks(); report != nil && adm.Role() == certs.RoleNode {
 		rep.Load = report()
@@ -131,11 +132,8 @@ func (e *Endpoint) serve(ctx context.Context, reg *registered, adm *Admitted, bo
 	return rep
 }
 
-func errorReply(status wire.Status, msg string) *wire.Reply {
-	if len(msg) > wire.MaxReplyMsg {
-		msg = msg[:wire.MaxReplyMsg]
-	}
-	return &wire.Reply{Status: status, Msg: msg}
+func errorReply(status wire.Status, msg string) wire.ReplyParts {
+	return wire.ReplyParts{Status: status, Msg: msg}
 }
 
 func writeReply(w io.Writer, status wire.Status, msg string, body any) error {
@@ -143,18 +141,11 @@ func writeReply(w io.Writer, status wire.Status, msg string, body any) error {
 }
 
 func writeLoadedReply(w io.Writer, status wire.Status, msg string, body any, load *wire.LoadInfo) error {
-	if len(msg) > wire.MaxReplyMsg {
-		msg = msg[:wire.MaxReplyMsg]
+	bodyErr, err := wire.WriteReply(w, wire.ReplyParts{Status: status, Msg: msg, Body: body, Load: load})
+	if err != nil {
+		return err
 	}
-	rep := wire.Reply{Status: status, Msg: msg, Load: load}
-	if body != nil {
-		b, err := wire.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rep.Body = cbor.RawMessage(b)
-	}
-	return wire.WriteFrame(w, &rep)
+	return bodyErr
 }
 
 // Call sends req to p on protocol pid and decodes the reply body, of at

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"github.com/up-pool/up/codec"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -56,6 +57,10 @@ type Reply struct {
 	Msg    string
 	Body   cbor.RawMessage
 	Load   *LoadInfo
+
+	// bodyChecked: the reader already checked Body as Validate does
+	// (DecodeMuxReply).
+	bodyChecked bool
 }
 
 // Validate bounds a decoded Reply. Its body must be CBOR the encoder would
@@ -66,8 +71,8 @@ func (r *Reply) Validate() error {
 	if len(r.Msg) > MaxReplyMsg {
 		return fmt.Errorf("reply message of %d bytes: %w", len(r.Msg), ErrMalformed)
 	}
-	if len(r.Body) > 0 {
-		if _, err := Marshal(r.Body); err != nil {
+	if len(r.Body) > 0 && !r.bodyChecked {
+		if err := codec.CheckRaw(r.Body); err != nil {
 			return fmt.Errorf("reply body: %w: %v", ErrMalformed, err)
 		}
 	}
