@@ -3,7 +3,6 @@ package creditnet
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,19 +20,19 @@ import (
 )
 
 // quotaNS is the store namespace of the quota book: key the client's
-// key, value its quota.Account as JSON.
+// key, value its quota.Account (storedAccount).
 const quotaNS = "quota"
 
 // loadQuota reads the stored accounts into the book.
 func (s *Service) loadQuota() error {
 	var bad int
 	err := s.st.Scan(store.Key(quotaNS), func(k, v []byte) bool {
-		var a quota.Account
-		if err := json.Unmarshal(v, &a); err != nil {
+		a, err := decodeAccount(v)
+		if err != nil {
 			bad++
 			return true
 		}
-		s.book.Restore(string(k[len(quotaNS)+1:]), &a)
+		s.book.Restore(string(k[len(quotaNS)+1:]), a)
 		return true
 	})
 	if err != nil {
@@ -45,13 +44,39 @@ func (s *Service) loadQuota() error {
 	return nil
 }
 
+// unsaved names the accounts a request changed, saved once when it is
+// answered (Service.save): a request of n reports and n tickets wrote
+// the client's account 2n times, each a JSON of its holds and reports.
+type unsaved struct{ clients []string }
+
+// mark adds client (once).
+func (u *unsaved) mark(client string) {
+	if !slices.Contains(u.clients, client) {
+		u.clients = append(u.clients, client)
+	}
+}
+
+// save writes the accounts u names; deferred by each handler, so what a
+// request changed is written before its answer goes, and on an error
+// return too.
+func (s *Service) save(u *unsaved) {
+	if len(u.clients) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range u.clients {
+		s.saveQuotaLocked(c)
+	}
+}
+
 // saveQuotaLocked writes client's account. s.mu is held.
 func (s *Service) saveQuotaLocked(client string) {
 	a := s.book.Account(client)
 	if a == nil {
 		return
 	}
-	b, err := json.Marshal(a)
+	b, err := encodeAccount(a)
 	if err == nil {
 		err = s.st.Put(store.Key(quotaNS, []byte(client)), b)
 	}
@@ -68,13 +93,15 @@ func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body [
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota ticket: %w", err))
 	}
+	var saves unsaved
+	defer s.save(&saves)
 	for i := range req.Reports {
-		if err := s.applyReport(from, &req.Reports[i]); err != nil {
+		if err := s.applyReport(from, &req.Reports[i], &saves); err != nil {
 			return nil, err
 		}
 	}
 	client := []byte(from.Identity.PublicKey)
-	st, err := s.ticket(client, req.Job, req.Place, req.HoldMS, s.env.Now().UnixMilli())
+	st, err := s.ticket(client, req.Job, req.Place, req.HoldMS, s.env.Now().UnixMilli(), &saves)
 	if errors.Is(err, quota.ErrOverQuota) {
 		s.mTickets.WithLabelValues("refused").Inc()
 		return nil, overlay.StatusErr(wire.StatusQuota, fmt.Errorf("client %q: %w", from.Identity.Name, err))
@@ -99,8 +126,10 @@ func (s *Service) handleTicketMany(_ context.Context, from *overlay.Admitted, bo
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota tickets: %w", err))
 	}
+	var saves unsaved
+	defer s.save(&saves)
 	for i := range req.Reports {
-		if err := s.applyReport(from, &req.Reports[i]); err != nil {
+		if err := s.applyReport(from, &req.Reports[i], &saves); err != nil {
 			return nil, err
 		}
 	}
@@ -108,7 +137,7 @@ func (s *Service) handleTicketMany(_ context.Context, from *overlay.Admitted, bo
 	now := s.env.Now().UnixMilli()
 	var sts []claim.Statement
 	for _, k := range req.Jobs {
-		st, err := s.ticket(client, k, req.Place, req.HoldMS, now)
+		st, err := s.ticket(client, k, req.Place, req.HoldMS, now, &saves)
 		if errors.Is(err, quota.ErrOverQuota) {
 			s.mTickets.WithLabelValues("refused").Inc()
 			if len(sts) == 0 {
@@ -139,11 +168,12 @@ func (s *Service) handleTicketMany(_ context.Context, from *overlay.Admitted, bo
 // ticket holds job (placed at place, when not by its key) for client for
 // holdMS at now (Unix ms), within its quota here (quota.Book.Ticket), and
 // returns the ticket's statement; quota.ErrOverQuota when it has no room.
-func (s *Service) ticket(client, job, place []byte, holdMS, now int64) (claim.Statement, error) {
+// The account is saved by the caller (saves).
+func (s *Service) ticket(client, job, place []byte, holdMS, now int64, saves *unsaved) (claim.Statement, error) {
 	s.mu.Lock()
 	err := s.book.Ticket(string(client), string(job), holdMS, now)
 	if err == nil {
-		s.saveQuotaLocked(string(client))
+		saves.mark(string(client))
 		if len(place) > 0 {
 			s.places.Put(ticketKey(client, job), place)
 		}
@@ -169,7 +199,9 @@ func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body [
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota report: %w", err))
 	}
-	if err := s.applyReport(from, &req); err != nil {
+	var saves unsaved
+	defer s.save(&saves)
+	if err := s.applyReport(from, &req, &saves); err != nil {
 		return nil, err
 	}
 	return &wire.Ping{}, nil
@@ -178,8 +210,9 @@ func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body [
 // applyReport checks a report (the client's own signature; from the
 // client itself or a node) and applies it once per job. A failure the
 // client sent itself is forwarded to the client's other record nodes,
-// so its quota halves wherever it asks next.
-func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport) error {
+// so its quota halves wherever it asks next. The account is saved by the
+// caller (saves).
+func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport, saves *unsaved) error {
 	direct := from.Role() == certs.RoleClient
 	switch {
 	case direct && string(req.Client) != string(from.Identity.PublicKey):
@@ -193,7 +226,7 @@ func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport) err
 	s.mu.Lock()
 	changed := s.book.Report(string(req.Client), string(req.Job), outcome)
 	if changed {
-		s.saveQuotaLocked(string(req.Client))
+		saves.mark(string(req.Client))
 	}
 	audit := changed && direct && outcome != quota.Failed && s.auditDueLocked()
 	s.mu.Unlock()
