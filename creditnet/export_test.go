@@ -32,5 +32,12 @@ func (s *Service) SavedAccount(client []byte) *quota.Account {
 // account when it is answered: the control of the saved-account tests.
 func (s *Service) ReportUnsaved(from *overlay.Admitted, req *wire.QuotaReport) error {
 	var u unsaved
-	return s.applyReport(from, req, &u)
+	return s.applyReport(from, req, false, &u)
+}
+
+// ApplyReports applies reports as a ticket request's, saving the account.
+func (s *Service) ApplyReports(from *overlay.Admitted, reports []wire.QuotaReport) error {
+	var u unsaved
+	defer s.save(&u)
+	return s.applyReports(from, reports, &u)
 }

@@ -95,10 +95,8 @@ func (s *Service) handleTicket(_ context.Context, from *overlay.Admitted, body [
 	}
 	var saves unsaved
 	defer s.save(&saves)
-	for i := range req.Reports {
-		if err := s.applyReport(from, &req.Reports[i], &saves); err != nil {
-			return nil, err
-		}
+	if err := s.applyReports(from, req.Reports, &saves); err != nil {
+		return nil, err
 	}
 	client := []byte(from.Identity.PublicKey)
 	st, err := s.ticket(client, req.Job, req.Place, req.HoldMS, s.env.Now().UnixMilli(), &saves)
@@ -128,10 +126,8 @@ func (s *Service) handleTicketMany(_ context.Context, from *overlay.Admitted, bo
 	}
 	var saves unsaved
 	defer s.save(&saves)
-	for i := range req.Reports {
-		if err := s.applyReport(from, &req.Reports[i], &saves); err != nil {
-			return nil, err
-		}
+	if err := s.applyReports(from, req.Reports, &saves); err != nil {
+		return nil, err
 	}
 	client := []byte(from.Identity.PublicKey)
 	now := s.env.Now().UnixMilli()
@@ -201,25 +197,45 @@ func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body [
 	}
 	var saves unsaved
 	defer s.save(&saves)
-	if err := s.applyReport(from, &req, &saves); err != nil {
+	if err := s.applyReport(from, &req, false, &saves); err != nil {
 		return nil, err
 	}
 	return &wire.Ping{}, nil
 }
 
+// applyReports applies the reports a ticket request carries, in order,
+// their signatures verified together first (sigverify.VerifyMany); it
+// stops at the first that fails, those before it applied.
+func (s *Service) applyReports(from *overlay.Admitted, reports []wire.QuotaReport, saves *unsaved) error {
+	pubs := make([]ed25519.PublicKey, len(reports))
+	msgs, sigs := make([][]byte, len(reports)), make([][]byte, len(reports))
+	for i, r := range reports {
+		pubs[i], msgs[i], sigs[i] = r.Client, wire.QuotaReportMessage(r.Client, r.Job, r.Outcome), r.Sig
+	}
+	bad := sigverify.VerifyMany(pubs, msgs, sigs)
+	for i := range reports {
+		// The one that failed is checked again alone, for its error.
+		if err := s.applyReport(from, &reports[i], i != bad, saves); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // applyReport checks a report (the client's own signature; from the
 // client itself or a node) and applies it once per job. A failure the
 // client sent itself is forwarded to the client's other record nodes,
-// so its quota halves wherever it asks next. The account is saved by the
-// caller (saves).
-func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport, saves *unsaved) error {
+// so its quota halves wherever it asks next. signed says the caller
+// verified the client's signature (applyReports). The account is saved
+// by the caller (saves).
+func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport, signed bool, saves *unsaved) error {
 	direct := from.Role() == certs.RoleClient
 	switch {
 	case direct && string(req.Client) != string(from.Identity.PublicKey):
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report: client %q reports for another client", from.Identity.Name))
 	case !direct && from.Role() != certs.RoleNode:
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report from a %s", from.Role()))
-	case !sigverify.Verify(req.Client, wire.QuotaReportMessage(req.Client, req.Job, req.Outcome), req.Sig):
+	case !signed && !sigverify.Verify(req.Client, wire.QuotaReportMessage(req.Client, req.Job, req.Outcome), req.Sig):
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report of job %x: the client's signature does not verify", req.Job))
 	}
 	outcome := quota.Outcome(req.Outcome)

@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +84,28 @@ func TestAccountsSavedPerRequest(t *testing.T) {
 	}
 	if same(record.Credit().Account(client), record.Credit().SavedAccount(client)) {
 		t.Fatal("control: an unsaved report's account matches the stored one")
+	}
+
+	// A request's reports are verified together: a forged one among them
+	// is refused and stops the rest; those before it count.
+	report := func(job []byte, o quota.Outcome) wire.QuotaReport {
+		return wire.QuotaReport{Client: client, Job: job, Outcome: uint8(o),
+			Sig: ed25519.Sign(a.Identity().Key, wire.QuotaReportMessage(client, job, uint8(o)))}
+	}
+	forged := report(keys[3], quota.Done)
+	forged.Sig[7] ^= 1
+	err = record.Credit().ApplyReports(from, []wire.QuotaReport{report(keys[2], quota.Done), forged, report(keys[0], quota.Released)})
+	if err == nil || !strings.Contains(err.Error(), "signature") {
+		t.Fatalf("a forged report among good ones: %v, want refused for its signature", err)
+	}
+	reported := record.Credit().Account(client).Reported
+	if !slices.Contains(reported, string(keys[2])) || slices.Contains(reported, string(keys[3])) {
+		t.Fatalf("after a forged report: reported %d jobs, want the one before it and not the forged", len(reported))
+	}
+	if err := record.Credit().ApplyReports(from, []wire.QuotaReport{report(keys[3], quota.Done), report(keys[1], quota.Done)}); err != nil {
+		t.Fatalf("control: good reports refused: %v", err)
+	}
+	if !same(record.Credit().Account(client), record.Credit().SavedAccount(client)) {
+		t.Fatal("reports applied together were not saved")
 	}
 }

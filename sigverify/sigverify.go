@@ -145,3 +145,40 @@ func (o *Once) remember(d [sha256.Size]byte) {
 	}
 	o.seen[d] = struct{}{}
 }
+
+// VerifyMany checks that each sigs[i] is pubs[i]'s Ed25519 signature of
+// msgs[i] and returns the index of the first that is not, -1 when all
+// are. Two or more are verified together (curve25519-voi's batch
+// verifier: about half the CPU of one by one; cofactored, as RFC 8032
+// allows, so an honest signature passes either way); when the batch
+// fails, one by one (Verify) to name the first bad one.
+func VerifyMany(pubs []ed25519.PublicKey, msgs, sigs [][]byte) int {
+	n := len(pubs)
+	if n != len(msgs) || n != len(sigs) {
+		panic("sigverify: VerifyMany of unequal lists")
+	}
+	if n > 1 && batchValid(pubs, msgs, sigs) {
+		return -1
+	}
+	for i := range pubs {
+		if !Verify(pubs[i], msgs[i], sigs[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// batchValid verifies the signatures as one batch; false when any key is
+// not a curve point, any length is wrong, or the batch fails.
+func batchValid(pubs []ed25519.PublicKey, msgs, sigs [][]byte) bool {
+	v := voi.NewBatchVerifierWithCapacity(len(pubs))
+	for i, pub := range pubs {
+		ek := Expanded(pub)
+		if ek == nil || len(sigs[i]) != ed25519.SignatureSize {
+			return false
+		}
+		v.AddExpanded(ek, msgs[i], sigs[i])
+	}
+	ok, _ := v.Verify(nil) // nil: crypto/rand picks the batch's coefficients
+	return ok
+}

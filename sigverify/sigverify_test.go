@@ -3,6 +3,7 @@ package sigverify
 import (
 	"crypto/ed25519"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -156,5 +157,79 @@ func TestOnce(t *testing.T) {
 	var none *Once
 	if !none.Verify(pub, msg, sig) || none.Verify(pub, msg, bad) {
 		t.Fatal("a nil Once does not verify as Verify")
+	}
+}
+
+// TestVerifyMany: a batch of good signatures passes; a bad one anywhere
+// is named (the first when several), as is a key that is not a point or
+// a short signature; one signature alone goes through Verify. Control:
+// the same lists with nothing altered pass.
+func TestVerifyMany(t *testing.T) {
+	const n = 6
+	pubs := make([]ed25519.PublicKey, n)
+	msgs, sigs := make([][]byte, n), make([][]byte, n)
+	for i := range n {
+		seed := make([]byte, ed25519.SeedSize)
+		seed[0] = byte(i + 1)
+		k := ed25519.NewKeyFromSeed(seed)
+		pubs[i], msgs[i] = k.Public().(ed25519.PublicKey), []byte{byte(i), 'm'}
+		sigs[i] = ed25519.Sign(k, msgs[i])
+	}
+	if bad := VerifyMany(pubs, msgs, sigs); bad != -1 {
+		t.Fatalf("control: good signatures, bad %d", bad)
+	}
+	if bad := VerifyMany(pubs[:1], msgs[:1], sigs[:1]); bad != -1 {
+		t.Fatalf("one good signature: bad %d", bad)
+	}
+	clone := func() ([]ed25519.PublicKey, [][]byte, [][]byte) {
+		p, m, s := slices.Clone(pubs), slices.Clone(msgs), make([][]byte, n)
+		for i := range sigs {
+			s[i] = slices.Clone(sigs[i])
+		}
+		return p, m, s
+	}
+	for _, at := range []int{0, 3, n - 1} {
+		p, m, s := clone()
+		s[at][5] ^= 1
+		if bad := VerifyMany(p, m, s); bad != at {
+			t.Errorf("signature %d altered: bad %d", at, bad)
+		}
+		p, m, s = clone()
+		m[at] = []byte("other")
+		s[at+min(1, n-1-at)][0] ^= 1
+		if bad := VerifyMany(p, m, s); bad != at {
+			t.Errorf("message %d altered and the next signature too: bad %d, want the first", at, bad)
+		}
+	}
+	p, m, s := clone()
+	p[2] = make(ed25519.PublicKey, ed25519.PublicKeySize)
+	p[2][0] = 2 // not a point of the curve's prime-order group, or not a point
+	if bad := VerifyMany(p, m, s); bad != 2 {
+		t.Errorf("a key that is not the signer's: bad %d", bad)
+	}
+	p, m, s = clone()
+	s[4] = s[4][:10]
+	if bad := VerifyMany(p, m, s); bad != 4 {
+		t.Errorf("a short signature: bad %d", bad)
+	}
+}
+
+// TestVerifyManyMatchesVerify: for every kind of damage cases() makes
+// (a malleated S, a small-order or non-point key, …), a batch with a
+// good signature beside it judges the case as Verify does.
+func TestVerifyManyMatchesVerify(t *testing.T) {
+	pubs, msgs, sigs := cases(t)
+	for i := range pubs {
+		j := (i + 1) % len(pubs)
+		for !Verify(pubs[j], msgs[j], sigs[j]) {
+			j = (j + 1) % len(pubs)
+		}
+		want := -1
+		if !Verify(pubs[i], msgs[i], sigs[i]) {
+			want = 1
+		}
+		if bad := VerifyMany([]ed25519.PublicKey{pubs[j], pubs[i]}, [][]byte{msgs[j], msgs[i]}, [][]byte{sigs[j], sigs[i]}); bad != want {
+			t.Errorf("case %d: VerifyMany bad %d, Verify says %d", i, bad, want)
+		}
 	}
 }
