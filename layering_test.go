@@ -29,7 +29,7 @@ var purePackages = []purePackage{
 		path:           module + "/sigverify",
 		allowed:        []string{"crypto/ed25519", "crypto/sha256", "sync", "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"},
 		neverImports:   noClockFilesRandomness,
-		allowedInTests: []string{"crypto/ed25519", "math/rand/v2", "testing"},
+		allowedInTests: []string{"crypto/ed25519", "math/rand/v2", "slices", "testing"},
 	},
 	{
 		// The package is pure: no network, no files, no clock, no randomness.
@@ -224,6 +224,7 @@ var purePackages = []purePackage{
 		path: module + "/wire",
 		allowed: []string{
 			"bufio",
+			"bytes",
 			"crypto/ed25519",
 			"fmt",
 			"io",
