@@ -92,6 +92,7 @@ func bindBenchFlags(f *pflag.FlagSet, fl *benchFlags) {
 	f.Float64Var(&fl.o.Rate, "rate", 0, "offered load in jobs/s (0: as fast as possible)")
 	f.IntVar(&fl.o.Window, "window", 0, "with --rate 0, most jobs submitted and not yet harvested (0: 8 × clients × slots, at least 4 × batch)")
 	f.IntVar(&fl.o.Batch, "batch", fl.o.Batch, "with --rate 0, jobs per submission")
+	f.DurationVar(&fl.o.HarvestEvery, "harvest-every", 0, "least time between the starts of two harvest passes, as a project harvesting on a schedule (0: again at once; give a --window of the jobs finished meanwhile)")
 	f.StringVar(&fl.o.Exec, "exec", fl.o.Exec, "how clients run the application: inproc or subprocess")
 	f.BoolVar(&fl.asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&fl.noShare, "no-share", false, "do not profile the CPU to split it by party")

@@ -36,7 +36,7 @@ func TestBenchFlags(t *testing.T) {
 		{"defaults", nil, "", func(o bench.Options) bool {
 			return o.Nodes == 16 && o.R == 5 && o.Clients == 4 && o.Slots == 2 && o.ClaimMany == 1 && o.Jobs == 500 && o.Keywords == 1 &&
 				o.Copies == 1 && o.Batch == 32 && o.Rate == 0 && o.Window == 0 && o.Exec == bench.ExecInProcess &&
-				o.Seed == 1 && o.Timeout == 5*time.Minute && o.TCollect == 0 && o.Dir == "" && o.ProjectShare &&
+				o.Seed == 1 && o.Timeout == 5*time.Minute && o.TCollect == 0 && o.Dir == "" && o.ProjectShare && o.HarvestEvery == 0 &&
 				slices.Equal(o.Launcher, []string{"/bin/up", "app", "exec"})
 		}},
 		{"a larger run", []string{"--nodes", "32", "--clients", "8", "--jobs", "2000", "--rate", "200", "--json"}, "",
@@ -71,6 +71,10 @@ func TestBenchFlags(t *testing.T) {
 		{"unknown exec", []string{"--exec", "docker"}, `--exec "docker": want inproc or subprocess`, nil},
 		{"negative rate", []string{"--rate", "-1"}, "--rate -1 out of", nil},
 		{"negative tcollect", []string{"--tcollect", "-1s"}, "T_collect -1s is negative", nil},
+		{"harvest cadence", []string{"--harvest-every", "500ms", "--window", "2048"}, "", func(o bench.Options) bool {
+			return o.HarvestEvery == 500*time.Millisecond && o.Window == 2048
+		}},
+		{"negative harvest cadence", []string{"--harvest-every", "-1s"}, "--harvest-every -1s out of 0..1m", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fl := defaultBenchFlags()

@@ -48,7 +48,14 @@ type Options struct {
 	// jobs submitted and not yet harvested.
 	Rate   float64
 	Window int // default 64 × Clients × Slots / 8, at least 4 × Batch
-	Batch  int // jobs per submission call in the closed loop; default 32
+	// HarvestEvery is the least time between the starts of two harvest
+	// passes, as a project harvesting on a schedule would (its batches
+	// bigger: the project's cost per job at a realistic cadence); 0
+	// harvests again at once after a pass that recorded results, 20 ms
+	// after one that did not. A cadence needs a window of the jobs
+	// finished meanwhile (--window).
+	HarvestEvery time.Duration
+	Batch        int // jobs per submission call in the closed loop; default 32
 	// Exec is ExecInProcess (default) or ExecSubprocess.
 	Exec        string
 	Launcher    []string // ExecSubprocess: how to run `up app exec`
@@ -186,6 +193,8 @@ func (o Options) Validate() error {
 		return errors.New("exec subprocess needs a launcher")
 	case o.Timeout < 0:
 		return fmt.Errorf("timeout %v is negative", o.Timeout)
+	case o.HarvestEvery < 0 || o.HarvestEvery > time.Minute:
+		return fmt.Errorf("harvest-every %v out of 0..1m", o.HarvestEvery)
 	}
 	return nil
 }
@@ -205,6 +214,9 @@ type Report struct {
 	Keywords    int     `json:"keywords"`
 	Exec        string  `json:"exec"`
 	OfferedRate float64 `json:"offered_rate"` // jobs/s; 0: as fast as possible
+	// HarvestEveryS is the least time between two harvest passes' starts,
+	// s (Options.HarvestEvery); 0: back to back.
+	HarvestEveryS float64 `json:"harvest_every_s"`
 
 	ElapsedS   float64 `json:"elapsed_s"`
 	JobsPerSec float64 `json:"jobs_per_s"`

@@ -168,13 +168,18 @@ func (r *benchRun) harvestAll(ctx context.Context) error {
 			r.logf("unharvested jobs:\n%s%s", r.net.Unharvested(r.ledger, r.p.Name(), 8), r.clientsDiag())
 			return fmt.Errorf("harvested %d of %d jobs before the timeout: %w", r.harvested.Load(), r.o.Jobs, ctx.Err())
 		}
+		start := time.Now()
 		recorded, err := r.harvest(ctx)
 		if err != nil {
 			return err
 		}
+		wait := r.o.HarvestEvery - time.Since(start)
 		if recorded == 0 {
+			wait = max(wait, 20*time.Millisecond)
+		}
+		if wait > 0 {
 			select {
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(wait):
 			case <-ctx.Done():
 			}
 		}

@@ -25,7 +25,7 @@ import (
 func Run(ctx context.Context, o Options) (Report, error) {
 	o.defaults()
 	r := &benchRun{o: o, claimTimes: newDurationSample(o.Seed), rep: Report{Nodes: o.Nodes, R: o.R, Clients: o.Clients, Slots: o.Slots, ClaimMany: o.ClaimMany, Jobs: o.Jobs, Units: o.Jobs / o.Copies,
-		Copies: o.Copies, Keywords: o.Keywords, Exec: o.Exec, OfferedRate: o.Rate, MinRPCsPerJob: 4*o.R + o.Keywords + 4}}
+		Copies: o.Copies, Keywords: o.Keywords, Exec: o.Exec, OfferedRate: o.Rate, HarvestEveryS: o.HarvestEvery.Seconds(), MinRPCsPerJob: 4*o.R + o.Keywords + 4}}
 	if err := o.Validate(); err != nil {
 		return r.rep, err
 	}
