@@ -20,18 +20,8 @@ import (
 // strings, or five with a non-empty path. The fields alias b.
 func parseSigned(b []byte) (Signed, bool) {
 	var s Signed
-	if len(b) == 0 || (b[0] != 0x84 && b[0] != 0x85) {
-		return s, false
-	}
-	fields := []*[]byte{&s.Statement, &s.Cert, &s.Position, &s.PeerSig, &s.Path}[:b[0]-0x80]
-	rest := b[1:]
-	for _, f := range fields {
-		var ok bool
-		if *f, rest, ok = codec.ReadBytes(rest); !ok {
-			return Signed{}, false
-		}
-	}
-	if len(rest) != 0 || (b[0] == 0x85 && len(s.Path) == 0) {
+	n, ok := codec.ReadByteStringArray(b, 4, &s.Statement, &s.Cert, &s.Position, &s.PeerSig, &s.Path)
+	if !ok || (n == 5 && len(s.Path) == 0) {
 		return Signed{}, false
 	}
 	return s, true

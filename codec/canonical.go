@@ -247,3 +247,20 @@ func CheckRaw(raw []byte) error {
 	}
 	return nil
 }
+
+// ReadByteStringArray reads an array of byte strings whose length is
+// min or len(fields) into the first that many fields (aliasing b), and
+// nothing after it; false for anything else. The caller tells the two
+// layouts apart by how many fields were filled (the array's head).
+func ReadByteStringArray(b []byte, min int, fields ...*[]byte) (n int, ok bool) {
+	count, rest, ok := ReadHead(b, 4)
+	if !ok || (count != uint64(min) && count != uint64(len(fields))) {
+		return 0, false
+	}
+	for _, f := range fields[:count] {
+		if *f, rest, ok = ReadBytes(rest); !ok {
+			return 0, false
+		}
+	}
+	return int(count), len(rest) == 0
+}

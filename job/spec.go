@@ -455,18 +455,8 @@ func decodeSignedCodec(b []byte) (Signed, error) {
 // layout, for the codec. The fields are in one copy of b.
 func parseSigned(b []byte) (Signed, bool) {
 	var s Signed
-	if len(b) == 0 || (b[0] != 0x82 && b[0] != 0x83) {
-		return s, false
-	}
-	b = bytes.Clone(b)
-	rest := b[1:]
-	for _, f := range []*[]byte{&s.Spec, &s.Sig, &s.Path}[:b[0]-0x80] {
-		var ok bool
-		if *f, rest, ok = codec.ReadBytes(rest); !ok {
-			return Signed{}, false
-		}
-	}
-	if len(rest) != 0 || (b[0] == 0x83 && len(s.Path) == 0) {
+	n, ok := codec.ReadByteStringArray(bytes.Clone(b), 2, &s.Spec, &s.Sig, &s.Path)
+	if !ok || (n == 3 && len(s.Path) == 0) {
 		return Signed{}, false
 	}
 	return s, true
