@@ -264,3 +264,14 @@ func ReadByteStringArray(b []byte, min int, fields ...*[]byte) (n int, ok bool) 
 	}
 	return int(count), len(rest) == 0
 }
+
+// AcquireBuffer is an empty pooled buffer, for an encoding used only
+// until ReleaseBuffer (the frame buffers' pool).
+func AcquireBuffer() *bytes.Buffer {
+	b := framePool.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+// ReleaseBuffer gives b back to the pool: nothing may use its bytes after.
+func ReleaseBuffer(b *bytes.Buffer) { putFrameBuffer(b) }

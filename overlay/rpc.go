@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/wire"
 )
 
@@ -181,11 +182,16 @@ func (e *Endpoint) call(ctx context.Context, p peer.ID, pid protocol.ID, req any
 			return err
 		}
 	}
-	body, err := wire.Marshal(req)
-	if err != nil {
+	// The request is encoded into a pooled buffer: the frame writers copy
+	// it, and nothing holds it once the call returns.
+	buf := codec.AcquireBuffer()
+	defer codec.ReleaseBuffer(buf)
+	if err := codec.MarshalTo(buf, req); err != nil {
 		return fmt.Errorf("request: %w", err)
 	}
+	body := buf.Bytes()
 	var rep *wire.Reply
+	var err error
 	if len(body) <= wire.MaxMuxRequest {
 		rep, err = e.callMux(ctx, p, pid, body)
 		if err == nil && len(rep.Body) > maxResp {
