@@ -231,6 +231,7 @@ var purePackages = []purePackage{
 			"math",
 			"slices",
 			"strings",
+			"unicode/utf8",
 			"github.com/fxamacker/cbor/v2",
 			"github.com/up-pool/up/blob",
 			"github.com/up-pool/up/codec",

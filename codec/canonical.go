@@ -275,3 +275,19 @@ func AcquireBuffer() *bytes.Buffer {
 
 // ReleaseBuffer gives b back to the pool: nothing may use its bytes after.
 func ReleaseBuffer(b *bytes.Buffer) { putFrameBuffer(b) }
+
+// Frame is a frame being encoded into a pooled buffer, written later in
+// one Write (WriteTo) and then released.
+type Frame struct{ buf *bytes.Buffer }
+
+// NewFrame is an empty frame (its buffer has room for the length).
+func NewFrame() *Frame { return &Frame{buf: getFrameBuffer()} }
+
+// Buf is the buffer the frame's body is appended to.
+func (f *Frame) Buf() *bytes.Buffer { return f.buf }
+
+// Write writes the frame to w: its length, then its body, in one Write.
+func (f *Frame) Write(w io.Writer) error { return writeFramed(w, f.buf.Bytes()) }
+
+// Release gives the frame's buffer back to the pool.
+func (f *Frame) Release() { putFrameBuffer(f.buf) }

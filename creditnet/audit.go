@@ -36,8 +36,8 @@ func (s *Service) auditDueLocked() bool {
 //
 // The nodes are first the r nearest the place in this node's own view
 // (its routing table: no lookup), asked one at a time until the verdict
-// is decided (auditTally); only when fewer than a majority of them hold
-// the job at all — the view is not the job's nodes — is the place looked
+// is decided (auditTally); only when their answers leave it open — the
+// view is not the job's nodes, or not all of them — is the place looked
 // up in the network and its nodes asked (answers already had reused).
 func (s *Service) audit(req *wire.QuotaReport) {
 	s.mu.Lock()
@@ -76,7 +76,8 @@ func (s *Service) audit(req *wire.QuotaReport) {
 }
 
 // localNearest is the n nodes nearest the key in this node's routing
-// table, itself left out (a lookup's answer leaves it out too).
+// table, itself left out (it cannot call itself; were it in a lookup's
+// answer, its own call would fail and count as no answer).
 func (s *Service) localNearest(key []byte, n int) []peer.ID {
 	self := s.ep.ID()
 	var out []peer.ID
@@ -89,14 +90,14 @@ func (s *Service) localNearest(key []byte, n int) []peer.ID {
 }
 
 // runAudit tallies the answers of the r nodes nearest the job's place:
-// those of local (this node's view) first, then — when fewer than a
-// majority of them hold the job and they found no lie — those lookup
-// returns, each node asked at most once (ask), one at a time until the
-// tally is decided.
+// those of local (this node's view) first, then — when their answers
+// leave the verdict open (the view is not the job's nodes, or not all of
+// them) — those lookup returns, each node asked at most once (ask), one
+// at a time until the tally is decided.
 func runAudit(r int, local []peer.ID, lookup func() ([]peer.ID, error), ask func(peer.ID) auditAnswer) (auditTally, error) {
 	asked := map[peer.ID]auditAnswer{}
 	t := tallyOf(r, local, asked, ask)
-	if t.viewConfirmed() || t.lie() {
+	if t.decided() {
 		return t, nil
 	}
 	nodes, err := lookup()
@@ -171,10 +172,6 @@ func (t auditTally) majority() int { return t.r/2 + 1 }
 
 // lie reports a majority of r holding the job claimed.
 func (t auditTally) lie() bool { return t.claimed >= t.majority() }
-
-// viewConfirmed reports a majority of r holding the job: the nodes asked
-// are the job's (or enough of them to decide).
-func (t auditTally) viewConfirmed() bool { return t.held >= t.majority() }
 
 // decided reports that more answers cannot change the verdict: a lie, or
 // so many holders that say it is not claimed that the rest of r cannot

@@ -7,8 +7,8 @@ import (
 )
 
 // TestAuditTally: an audit of r = 5 nodes stops once more answers cannot
-// change its verdict, finds a lie only with 3 holding the job claimed,
-// and trusts the nodes asked to be the job's only when 3 hold it.
+// change its verdict, and finds a lie only with 3 holding the job
+// claimed.
 func TestAuditTally(t *testing.T) {
 	const (
 		claimed = 'c' // holds it claimed by the client
@@ -17,9 +17,9 @@ func TestAuditTally(t *testing.T) {
 		silent  = 's' // no answer
 	)
 	for _, c := range []struct {
-		answers          string
-		asked            int // answers taken before decided (len: never decided)
-		lie, viewConfirm bool
+		answers      string
+		asked        int // answers taken before decided (len: never decided)
+		lie, decided bool
 	}{
 		{"hhhhh", 3, false, true},  // honest report, good view: three gets
 		{"ccccc", 3, true, true},   // a lie: three gets
@@ -27,9 +27,10 @@ func TestAuditTally(t *testing.T) {
 		{"cchhh", 5, false, true},  // two behind: still no majority claimed
 		{"hcchc", 5, true, true},   // a lie found at the last answer
 		{"aaaaa", 5, false, false}, // the view is not the job's nodes: look it up
-		{"hhaaa", 5, false, false}, // two holders: not enough to trust the view
+		{"hhaaa", 5, false, false}, // two holders: open
+		{"chhaa", 5, false, false}, // three holders, one claimed: open (the others may hold it claimed)
 		{"sssss", 5, false, false}, // nobody answered
-		{"hhash", 5, false, true},  // a silent node and a non-holder among them
+		{"hhash", 5, false, true},  // a silent node and a non-holder: three holders decide
 		{"", 0, false, false},      // an empty view
 	} {
 		tally := auditTally{r: 5}
@@ -41,9 +42,9 @@ func TestAuditTally(t *testing.T) {
 			tally.add(auditAnswer{answered: a != silent, holds: a == claimed || a == other, claimed: a == claimed})
 			asked++
 		}
-		if asked != c.asked || tally.lie() != c.lie || tally.viewConfirmed() != c.viewConfirm {
-			t.Errorf("%q: asked %d, lie %v, view confirmed %v; want %d, %v, %v",
-				c.answers, asked, tally.lie(), tally.viewConfirmed(), c.asked, c.lie, c.viewConfirm)
+		if asked != c.asked || tally.lie() != c.lie || tally.decided() != c.decided {
+			t.Errorf("%q: asked %d, lie %v, decided %v; want %d, %v, %v",
+				c.answers, asked, tally.lie(), tally.decided(), c.asked, c.lie, c.decided)
 		}
 	}
 }
@@ -71,6 +72,9 @@ func TestRunAudit(t *testing.T) {
 		{"liar, good view", "ABCDE", "ABCDE", map[rune]byte{'A': 'c', 'B': 'c', 'C': 'c', 'D': 'c', 'E': 'c'}, true, false, 3},
 		{"liar, wrong view", "VWXYZ", "ABCDE", map[rune]byte{'A': 'c', 'B': 'c', 'C': 'c', 'D': 'c', 'E': 'c'}, true, true, 8},
 		{"honest, view half right", "ABXYZ", "ABCDE", map[rune]byte{'A': 'h', 'B': 'h', 'C': 'h', 'D': 'h', 'E': 'h'}, false, true, 8},
+		// Three of the view hold it, one claimed: the verdict is open, so
+		// the job's other nodes are asked — and hold it claimed.
+		{"liar, view missing two", "ABCXY", "ABCDE", map[rune]byte{'A': 'c', 'B': 'h', 'C': 'h', 'D': 'c', 'E': 'c'}, true, true, 7},
 	} {
 		asked := map[peer.ID]int{}
 		ask := func(p peer.ID) auditAnswer {

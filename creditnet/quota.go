@@ -205,7 +205,10 @@ func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body [
 
 // applyReports applies the reports a ticket request carries, in order,
 // their signatures verified together first (sigverify.VerifyMany); it
-// stops at the first that fails, those before it applied.
+// stops at the first that fails, those before it applied. A batch judges
+// signatures by RFC 8032's cofactored rule: it can take, under a key of
+// mixed order, a signature Verify refuses — which only that key's client
+// can make, about its own jobs.
 func (s *Service) applyReports(from *overlay.Admitted, reports []wire.QuotaReport, saves *unsaved) error {
 	pubs := make([]ed25519.PublicKey, len(reports))
 	msgs, sigs := make([][]byte, len(reports)), make([][]byte, len(reports))
@@ -214,8 +217,13 @@ func (s *Service) applyReports(from *overlay.Admitted, reports []wire.QuotaRepor
 	}
 	bad := sigverify.VerifyMany(pubs, msgs, sigs)
 	for i := range reports {
-		// The one that failed is checked again alone, for its error.
-		if err := s.applyReport(from, &reports[i], i != bad, saves); err != nil {
+		// The one that failed is checked again alone, for its error; so
+		// is a failure, which is forwarded to record nodes that check it
+		// alone (the batch's cofactored rule takes signatures under a
+		// key of mixed order that Verify refuses: what this node applies
+		// they must take too).
+		signed := i != bad && (bad < 0 || i < bad) && quota.Outcome(reports[i].Outcome) != quota.Failed
+		if err := s.applyReport(from, &reports[i], signed, saves); err != nil {
 			return err
 		}
 	}

@@ -167,10 +167,7 @@ func (e *Endpoint) handleHello(s network.Stream) {
 		adm, err = e.adm.Admit(p, &theirs)
 	}
 	if err != nil {
-		reason := err.Error()
-		if len(reason) > wire.MaxReplyMsg {
-			reason = reason[:wire.MaxReplyMsg]
-		}
+		reason := wire.TruncateMsg(err.Error())
 		_ = writeReply(s, wire.StatusUnauthorized, reason, &wire.HelloRefusal{Code: refusalOf(err), Reason: reason})
 		_ = s.CloseWrite()
 		e.rejectLater(p, err) // the reply must reach them before the connection closes

@@ -242,14 +242,16 @@ func (e *Endpoint) handleMux(s network.Stream) {
 				wg.Done()
 			}()
 			rep := e.serveMuxed(p, &req)
+			frame, bodyErr := wire.EncodeMuxReply(req.ID, rep) // outside the lock: the others' replies wait only for writes
 			wmu.Lock()
 			// A caller that stops reading must not hold the handlers.
 			_ = s.SetWriteDeadline(time.Now().Add(e.cfg.HelloTimeout))
-			bodyErr, err := wire.WriteMuxReply(bw, req.ID, rep)
+			err := frame.Write(bw)
 			if err == nil {
 				err = bw.Flush()
 			}
 			wmu.Unlock()
+			frame.Release()
 			if bodyErr != nil {
 				e.m.RPCFailed.WithLabelValues(req.Proto, "in").Inc()
 			}

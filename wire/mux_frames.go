@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -30,7 +32,7 @@ func DecodeMuxRequest(frame []byte, req *MuxRequest) error {
 		if ok {
 			proto, rest, ok = codec.ReadText(rest)
 		}
-		if ok && len(rest) > 0 && codec.CheckRaw(rest) == nil {
+		if ok && len(rest) > 0 && !selfDescribed(rest) && codec.CheckRaw(rest) == nil {
 			*req = MuxRequest{ID: id, Proto: proto, Body: cbor.RawMessage(rest)}
 			return nil
 		}
@@ -49,6 +51,13 @@ func DecodeMuxReply(frame []byte, rep *MuxReply) error {
 		return nil
 	}
 	return codec.Unmarshal(frame, rep)
+}
+
+// selfDescribed reports a body that starts with CBOR's self-describe tag
+// (55799), which the codec strips from a RawMessage: such a frame goes
+// to the codec.
+func selfDescribed(body []byte) bool {
+	return len(body) >= 3 && body[0] == 0xd9 && body[1] == 0xd9 && body[2] == 0xf7
 }
 
 // parseMuxReply reads [ID, [Status, Msg, Body, Load]] with shortest
@@ -71,7 +80,7 @@ func parseMuxReply(b []byte) (MuxReply, bool) {
 		return r, false
 	}
 	body, rest, ok := codec.ReadItem(rest)
-	if !ok || codec.CheckRaw(body) != nil { // built-in tags' content, as the decoder checks
+	if !ok || selfDescribed(body) || codec.CheckRaw(body) != nil { // built-in tags' content, as the decoder checks
 		return r, false
 	}
 	r = MuxReply{ID: id, Reply: Reply{Status: Status(status), Msg: msg, Body: cbor.RawMessage(body), bodyChecked: true}}
@@ -115,13 +124,34 @@ func WriteMuxRequest(w io.Writer, id uint64, proto string, body []byte) error {
 // StatusInternal and the error instead, and bodyErr is that error; err
 // is the write's.
 func WriteMuxReply(w io.Writer, id uint64, r ReplyParts) (bodyErr, err error) {
-	err = codec.WriteFrameWith(w, func(buf *bytes.Buffer) error {
-		codec.AppendHead(buf, 4, 2)
-		codec.AppendHead(buf, 0, id)
-		bodyErr = appendReply(buf, r)
-		return nil
-	})
-	return bodyErr, err
+	f, bodyErr := EncodeMuxReply(id, r)
+	defer f.Release()
+	return bodyErr, f.Write(w)
+}
+
+// EncodeMuxReply encodes [id, reply] as a frame to write later (so a
+// writer shared by several handlers is held only for the write); bodyErr
+// as WriteMuxReply's. The caller releases the frame.
+func EncodeMuxReply(id uint64, r ReplyParts) (f *codec.Frame, bodyErr error) {
+	f = codec.NewFrame()
+	codec.AppendHead(f.Buf(), 4, 2)
+	codec.AppendHead(f.Buf(), 0, id)
+	return f, appendReply(f.Buf(), r)
+}
+
+// TruncateMsg cuts a reply message to MaxReplyMsg bytes at a character's
+// start: a cut through a character would leave a text string the
+// decoder refuses, and with it the whole frame (on a mux stream, every
+// call waiting on it).
+func TruncateMsg(msg string) string {
+	if len(msg) <= MaxReplyMsg {
+		return msg
+	}
+	end := MaxReplyMsg
+	for end > 0 && !utf8.RuneStart(msg[end]) {
+		end--
+	}
+	return strings.ToValidUTF8(msg[:end], "")
 }
 
 // WriteReply writes a Reply as one frame, its body encoded in place (see
@@ -138,9 +168,7 @@ func WriteReply(w io.Writer, r ReplyParts) (bodyErr, err error) {
 // that does not encode makes it a StatusInternal reply with the error,
 // returned too.
 func appendReply(buf *bytes.Buffer, r ReplyParts) error {
-	if len(r.Msg) > MaxReplyMsg {
-		r.Msg = r.Msg[:MaxReplyMsg]
-	}
+	r.Msg = TruncateMsg(r.Msg)
 	mark := buf.Len()
 	codec.AppendHead(buf, 4, 4)
 	codec.AppendHead(buf, 0, uint64(r.Status))
@@ -150,10 +178,7 @@ func appendReply(buf *bytes.Buffer, r ReplyParts) error {
 		codec.AppendNull(buf)
 	} else if bodyErr = codec.MarshalTo(buf, r.Body); bodyErr != nil {
 		buf.Truncate(mark)
-		msg := bodyErr.Error()
-		if len(msg) > MaxReplyMsg {
-			msg = msg[:MaxReplyMsg]
-		}
+		msg := TruncateMsg(bodyErr.Error())
 		codec.AppendHead(buf, 4, 4)
 		codec.AppendHead(buf, 0, uint64(StatusInternal))
 		codec.AppendText(buf, msg)

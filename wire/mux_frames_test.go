@@ -48,7 +48,9 @@ func FuzzMuxFrames(f *testing.F) {
 	f.Add(muxFrame(f, &wire.MuxReply{ID: 3, Reply: wire.Reply{Status: wire.StatusOK, Body: cbor.RawMessage(get)}}))
 	f.Add(muxFrame(f, &wire.MuxReply{ID: 300, Reply: wire.Reply{Status: wire.StatusInternal, Msg: "boom"}}))
 	f.Add(muxFrame(f, &wire.MuxReply{ID: 4, Reply: wire.Reply{Status: wire.StatusOK, Body: cbor.RawMessage(get), Load: &wire.LoadInfo{IndexEntries: 3, Rate: 1.5}}}))
-	f.Add([]byte{0x83, 0x18, 0x07, 0x61, 0x61, 0x01}) // a wide ID: the codec's
+	f.Add([]byte{0x83, 0x18, 0x07, 0x61, 0x61, 0x01})             // a wide ID: the codec's
+	f.Add([]byte{0x83, 0x07, 0x61, 0x61, 0xd9, 0xd9, 0xf7, 0x01}) // a self-described body: the codec strips the tag
+	f.Add([]byte{0x82, 0x07, 0x84, 0x00, 0x60, 0xd9, 0xd9, 0xf7, 0x01, 0xf6})
 	f.Add([]byte{0x82, 0x01, 0x84, 0x00, 0x60, 0x9f, 0xff, 0xf6})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var req, refReq wire.MuxRequest
@@ -138,5 +140,27 @@ func TestMuxWritersAreMarshal(t *testing.T) {
 	_, _ = wire.WriteMuxReply(&b, 1, wire.ReplyParts{Status: wire.StatusNotFound})
 	if bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Fatal("control: two statuses wrote one frame")
+	}
+}
+
+// TestReplyMessageCutAtACharacter: a message longer than MaxReplyMsg is
+// cut at a character's start, so the frame still decodes. Control: the
+// byte cut the writers made before leaves a frame the decoder refuses.
+func TestReplyMessageCutAtACharacter(t *testing.T) {
+	msg := "x" + strings.Repeat("é", wire.MaxReplyMsg) // the cut falls inside an é
+	var got bytes.Buffer
+	if _, err := wire.WriteMuxReply(&got, 9, wire.ReplyParts{Status: wire.StatusInternal, Msg: msg}); err != nil {
+		t.Fatal(err)
+	}
+	var back wire.MuxReply
+	if err := wire.DecodeMuxReply(framed(t, got.Bytes()), &back); err != nil {
+		t.Fatalf("reply with a long message does not decode: %v", err)
+	}
+	if len(back.Reply.Msg) > wire.MaxReplyMsg || !strings.HasPrefix(msg, back.Reply.Msg) || len(back.Reply.Msg) < wire.MaxReplyMsg-1 {
+		t.Fatalf("message cut to %d bytes", len(back.Reply.Msg))
+	}
+	bad := muxFrame(t, &wire.MuxReply{ID: 9, Reply: wire.Reply{Status: wire.StatusInternal, Msg: msg[:wire.MaxReplyMsg]}})
+	if err := wire.DecodeMuxReply(bad, &back); err == nil {
+		t.Fatal("control: a message cut inside a character decoded")
 	}
 }
