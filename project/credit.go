@@ -54,6 +54,7 @@ func (p *Project) IssueCredit(ctx context.Context, l *Ledger) (Credited, error) 
 	var out Credited
 	p.mu.Lock()
 	p.creditAt = p.a.Now()
+	clear(p.recordedSince) // every client's receipt is issued now
 	p.mu.Unlock()
 	n, err := l.IssueReceipts(p.signReceipt, p.a.Now())
 	out.Issued = n
@@ -76,7 +77,7 @@ func (p *Project) IssueCredit(ctx context.Context, l *Ledger) (Credited, error) 
 // stores) a small share of those results' cost.
 func (p *Project) issueEarly(ctx context.Context, l *Ledger, clients [][]byte, least int) (Credited, error) {
 	var out Credited
-	owed, err := l.ClientsOwedCredit(clients, least)
+	owed, err := l.ClientsOwedCredit(p.mayBeOwed(clients, least), least)
 	if err != nil || len(owed) == 0 {
 		return out, err
 	}
@@ -87,6 +88,9 @@ func (p *Project) issueEarly(ctx context.Context, l *Ledger, clients [][]byte, l
 		if err != nil {
 			return out, err
 		}
+		p.mu.Lock()
+		delete(p.recordedSince, string(c))
+		p.mu.Unlock()
 		un, err := l.UnpublishedReceiptsOf(c, publishPage)
 		if err != nil {
 			return out, err
@@ -94,6 +98,36 @@ func (p *Project) issueEarly(ctx context.Context, l *Ledger, clients [][]byte, l
 		pending = append(pending, un...)
 	}
 	return out, p.publishReceipts(ctx, l, pending, &out)
+}
+
+// countRecorded adds the results a harvest recorded to their clients'
+// counts since their last receipt (recordedSince).
+func (p *Project) countRecorded(clients [][]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.recordedSince == nil {
+		p.recordedSince = map[string]int{}
+	}
+	for _, c := range clients {
+		p.recordedSince[string(c)]++
+	}
+}
+
+// mayBeOwed returns those of clients (repeats once) with at least least
+// results recorded since their last receipt: only they can be owed that
+// many valid ones.
+func (p *Project) mayBeOwed(clients [][]byte, least int) [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out [][]byte
+	seen := map[string]bool{}
+	for _, c := range clients {
+		if !seen[string(c)] && p.recordedSince[string(c)] >= least {
+			seen[string(c)] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // publishReceipts publishes pending (by client, then sequence number) on

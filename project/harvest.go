@@ -190,6 +190,7 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 	if err := p.withdrawBlobs(ctx, l, &rep); err != nil {
 		return rep, err
 	}
+	p.countRecorded(rep.clients)
 	if p.creditDue(opts.CreditEvery) {
 		// Trickles first: their partial credit is in the ledger before the
 		// receipts are signed.

@@ -57,6 +57,11 @@ type Project struct {
 	// creditAt is when this Project last issued credit receipts (its
 	// clock; guarded by mu): HarvestOptions.CreditEvery.
 	creditAt time.Time
+	// recordedSince counts, per client key, the results harvests recorded
+	// since its last receipt (guarded by mu; empty after a restart): only
+	// a client with HarvestOptions.CreditAfter of them may be owed an
+	// early receipt, so the ledger is asked about it and no other.
+	recordedSince map[string]int
 	// storeTimeout bounds one store call to a node (default
 	// DefaultStoreTimeout): a node that takes the request and never
 	// answers costs that long, then the job goes to its next closest.
