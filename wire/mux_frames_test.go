@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
 	"testing"
 
@@ -24,19 +25,11 @@ func muxFrame(t testing.TB, v any) []byte {
 // framed strips the length WriteFrame puts before a frame's body.
 func framed(t testing.TB, b []byte) []byte {
 	t.Helper()
-	_, n := uvarint(b)
-	return b[n:]
-}
-
-func uvarint(b []byte) (uint64, int) {
-	var x uint64
-	for i, c := range b {
-		x |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return x, i + 1
-		}
+	_, n := binary.Uvarint(b)
+	if n <= 0 {
+		t.Fatalf("frame %x has no length", b)
 	}
-	return 0, 0
+	return b[n:]
 }
 
 // FuzzMuxFrames: the hand readers of mux frames take what the codec
