@@ -122,10 +122,45 @@ func (l *Listing) Allows(kw string) bool {
 
 // Matches reports whether the listing agrees with the signed spec it
 // names, its place included.
+// It is ListingOf compared field by field, without building the
+// listing: the batch root is computed once, the keywords compared in
+// place (a node checks every listing it stores with it).
 func (l *Listing) Matches(s *Signed, spec *Spec) bool {
-	want := ListingOf(s, spec)
-	return string(l.Job) == string(want.Job) && l.Project == want.Project &&
-		l.Created == want.Created && slices.Equal(l.Keywords, want.Keywords) && placeMatches(l.Place, s)
+	return l.Project == spec.Project && l.Created == spec.Created &&
+		keywordsAre(l.Keywords, spec.Keywords, spec.Resources) &&
+		placeMatches(l.Place, s) && string(l.Job) == string(s.Key())
+}
+
+// keywordsAre reports whether sorted is the sorted set of the keywords in
+// a and b (ListingOf's keywords), whatever their order and repeats in a
+// and b.
+func keywordsAre(sorted, a, b []string) bool {
+	if !slices.IsSorted(sorted) {
+		return false
+	}
+	distinct := 0
+	for i, n := 0, len(a)+len(b); i < n; i++ {
+		k := keywordAt(a, b, i)
+		if _, found := slices.BinarySearch(sorted, k); !found {
+			return false
+		}
+		first := true
+		for j := 0; j < i && first; j++ {
+			first = keywordAt(a, b, j) != k
+		}
+		if first {
+			distinct++
+		}
+	}
+	return distinct == len(sorted)
+}
+
+// keywordAt is the i-th keyword of a then b.
+func keywordAt(a, b []string, i int) string {
+	if i < len(a) {
+		return a[i]
+	}
+	return b[i-len(a)]
 }
 
 // SignListing signs a listing with the project key.
