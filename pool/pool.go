@@ -440,6 +440,9 @@ type Held struct {
 	Created  int64
 	TFinish  int64 // the spec's T_finish, ms
 	Keywords []string
+	// CertRef is the spec's CertRef: the hash of its project's
+	// certificate (Cert finds it).
+	CertRef []byte
 	// Trickles says the node holds trickles of the job (a sequence's
 	// progress) the project has not collected.
 	Trickles bool
@@ -455,6 +458,7 @@ func (p *Pool) Lookup(key []byte) (Held, bool) {
 		return Held{}, false
 	}
 	return Held{Key: key, State: p.view(e, now), Pos: e.pos, Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords,
+		CertRef:  []byte(e.certRef),
 		Trickles: e.trickles > 0}, true
 }
 
@@ -465,7 +469,7 @@ func (p *Pool) Each(f func(Held) bool) {
 	all := make([]Held, 0, len(p.jobs))
 	for k, e := range p.jobs {
 		all = append(all, Held{Key: []byte(k), State: p.view(e, now), Pos: e.pos,
-			Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords, Trickles: e.trickles > 0})
+			Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords, CertRef: []byte(e.certRef), Trickles: e.trickles > 0})
 	}
 	p.mu.Unlock()
 	for _, h := range all {
@@ -480,6 +484,24 @@ func (p *Pool) Cert(ref []byte) ([]byte, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	der, ok := p.certs[string(ref)]
+	return der, ok
+}
+
+// certOf returns the certificate (DER) of the project of held job key,
+// from the CertRef its spec named when it was accepted (no decoding of
+// the stored spec), when this node holds it and refs does not name it
+// yet; it adds it to refs.
+func (p *Pool) certOf(key []byte, refs map[string]bool) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.jobs[string(key)]
+	if !ok || refs[e.certRef] {
+		return nil, false
+	}
+	der, ok := p.certs[e.certRef]
+	if ok {
+		refs[e.certRef] = true
+	}
 	return der, ok
 }
 

@@ -225,7 +225,7 @@ func (p *Pool) pushJobs(ctx context.Context, t peer.ID, keys [][]byte, idx []int
 			size += len(env.Signed) + len(env.Listing)
 			req.Jobs = append(req.Jobs, env)
 			sent = append(sent, j)
-			p.addCert(req, refs, env.Signed)
+			p.addCert(req, refs, keys[idx[j]])
 		}
 		if len(req.Jobs) == 0 {
 			continue
@@ -265,14 +265,9 @@ next:
 	return out
 }
 
-// addCert adds the certificate a signed job names to req, once.
-func (p *Pool) addCert(req *wire.StoreRequest, refs map[string]bool, signed []byte) {
-	_, spec, err := job.Decode(signed)
-	if err != nil || refs[string(spec.CertRef)] {
-		return
-	}
-	if der, ok := p.Cert(spec.CertRef); ok && len(req.Certs) < wire.MaxCertsPerMsg {
-		refs[string(spec.CertRef)] = true
+// addCert adds the certificate the held job key names to req, once.
+func (p *Pool) addCert(req *wire.StoreRequest, refs map[string]bool, key []byte) {
+	if der, ok := p.certOf(key, refs); ok && len(req.Certs) < wire.MaxCertsPerMsg {
 		req.Certs = append(req.Certs, der)
 	}
 }
@@ -292,10 +287,8 @@ func (p *Pool) handleGet(_ context.Context, _ *overlay.Admitted, body []byte) (a
 			continue
 		}
 		resp.Jobs = append(resp.Jobs, env)
-		_, spec, err := job.Decode(env.Signed)
-		if err == nil && !refs[string(spec.CertRef)] && len(resp.Certs) < wire.MaxCertsPerMsg {
-			if der, ok := p.Cert(spec.CertRef); ok {
-				refs[string(spec.CertRef)] = true
+		if len(resp.Certs) < wire.MaxCertsPerMsg {
+			if der, ok := p.certOf(k, refs); ok {
 				resp.Certs = append(resp.Certs, der)
 			}
 		}
