@@ -321,12 +321,12 @@ type attempt struct {
 	drv        *claim.Driver
 	out        *Claim
 	r, quorum  int
-	deniers    []string // short IDs of the nodes that denied
-	lacking    int      // nodes that answered they do not hold the job
-	answers    []string // each node asked and its answer, for a failed attempt's error
-	after      int64    // the latest ended claim's start a grant named: ours must start after it
-	unaccepted []string // granting nodes that did not accept the confirm, and why
-	ticket     []byte   // the quota ticket sent with each claim request (nil: none)
+	deniers    []peer.ID    // the nodes that denied
+	lacking    int          // nodes that answered they do not hold the job
+	answers    []nodeAnswer // each node asked and its answer, for a failed attempt's error
+	after      int64        // the latest ended claim's start a grant named: ours must start after it
+	unaccepted []string     // granting nodes that did not accept the confirm, and why
+	ticket     []byte       // the quota ticket sent with each claim request (nil: none)
 }
 
 // askStep asks node n and feeds its answer to the driver; after a denial
@@ -352,21 +352,54 @@ func (c *Claimer) askStep(ctx context.Context, a *attempt, n peer.ID) (claim.Act
 func (a *attempt) answer(n peer.ID, ans askAnswer, now int64) claim.Action {
 	st, reply := ans.st, ans.reply
 	if st == nil {
-		a.answers = append(a.answers, fmt.Sprintf("%s silent (%s)", shortID(string(n)), ans.why))
+		a.answers = append(a.answers, nodeAnswer{node: n, why: ans.why})
 		return a.drv.Answer(string(n), false, 0, nil)
 	}
-	a.answers = append(a.answers, shortID(string(n))+" "+st.Kind.String())
+	a.answers = append(a.answers, nodeAnswer{node: n, kind: st.Kind, answered: true})
 	a.out.Nodes = append(a.out.Nodes, n)
 	switch st.Kind {
 	case claim.Granted:
 		a.out.Granted = append(a.out.Granted, n)
 		a.after = laterStart(a.after, st.Start, now)
 	case claim.Denied:
-		a.deniers = append(a.deniers, shortID(string(n)))
+		a.deniers = append(a.deniers, n)
 	case claim.DontCare:
 		a.lacking++
 	}
 	return a.drv.Answer(string(n), true, st.Kind, reply)
+}
+
+// nodeAnswer is a node's answer to an ask as a failed attempt's error
+// tells it: the statement's kind, or silence for the reason why. It is
+// kept as it came and put in words only when an attempt fails (a node's
+// ID in base58 costs more than the rest of an answer's handling).
+type nodeAnswer struct {
+	node     peer.ID
+	answered bool       // a statement came
+	kind     claim.Kind // its kind
+	why      string     // why none came
+}
+
+// answersText is answers as a failed attempt's error lists them.
+func answersText(answers []nodeAnswer) string {
+	parts := make([]string, len(answers))
+	for i, x := range answers {
+		if !x.answered {
+			parts[i] = fmt.Sprintf("%s silent (%s)", shortID(string(x.node)), x.why)
+		} else {
+			parts[i] = shortID(string(x.node)) + " " + x.kind.String()
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shortIDs is the short IDs of nodes, comma-separated.
+func shortIDs(nodes []peer.ID) string {
+	parts := make([]string, len(nodes))
+	for i, n := range nodes {
+		parts[i] = shortID(string(n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // spareAnswer is a spare's answer to an ask sent beside a confirm.
@@ -444,7 +477,7 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 		c.startCertify(ctx, a.out)
 		return a.out, nil
 	case claim.Lost:
-		return nil, fmt.Errorf("claim %x: %w (denied by %s)", jobKey, ErrLost, strings.Join(a.deniers, ", "))
+		return nil, fmt.Errorf("claim %x: %w (denied by %s)", jobKey, ErrLost, shortIDs(a.deniers))
 	case claim.Unknown:
 		return nil, fmt.Errorf("claim %x: %w", jobKey, ErrUnknown)
 	case claim.Failed:
@@ -453,7 +486,7 @@ func (c *Claimer) finish(ctx context.Context, a *attempt, act claim.Action) (*Cl
 			slices.Sort(a.unaccepted)
 			why = " (not accepted by " + strings.Join(a.unaccepted, "; ") + ")"
 		}
-		return nil, fmt.Errorf("claim %x: %w for a quorum of %d (asked: %s)%s", jobKey, ErrNoQuorum, a.quorum, strings.Join(a.answers, ", "), why)
+		return nil, fmt.Errorf("claim %x: %w for a quorum of %d (asked: %s)%s", jobKey, ErrNoQuorum, a.quorum, answersText(a.answers), why)
 	}
 	return nil, fmt.Errorf("claim %x: driver stalled", jobKey)
 }
