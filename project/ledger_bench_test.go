@@ -6,6 +6,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/up-pool/up/credit"
+	"github.com/up-pool/up/job"
 )
 
 // processCPU is the CPU time the process used so far (user + system).
@@ -24,7 +27,7 @@ func fillLedger(tb testing.TB, l *Ledger, digest string, n, copies int) [][]stri
 	cids := make([][]string, n)
 	for i := range n {
 		for c := range copies {
-			cid := fmt.Sprintf("%s-u%d-c%d", digest, i, c)
+			cid := benchCID(fmt.Sprintf("%s-u%d-c%d", digest, i, c))
 			cids[i] = append(cids[i], cid)
 			jobs = append(jobs, unitJob{idx: i, PreparedJob: PreparedJob{CID: cid, Copy: c, Signed: make([]byte, 300), Listing: make([]byte, 150)}})
 		}
@@ -36,6 +39,11 @@ func fillLedger(tb testing.TB, l *Ledger, digest string, n, copies int) [][]stri
 		}
 	}
 	return cids
+}
+
+// benchCID is a job CID (as Signed.CID makes them) named by seed.
+func benchCID(seed string) string {
+	return (&job.Signed{Spec: []byte(seed), Sig: make([]byte, 64)}).CID().String()
 }
 
 func (b *batchRecord) record(l *Ledger, jobs []unitJob) error { return l.record(b, jobs, time.Now()) }
@@ -86,4 +94,42 @@ func pass(tb testing.TB, l *Ledger, units [][]string, k int) {
 			after, more, done = pg.last, pg.more, nil
 		}
 	}
+}
+
+// BenchmarkLedgerLifecycle measures the ledger's whole share of a job as
+// up bench drives it, per job, pages of 64 jobs: recorded before it is
+// sent (record), acknowledged (MarkSubmitted), its result recorded
+// (RecordResults), validated and marked collected (validateQueued), and
+// credited (IssueReceipts, a receipt per page), in a ledger already
+// holding 20,000 decided jobs. It is the figure a leaner ledger must cut
+// (docs/design.md, "the project's ledger floor").
+func BenchmarkLedgerLifecycle(b *testing.B) {
+	const page = 64
+	l, err := OpenLedger(filepath.Join(b.TempDir(), "l.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	old := fillLedger(b, l, "old", 20000, 1)
+	pass(b, l, old, 20000)
+	sign := func(r *credit.Receipt) (*credit.Signed, error) {
+		return &credit.Signed{Receipt: make([]byte, 100), Sig: make([]byte, 64)}, nil
+	}
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := range b.N {
+		cids := fillLedger(b, l, fmt.Sprintf("new%d", i), page, 1)
+		acks := make(map[string]int, page)
+		for _, u := range cids {
+			acks[u[0]] = 5
+		}
+		if err := l.MarkSubmitted(acks, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		pass(b, l, cids, page)
+		if _, err := l.IssueReceipts(sign, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*page), "cpu-µs/job")
 }
