@@ -12,6 +12,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite: the binary stays static
+
+	"github.com/up-pool/up/job"
 )
 
 // Ledger is the project's durable record (SQLite, pure Go, so operators
@@ -40,7 +42,19 @@ type Ledger struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// plain holds the CIDs of jobs this process recorded whose specs
+	// cannot ask for commit–reveal (job.CannotUseCommit): a harvest
+	// reads no spec from the ledger for them (jobSpecs). A CID names its
+	// signed bytes, so an entry is true forever; each is dropped when
+	// consulted, and all when maxPlain are held (the jobs never
+	// harvested would otherwise stay: their harvest, if any, reads the
+	// ledger as before).
+	plain map[string]struct{}
 }
+
+// maxPlain bounds Ledger.plain (~100 bytes an entry: ~7 MB), a window of
+// jobs in flight larger than most projects keep.
+const maxPlain = 1 << 16
 
 const schema = `
 CREATE TABLE IF NOT EXISTS batches(
@@ -468,7 +482,41 @@ func (l *Ledger) insertJobs(tx *sql.Tx, jobs []PreparedJob, now time.Time) error
 			return fmt.Errorf("ledger: record job %s: %w", j.CID, err)
 		}
 	}
+	l.notePlain(jobs)
 	return nil
+}
+
+// notePlain adds to l.plain the jobs whose specs cannot use commit–reveal.
+func (l *Ledger) notePlain(jobs []PreparedJob) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.plain == nil {
+		l.plain = map[string]struct{}{}
+	}
+	for _, j := range jobs {
+		if len(l.plain) >= maxPlain {
+			clear(l.plain)
+		}
+		if job.CannotUseCommit(j.Signed) {
+			l.plain[j.CID] = struct{}{}
+		}
+	}
+}
+
+// takePlain returns those of cids that are not in l.plain, and drops
+// from it those that are.
+func (l *Ledger) takePlain(cids []string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rest := cids[:0:0]
+	for _, c := range cids {
+		if _, ok := l.plain[c]; ok {
+			delete(l.plain, c)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	return rest
 }
 
 // batchRecord is a batch being recorded: created with its first jobs.

@@ -19,15 +19,20 @@ func processCPU() time.Duration {
 }
 
 // fillLedger records a batch of n units × copies jobs (fake signed specs)
-// and returns their CIDs by unit.
+// and returns their CIDs by unit, named "digest-uN-cM".
 func fillLedger(tb testing.TB, l *Ledger, digest string, n, copies int) [][]string {
+	return fillLedgerNamed(tb, l, digest, n, copies, func(s string) string { return s })
+}
+
+// fillLedgerNamed is fillLedger with each CID name(the fillLedger name).
+func fillLedgerNamed(tb testing.TB, l *Ledger, digest string, n, copies int, name func(string) string) [][]string {
 	tb.Helper()
 	b := &batchRecord{digest: []byte(digest), source: "test", units: n, copies: copies, unitIDs: map[int]int64{}}
 	var jobs []unitJob
 	cids := make([][]string, n)
 	for i := range n {
 		for c := range copies {
-			cid := benchCID(fmt.Sprintf("%s-u%d-c%d", digest, i, c))
+			cid := name(fmt.Sprintf("%s-u%d-c%d", digest, i, c))
 			cids[i] = append(cids[i], cid)
 			jobs = append(jobs, unitJob{idx: i, PreparedJob: PreparedJob{CID: cid, Copy: c, Signed: make([]byte, 300), Listing: make([]byte, 150)}})
 		}
@@ -110,7 +115,7 @@ func BenchmarkLedgerLifecycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	old := fillLedger(b, l, "old", 20000, 1)
+	old := fillLedgerNamed(b, l, "old", 20000, 1, benchCID)
 	pass(b, l, old, 20000)
 	sign := func(r *credit.Receipt) (*credit.Signed, error) {
 		return &credit.Signed{Receipt: make([]byte, 100), Sig: make([]byte, 64)}, nil
@@ -118,7 +123,7 @@ func BenchmarkLedgerLifecycle(b *testing.B) {
 	b.ResetTimer()
 	cpu0 := processCPU()
 	for i := range b.N {
-		cids := fillLedger(b, l, fmt.Sprintf("new%d", i), page, 1)
+		cids := fillLedgerNamed(b, l, fmt.Sprintf("new%d", i), page, 1, benchCID)
 		acks := make(map[string]int, page)
 		for _, u := range cids {
 			acks[u[0]] = 5

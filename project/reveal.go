@@ -153,8 +153,11 @@ func (p *Project) boardCommits(ctx context.Context, board []byte, rr *RevealRepo
 }
 
 // jobSpecs returns the specs of the ledger's jobs of cids (a job not in
-// the ledger is left out).
+// the ledger is left out), but for the jobs this process recorded whose
+// specs cannot use commit–reveal (Ledger.plain): those are left out
+// unread, as the caller wants a spec only to see whether it does.
 func (l *Ledger) jobSpecs(cids []string) (map[string]*job.Spec, error) {
+	cids = l.takePlain(cids)
 	out := make(map[string]*job.Spec, len(cids))
 	for start := 0; start < len(cids); start += 256 {
 		part := cids[start:min(start+256, len(cids))]
