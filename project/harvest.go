@@ -247,10 +247,12 @@ func (p *Project) fetchPart(ctx context.Context, l *Ledger, part []found, opts H
 		got = append(got, f)
 	}
 	results, got = p.checkReveals(ctx, l, results, got, rep)
-	if err := l.RecordResults(results, p.a.Now()); err != nil {
+	decided, err := l.recordResults(results, p.a.Now(), true)
+	if err != nil {
 		return nil, err
 	}
 	rep.Recorded += len(results)
+	rep.Decided += decided
 	for i := range results {
 		rep.clients = append(rep.clients, results[i].ClientKey)
 	}

@@ -163,6 +163,10 @@ const (
 		FROM json_each(?3) e WHERE jobs.cid = e.value->>0 AND +jobs.state = ?4`
 	qInsertResult = `INSERT INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?)`
+	// qInsertResult for a result graded valid as it is recorded
+	// (decideOnRecord).
+	qInsertValidResult = `INSERT INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed, valid)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,1)`
 	// [cid, ...]
 	qResultClients = `SELECT r.cid, r.client_key FROM json_each(?) e CROSS JOIN results r ON r.cid = e.value`
 	// [cid, ...]
@@ -183,7 +187,7 @@ const (
 		WHERE (SELECT COUNT(*) FROM jobs j JOIN results r ON r.cid = j.cid WHERE j.unit = e.value->>0) = e.value->>1)`
 )
 
-var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertUnit, qMarkSubmitted, qInsertResult,
+var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertUnit, qMarkSubmitted, qInsertResult, qInsertValidResult, qRecordFacts,
 	qResultClients, qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits,
 	qInsertAdaptive, qDecideAdaptive}
 

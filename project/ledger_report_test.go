@@ -34,14 +34,16 @@ func fillAt(t *testing.T, l *Ledger, digest string, n, copies int, at time.Time)
 	return cids, ids
 }
 
-// harvestAt records results of cids from client, with output out, at at.
+// harvestAt records results of cids from client, with output out, at at,
+// leaving every unit to validateAt (none decided as recorded), so a
+// verdict can come later than its result.
 func harvestAt(t *testing.T, l *Ledger, at time.Time, client, out string, cids ...string) {
 	t.Helper()
 	var rs []Result
 	for _, c := range cids {
 		rs = append(rs, Result{CID: c, Client: client, ClientKey: []byte(client), Output: []byte(out), At: at})
 	}
-	if err := l.RecordResults(rs, at); err != nil {
+	if _, err := l.recordResults(rs, at, false); err != nil {
 		t.Fatal(err)
 	}
 }

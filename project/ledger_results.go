@@ -40,15 +40,26 @@ var ErrResultConflict = errors.New("job already has another client's result")
 // RecordResults stores results durably (one synced transaction) and marks
 // their jobs harvested. Recording a job's result again from the same
 // client is a no-op; one from another client is an error wrapping
-// ErrResultConflict, and then none of rs is recorded. Each result's unit
-// is queued for validation (to_validate) in the same transaction.
+// ErrResultConflict, and then none of rs is recorded. A unit of one copy
+// whose first result this is and succeeded is decided valid at once
+// (ledger_decide.go); every other result's unit is queued for
+// validation (to_validate); both in the same transaction.
 func (l *Ledger) RecordResults(rs []Result, now time.Time) error {
+	_, err := l.recordResults(rs, now, true)
+	return err
+}
+
+// recordResults is RecordResults, returning how many units it decided;
+// with decide false it queues every unit, as a ledger did before units
+// of one copy were decided on record (tests of verdicts that come later
+// than their results use it).
+func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided int, err error) {
 	if len(rs) == 0 {
-		return nil
+		return 0, nil
 	}
 	tx, err := l.db.Begin()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer tx.Rollback()
 	cids := make([]string, len(rs))
@@ -57,23 +68,35 @@ func (l *Ledger) RecordResults(rs []Result, now time.Time) error {
 	}
 	list, err := jsonArg(cids)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	have, err := l.resultClients(tx, list)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	facts, err := l.factsOf(tx, list)
+	if err != nil {
+		return 0, err
 	}
 	ins, err := l.txStmt(tx, qInsertResult)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	insValid, err := l.txStmt(tx, qInsertValidResult)
+	if err != nil {
+		return 0, err
 	}
 	at := now.UnixMilli()
 	var conflicts []error
-	for _, r := range rs {
+	var verdicts []*recordFacts
+	queue := make([]string, 0, len(rs))
+	for i := range rs {
+		r := &rs[i]
 		if key, ok := have[r.CID]; ok {
 			if !bytes.Equal(key, r.ClientKey) {
 				conflicts = append(conflicts, fmt.Errorf("ledger: result of job %s from client %q: %w", r.CID, r.Client, ErrResultConflict))
 			}
+			queue = append(queue, r.CID)
 			continue
 		}
 		out := r.Output
@@ -84,22 +107,36 @@ func (l *Ledger) RecordResults(rs []Result, now time.Time) error {
 		if killed == "" {
 			killed = result.KilledBy(r.Error)
 		}
-		if _, err := ins.Exec(r.CID, r.Client, r.ClientKey, out, r.ExitCode, r.Error,
+		stmt := ins
+		if f := facts[r.CID]; f != nil && decide {
+			decideOnRecord(f, r)
+			if f.verdict != nil {
+				stmt = insValid
+				verdicts = append(verdicts, f)
+			}
+		}
+		if stmt == ins {
+			queue = append(queue, r.CID)
+		}
+		if _, err := stmt.Exec(r.CID, r.Client, r.ClientKey, out, r.ExitCode, r.Error,
 			r.CPU.Milliseconds(), r.Wall.Milliseconds(), r.At.UnixMilli(), at, killed); err != nil {
-			return fmt.Errorf("ledger: record result of %s: %w", r.CID, err)
+			return 0, fmt.Errorf("ledger: record result of %s: %w", r.CID, err)
 		}
 		have[r.CID] = r.ClientKey
 	}
 	if len(conflicts) > 0 {
-		return errors.Join(conflicts...)
+		return 0, errors.Join(conflicts...)
 	}
 	if _, err := l.exec(tx, qMarkHarvested, StateHarvested, list, StatePrepared, StateSubmitted); err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := l.exec(tx, qQueueUnits, list); err != nil {
-		return err
+	if err := l.recordVerdicts(tx, verdicts, queue, now); err != nil {
+		return 0, err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return len(verdicts), nil
 }
 
 // resultClients returns the client key of each result the ledger holds

@@ -21,7 +21,8 @@ func TestRecordEmptyAndErrorResults(t *testing.T) {
 		{CID: cids[1][0], Client: "w", ClientKey: []byte("w"), Output: nil, ExitCode: 3, Error: "exit code 3: ", At: now},
 		{CID: cids[2][0], Client: "w", ClientKey: []byte("w"), Output: []byte{}, ExitCode: 137, Error: "killed: memory limit", At: now},
 	}
-	if err := l.RecordResults(rs, now); err != nil {
+	onRecord, err := l.recordResults(rs, now, true)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range rs {
@@ -40,8 +41,9 @@ func TestRecordEmptyAndErrorResults(t *testing.T) {
 		}
 	}
 	decided, extra := validateAll(t, l, nil)
-	if decided != 1 || len(extra) != 2 {
-		t.Fatalf("decided %d units, %d due another copy; want the clean one valid and the 2 failed ones reissued", decided, len(extra))
+	if onRecord != 1 || decided != 0 || len(extra) != 2 {
+		t.Fatalf("decided %d units on record and %d after, %d due another copy; want the clean one valid as recorded and the 2 failed ones reissued",
+			onRecord, decided, len(extra))
 	}
 	// The results are read back as they were stored.
 	var got []Result

@@ -341,13 +341,16 @@ func TestOpenLedgerRequeuesUngraded(t *testing.T) {
 	l, path := openTestLedger(t)
 	cids := fillLedger(t, l, "b", 4, 1)
 	now := time.Now()
+	onRecord := 0
 	for i := range 3 {
-		if err := l.RecordResults([]Result{{CID: cids[i][0], Client: "w", ClientKey: []byte("w"), Output: []byte("x"), At: now}}, now); err != nil {
+		n, err := l.recordResults([]Result{{CID: cids[i][0], Client: "w", ClientKey: []byte("w"), Output: []byte("x"), At: now}}, now, true)
+		if err != nil {
 			t.Fatal(err)
 		}
+		onRecord += n
 	}
-	if decided, _ := validateAll(t, l, nil); decided != 3 {
-		t.Fatalf("decided %d, want 3", decided)
+	if decided, _ := validateAll(t, l, nil); onRecord+decided != 3 {
+		t.Fatalf("decided %d as recorded and %d after, want 3", onRecord, decided)
 	}
 	// An older version records the fourth result and no queue entry.
 	if _, err := l.db.Exec(`INSERT INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested) VALUES(?, 'w', x'77', x'78', 0, '', 0, 0, 0, 0)`, cids[3][0]); err != nil {
@@ -575,8 +578,10 @@ func TestStatesAndHarvested(t *testing.T) {
 	if h, err := l.Harvested(); err != nil || len(h) != 0 {
 		t.Fatalf("Harvested %v %v after MarkCollected", h, err)
 	}
+	// A unit of one copy is decided as its result is recorded
+	// (ledger_decide.go): the result is graded valid with it.
 	var valid sql.NullBool
-	if err := l.db.QueryRow(`SELECT valid FROM results WHERE cid = ?`, cids[2][0]).Scan(&valid); err != nil || valid.Valid {
-		t.Fatalf("the result is graded before validation: %v %v", valid, err)
+	if err := l.db.QueryRow(`SELECT valid FROM results WHERE cid = ?`, cids[2][0]).Scan(&valid); err != nil || !valid.Valid || !valid.Bool {
+		t.Fatalf("the result of a unit of one copy is not graded valid as recorded: %v %v", valid, err)
 	}
 }

@@ -150,8 +150,9 @@ func TestSubmitResumes(t *testing.T) {
 // TestHarvestExactlyOnce: every result is harvested once, also when a
 // harvest is interrupted between storing the results and telling the
 // nodes, and run again: the re-run confirms the stored results to the
-// nodes and validates their units; the nodes are told "collected" only
-// after the ledger holds the result.
+// nodes; the nodes are told "collected" only after the ledger holds the
+// result. The sweep's units are of one copy, so each is decided as its
+// result is recorded, in the same transaction (ledger_decide.go).
 func TestHarvestExactlyOnce(t *testing.T) {
 	f := startFlow(t, 8, 72)
 	if _, err := f.proj.SubmitFile(context.Background(), f.ledger, []byte(sweepFile), "sweep.yaml", nil); err != nil {
@@ -168,9 +169,9 @@ func TestHarvestExactlyOnce(t *testing.T) {
 	}
 	t.Logf("interrupted harvest: %+v", rep)
 	// Stopped right after the results were stored: nothing confirmed to
-	// the nodes, nothing validated.
-	if rep.Recorded != 30 || rep.Collected != 0 || rep.Decided != 0 || !errors.Is(errors.Join(rep.Errors...), context.Canceled) {
-		t.Fatalf("interrupted harvest: %+v, want 30 recorded, none collected or decided, and the interruption reported", rep)
+	// the nodes; the units of one copy decided with their results.
+	if rep.Recorded != 30 || rep.Collected != 0 || rep.Decided != 30 || !errors.Is(errors.Join(rep.Errors...), context.Canceled) {
+		t.Fatalf("interrupted harvest: %+v, want 30 recorded and decided, none collected, and the interruption reported", rep)
 	}
 	if n := f.ledgerCount(t, `SELECT COUNT(*) FROM jobs WHERE state = 'harvested'`); n != 30 {
 		t.Fatalf("%d jobs harvested and not collected after the interruption, want 30", n)
@@ -180,8 +181,8 @@ func TestHarvestExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("second harvest: %+v", rep)
-	if rep.Recorded != 0 || rep.Collected != 30 || rep.Decided != 30 || len(rep.Errors) != 0 {
-		t.Fatalf("second harvest: %+v, want nothing new recorded, 30 collected, 30 units decided", rep)
+	if rep.Recorded != 0 || rep.Collected != 30 || rep.Decided != 0 || len(rep.Errors) != 0 {
+		t.Fatalf("second harvest: %+v, want nothing new recorded or decided, 30 collected", rep)
 	}
 	if n := f.ledgerCount(t, `SELECT COUNT(*) FROM results`); n != 30 {
 		t.Fatalf("ledger holds %d results, want 30", n)
