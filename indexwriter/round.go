@@ -145,7 +145,7 @@ func (w *Writer) listingOf(h pool.Held) (op, []string, bool) {
 	if err != nil {
 		return op{}, nil, false
 	}
-	o := op{listing: env.Listing, certRef: h.CertRef, place: l.Place} // the pool decoded the spec as it accepted it
+	o := op{listing: env.Listing, certRef: []byte(h.CertRef), place: l.Place} // the pool decoded the spec as it accepted it
 	for _, p := range w.d.NearestLocal(h.Pos, w.d.Replication()) {
 		if !w.d.IsMarkedDead(p) {
 			o.replicas = append(o.replicas, []byte(p))

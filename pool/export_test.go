@@ -7,3 +7,9 @@ import "github.com/up-pool/up/store"
 func (p *Pool) RecordForTests(key []byte) ([]byte, error) {
 	return p.st.Get(store.Key(jobNS, key))
 }
+
+// CertForTests is certFor: a held job's CertRef and certificate, found
+// from the spec signed when the job is no longer held.
+func (p *Pool) CertForTests(key, signed []byte) (string, []byte, bool) {
+	return p.certFor(key, signed)
+}

@@ -440,9 +440,9 @@ type Held struct {
 	Created  int64
 	TFinish  int64 // the spec's T_finish, ms
 	Keywords []string
-	// CertRef is the spec's CertRef: the hash of its project's
-	// certificate (Cert finds it).
-	CertRef []byte
+	// CertRef is the spec's CertRef, as a string: the hash of its
+	// project's certificate (Cert finds it).
+	CertRef string
 	// Trickles says the node holds trickles of the job (a sequence's
 	// progress) the project has not collected.
 	Trickles bool
@@ -458,7 +458,7 @@ func (p *Pool) Lookup(key []byte) (Held, bool) {
 		return Held{}, false
 	}
 	return Held{Key: key, State: p.view(e, now), Pos: e.pos, Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords,
-		CertRef:  []byte(e.certRef),
+		CertRef:  e.certRef,
 		Trickles: e.trickles > 0}, true
 }
 
@@ -469,7 +469,7 @@ func (p *Pool) Each(f func(Held) bool) {
 	all := make([]Held, 0, len(p.jobs))
 	for k, e := range p.jobs {
 		all = append(all, Held{Key: []byte(k), State: p.view(e, now), Pos: e.pos,
-			Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords, CertRef: []byte(e.certRef), Trickles: e.trickles > 0})
+			Project: e.project, Created: e.created, TFinish: e.tFinish, Keywords: e.keywords, CertRef: e.certRef, Trickles: e.trickles > 0})
 	}
 	p.mu.Unlock()
 	for _, h := range all {
@@ -487,22 +487,26 @@ func (p *Pool) Cert(ref []byte) ([]byte, bool) {
 	return der, ok
 }
 
-// certOf returns the certificate (DER) of the project of held job key,
-// from the CertRef its spec named when it was accepted (no decoding of
-// the stored spec), when this node holds it and refs does not name it
-// yet; it adds it to refs.
-func (p *Pool) certOf(key []byte, refs map[string]bool) ([]byte, bool) {
+// certFor returns the CertRef of held job key's spec and its project's
+// certificate (DER): from the CertRef kept when the job was accepted,
+// without decoding the stored spec; should the job have left the pool
+// since its envelope (signed) was read, from that spec decoded, as the
+// envelope goes out all the same. False when the certificate is not held.
+func (p *Pool) certFor(key, signed []byte) (ref string, der []byte, ok bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, ok := p.jobs[string(key)]
-	if !ok || refs[e.certRef] {
-		return nil, false
+	if e, held := p.jobs[string(key)]; held {
+		ref = e.certRef
+		der, ok = p.certs[ref]
+		p.mu.Unlock()
+		return ref, der, ok
 	}
-	der, ok := p.certs[e.certRef]
-	if ok {
-		refs[e.certRef] = true
+	p.mu.Unlock()
+	_, spec, err := job.Decode(signed)
+	if err != nil {
+		return "", nil, false
 	}
-	return der, ok
+	der, ok = p.Cert(spec.CertRef)
+	return string(spec.CertRef), der, ok
 }
 
 // ErrUnknownJob reports a state change for a job the node does not hold.

@@ -225,7 +225,7 @@ func (p *Pool) pushJobs(ctx context.Context, t peer.ID, keys [][]byte, idx []int
 			size += len(env.Signed) + len(env.Listing)
 			req.Jobs = append(req.Jobs, env)
 			sent = append(sent, j)
-			p.addCert(req, refs, keys[idx[j]])
+			p.addCert(req, refs, keys[idx[j]], env.Signed)
 		}
 		if len(req.Jobs) == 0 {
 			continue
@@ -265,9 +265,10 @@ next:
 	return out
 }
 
-// addCert adds the certificate the held job key names to req, once.
-func (p *Pool) addCert(req *wire.StoreRequest, refs map[string]bool, key []byte) {
-	if der, ok := p.certOf(key, refs); ok && len(req.Certs) < wire.MaxCertsPerMsg {
+// addCert adds the certificate job key (signed) names to req, once.
+func (p *Pool) addCert(req *wire.StoreRequest, refs map[string]bool, key, signed []byte) {
+	if ref, der, ok := p.certFor(key, signed); ok && !refs[ref] && len(req.Certs) < wire.MaxCertsPerMsg {
+		refs[ref] = true
 		req.Certs = append(req.Certs, der)
 	}
 }
@@ -287,10 +288,9 @@ func (p *Pool) handleGet(_ context.Context, _ *overlay.Admitted, body []byte) (a
 			continue
 		}
 		resp.Jobs = append(resp.Jobs, env)
-		if len(resp.Certs) < wire.MaxCertsPerMsg {
-			if der, ok := p.certOf(k, refs); ok {
-				resp.Certs = append(resp.Certs, der)
-			}
+		if ref, der, ok := p.certFor(k, env.Signed); ok && !refs[ref] && len(resp.Certs) < wire.MaxCertsPerMsg {
+			refs[ref] = true
+			resp.Certs = append(resp.Certs, der)
 		}
 	}
 	return resp, nil

@@ -42,10 +42,11 @@ type Ledger struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
-	// plain holds the CIDs of jobs this process recorded whose specs
-	// cannot ask for commit–reveal (job.CannotUseCommit): a harvest
-	// reads no spec from the ledger for them (jobSpecs). A CID names its
-	// signed bytes, so an entry is true forever; each is dropped when
+	// plain holds the CIDs of jobs this process recorded (or tried to:
+	// a rolled-back insert leaves its note) whose specs cannot ask for
+	// commit–reveal (job.CannotUseCommit): a harvest reads no spec from
+	// the ledger for them (jobSpecs). A CID names its signed bytes, so
+	// an entry is true forever; each is dropped when
 	// consulted, and all when maxPlain are held (the jobs never
 	// harvested would otherwise stay: their harvest, if any, reads the
 	// ledger as before).

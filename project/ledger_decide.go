@@ -19,7 +19,10 @@ import (
 // inserted graded; the unit's verdict is written in the same synced
 // transaction; the unit is not queued. Every other result queues its
 // unit as before. What a harvest reports is unchanged: the units so
-// decided count in HarvestReport.Decided.
+// decided count in HarvestReport.Decided. One thing moves earlier: the
+// adaptive judge's record of a client (clientRecord) sees these grades
+// in the harvest that recorded them, not only once their unit's
+// validation page had run.
 
 // qRecordFacts gives, for each job of a JSON array of CIDs, its unit
 // and what decides whether the unit is decided on record: the unit's

@@ -60,6 +60,13 @@ func decideLedger(t *testing.T, decide bool) (state []string, onRecord, after in
 		state = append(state, fmt.Sprintf("%s %s %q %d", cid, status, canonical, valid))
 	}
 	state = append(state, fmt.Sprint("queued ", queued(t, l)))
+	if decide { // the verdict's time is its result's recording
+		var at, harvested int64
+		if err := l.db.QueryRow(`SELECT u.status_at, r.harvested FROM jobs j JOIN units u ON u.id = j.unit JOIN results r ON r.cid = j.cid
+			WHERE j.cid = 'u0-c0'`).Scan(&at, &harvested); err != nil || at != now.UnixMilli() || harvested != at {
+			t.Errorf("u0 status_at %d, harvested %d (%v); want both %d", at, harvested, err, now.UnixMilli())
+		}
+	}
 	return state, onRecord, after
 }
 

@@ -74,9 +74,11 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 	if err != nil {
 		return 0, err
 	}
-	facts, err := l.factsOf(tx, list)
-	if err != nil {
-		return 0, err
+	var facts map[string]*recordFacts
+	if decide {
+		if facts, err = l.factsOf(tx, list); err != nil {
+			return 0, err
+		}
 	}
 	ins, err := l.txStmt(tx, qInsertResult)
 	if err != nil {
@@ -108,7 +110,7 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 			killed = result.KilledBy(r.Error)
 		}
 		stmt := ins
-		if f := facts[r.CID]; f != nil && decide {
+		if f := facts[r.CID]; f != nil {
 			decideOnRecord(f, r)
 			if f.verdict != nil {
 				stmt = insValid
