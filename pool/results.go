@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -202,26 +201,12 @@ func (p *Pool) passOnResult(key []byte, sent [][]byte) {
 // republish round, as a node a client skipped does.
 func (p *Pool) nothingToPassOn(key []byte, skip map[peer.ID]bool) bool {
 	self := p.self()
-	for _, t := range syncTargets(p.liveLocal(p.posOf(key), p.r), self) {
+	for _, t := range replica.PassOnTargets(self, p.liveLocal(p.posOf(key), p.r)) {
 		if t != self && !skip[t] {
 			return false
 		}
 	}
 	return true
-}
-
-// syncTargets is whom a node syncs a job's state to, given its view of
-// the job's r closest live nodes (nearest first): the closest syncs the
-// others of the r, another of the r syncs the closest, and a node not
-// among them syncs all r.
-func syncTargets(view []peer.ID, self peer.ID) []peer.ID {
-	switch i := slices.Index(view, self); {
-	case i == 0:
-		return view[1:]
-	case i > 0:
-		return view[:1]
-	}
-	return view
 }
 
 // syncNow syncs one job's state to the nodes a republish round of this
@@ -238,7 +223,7 @@ func (p *Pool) syncNow(ctx context.Context, key []byte, skip map[peer.ID]bool) {
 			return
 		}
 		failed := false
-		for _, t := range syncTargets(p.dht.NearestLive(ctx, p.posOf(key), p.r), self) {
+		for _, t := range replica.PassOnTargets(self, p.dht.NearestLive(ctx, p.posOf(key), p.r)) {
 			if tried[t] {
 				continue
 			}

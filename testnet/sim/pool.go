@@ -5,6 +5,7 @@ import (
 
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/job"
+	replicarule "github.com/up-pool/up/replica"
 )
 
 func sortedKeys[V any](m map[int32]V) []int32 {
@@ -303,26 +304,13 @@ func (s *Sim) amongR(id, j int32) bool {
 func (s *Sim) passOn(id, j int32, st job.State, sent []int32) {
 	n := &s.nodes[id]
 	var buf [8]int32
-	to := passOnTargets(id, s.view(n.side).closest(s.jobs[j].pos, s.c.R, buf[:0]))
+	to := replicarule.PassOnTargets(id, s.view(n.side).closest(s.jobs[j].pos, s.c.R, buf[:0]))
 	to = slices.DeleteFunc(to, func(t int32) bool { return slices.Contains(sent, t) })
 	tried := append(append([]int32{id}, to...), sent...)
 	for _, t := range to {
 		b := &batch{from: id, fromGen: n.gen, items: []syncItem{{job: j, st: st}}, tried: &tried}
 		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b, arg: syncPassOn})
 	}
-}
-
-// passOnTargets is whom pool.syncNow syncs a job's state to, given the
-// job's r nearest live nodes: the others when this node is the closest,
-// the closest when it is another of the r, all r when it is none of them.
-func passOnTargets(self int32, view []int32) []int32 {
-	switch i := slices.Index(view, self); {
-	case i == 0:
-		return view[1:]
-	case i > 0:
-		return view[:1]
-	}
-	return view
 }
 
 func keyPosOf(key []byte) keyspace.Pos { return keyspace.KeyPos(key) }

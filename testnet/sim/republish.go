@@ -162,7 +162,7 @@ func (s *Sim) syncFailed(ev event) {
 		case syncRound:
 			to = replicarule.Replan(id, failed, view, it.handed)
 		case syncPassOn:
-			to = s.untried(b.tried, passOnTargets(id, view))
+			to = s.untried(b.tried, replicarule.PassOnTargets(id, view))
 		case syncPlace:
 			to = s.untried(b.tried, view)
 		}
