@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/up-pool/up/credit"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/quota"
 	"github.com/up-pool/up/wire"
 )
@@ -31,8 +32,12 @@ type tickets struct {
 	hold     time.Duration                  // how long a ticket holds a job at the record node (0: no tickets)
 	from     map[string]peer.ID             // by job key: the record node that gave its ticket
 	given    map[string][]byte              // by job key: the ticket, while claiming
-	queued   map[peer.ID][]wire.QuotaReport // reports not sent yet, by the record node they go to
+	queued   map[peer.ID][]wire.QuotaReport // reports not sent yet (unsigned: signed), by the record node they go to
 	flushing bool                           // a flush of queued is scheduled
+	// old holds the record nodes known not to serve
+	// wire.ProtoQuotaTicketManyOwn (older versions): they get the old
+	// request, its reports signed. Bounded: forgotten at maxOldNodes.
+	old map[peer.ID]bool
 	// quota is the client's quota of jobs in progress as its record
 	// nodes last showed it (0: not learned yet, quota.DefaultInitial
 	// assumed): what the last many-ticket answer said
@@ -83,7 +88,11 @@ func (c *Claimer) SetTickets(hold time.Duration) {
 	c.tk.from = map[string]peer.ID{}
 	c.tk.given = map[string][]byte{}
 	c.tk.queued = map[peer.ID][]wire.QuotaReport{}
+	c.tk.old = map[peer.ID]bool{}
 }
+
+// maxOldNodes bounds tickets.old.
+const maxOldNodes = 1 << 12
 
 // ticket asks the client's record nodes, nearest first, for a ticket to
 // claim jobKey, placed at place (the ticket names it); nil without
@@ -103,7 +112,7 @@ func (c *Claimer) ticket(ctx context.Context, jobKey, place []byte) ([]byte, err
 		return nil, nil
 	}
 	for _, n := range nodes {
-		req := &wire.QuotaTicketRequest{Job: jobKey, HoldMS: hold.Milliseconds(), Reports: c.queuedFor(n)}
+		req := &wire.QuotaTicketRequest{Job: jobKey, HoldMS: hold.Milliseconds(), Reports: c.signReports(c.queuedFor(n))}
 		if !bytes.Equal(place, jobKey) {
 			req.Place = place
 		}
@@ -135,10 +144,15 @@ func (c *Claimer) ticket(ctx context.Context, jobKey, place []byte) ([]byte, err
 }
 
 // Report tells the client's record node that gave jobKey's ticket how the
-// job ended, signed by the client; nothing without tickets. A failure is
-// sent at once (that node forwards it to the client's other record
+// job ended; nothing without tickets. A failure is signed by the client
+// and sent at once (that node forwards it to the client's other record
 // nodes); a job done or released rides on the next ticket request to
-// that node, or goes on its own after reportFlush.
+// that node, or goes on its own after reportFlush. It is queued unsigned
+// and signed only if it goes a way that needs the signature: alone, in
+// a single ticket request, or to a record node of an older version
+// (ticketsFor); a many-ticket request
+// (wire.ProtoQuotaTicketManyOwn) carries it unsigned, over the
+// client's own authenticated connection.
 func (c *Claimer) Report(ctx context.Context, jobKey []byte, outcome quota.Outcome) error {
 	c.mu.Lock()
 	n, ok := c.tk.from[string(jobKey)]
@@ -147,9 +161,7 @@ func (c *Claimer) Report(ctx context.Context, jobKey []byte, outcome quota.Outco
 	if !ok || c.key == nil {
 		return nil
 	}
-	client := c.key.Public().(ed25519.PublicKey)
-	rep := wire.QuotaReport{Client: client, Job: jobKey, Outcome: uint8(outcome),
-		Sig: ed25519.Sign(c.key, wire.QuotaReportMessage(client, jobKey, uint8(outcome)))}
+	rep := wire.QuotaReport{Client: c.key.Public().(ed25519.PublicKey), Job: jobKey, Outcome: uint8(outcome)}
 	if outcome == quota.Failed {
 		return c.sendReport(ctx, n, &rep)
 	}
@@ -191,6 +203,7 @@ func (c *Claimer) FlushReports(ctx context.Context) error {
 }
 
 func (c *Claimer) sendReport(ctx context.Context, n peer.ID, rep *wire.QuotaReport) error {
+	c.sign(rep)
 	actx, cancel := context.WithTimeout(ctx, c.ask)
 	defer cancel()
 	var resp wire.Ping
@@ -198,6 +211,52 @@ func (c *Claimer) sendReport(ctx context.Context, n peer.ID, rep *wire.QuotaRepo
 		return fmt.Errorf("report job %x %s to record node %s: %w", rep.Job, quota.Outcome(rep.Outcome), n, err)
 	}
 	return nil
+}
+
+// sign signs rep with the client's key unless it is signed.
+func (c *Claimer) sign(rep *wire.QuotaReport) {
+	if rep.Unsigned() {
+		rep.Sig = ed25519.Sign(c.key, wire.QuotaReportMessage(rep.Client, rep.Job, rep.Outcome))
+	}
+}
+
+// signReports signs reps (a copy, as queuedFor returns) in place and
+// returns them.
+func (c *Claimer) signReports(reps []wire.QuotaReport) []wire.QuotaReport {
+	for i := range reps {
+		c.sign(&reps[i])
+	}
+	return reps
+}
+
+// askTickets sends a many-ticket request to record node n: as
+// wire.ProtoQuotaTicketManyOwn, its reports unsigned, unless n is known
+// not to serve it; then, or when n answers it does not, as
+// wire.ProtoQuotaTicketMany with its reports signed. req.Reports is
+// what n was sent.
+func (c *Claimer) askTickets(ctx context.Context, n peer.ID, req *wire.QuotaTicketManyRequest, resp *wire.QuotaTicketManyResponse) error {
+	c.mu.Lock()
+	old := c.tk.old[n]
+	c.mu.Unlock()
+	const most = wire.MaxClaimMany * wire.MaxQuotaTicketReply
+	if !old {
+		actx, cancel := context.WithTimeout(ctx, c.ask)
+		err := c.ep.Call(actx, n, wire.ProtoQuotaTicketManyOwn, (*wire.QuotaTicketManyOwnRequest)(req), most, resp)
+		cancel()
+		if !overlay.NotServed(err) {
+			return err
+		}
+		c.mu.Lock()
+		if len(c.tk.old) >= maxOldNodes {
+			clear(c.tk.old)
+		}
+		c.tk.old[n] = true
+		c.mu.Unlock()
+	}
+	c.signReports(req.Reports)
+	actx, cancel := context.WithTimeout(ctx, c.ask)
+	defer cancel()
+	return c.ep.Call(actx, n, wire.ProtoQuotaTicketMany, req, most, resp)
 }
 
 // queuedFor is the reports queued for node n, at most MaxQuotaReports.
@@ -264,7 +323,7 @@ func (c *Claimer) ticketDone(jobKey []byte, err error) {
 }
 
 // ticketsFor is ticketFor for several jobs of one place, asked of a
-// record node in one request (wire.ProtoQuotaTicketMany) for the jobs
+// record node in one request (askTickets) for the jobs
 // not holding a ticket yet: each job's ticket (nil without tickets) or
 // error (ErrOverQuota for the jobs the quota had no room for).
 func (c *Claimer) ticketsFor(ctx context.Context, jobs [][]byte, place []byte) ([][]byte, []error) {
@@ -297,9 +356,7 @@ func (c *Claimer) ticketsFor(ctx context.Context, jobs [][]byte, place []byte) (
 			req.Place = place
 		}
 		var resp wire.QuotaTicketManyResponse
-		actx, cancel := context.WithTimeout(ctx, c.ask)
-		err := c.ep.Call(actx, n, wire.ProtoQuotaTicketMany, req, wire.MaxClaimMany*wire.MaxQuotaTicketReply, &resp)
-		cancel()
+		err := c.askTickets(ctx, n, req, &resp)
 		var we *wire.Error
 		switch {
 		case err == nil && len(resp.Tickets) != len(ask):

@@ -383,7 +383,7 @@ func TestQuotaSkewedRecordNodes(t *testing.T) {
 
 // TestTicketsForMany: a claimer with tickets claiming ten jobs of a
 // batch at once (ClaimMany) asks its record node once for all their
-// tickets (ProtoQuotaTicketMany, one signature over them); the nodes,
+// tickets (ProtoQuotaTicketManyOwn, one signature over them); the nodes,
 // which require tickets, take them, verifying the record node's root
 // once per request. A new client's quota is 8: eight jobs are won and
 // the last two refused as over its quota, not claimed without a ticket;
@@ -421,7 +421,7 @@ func TestTicketsForMany(t *testing.T) {
 	if room := cl.TicketRoom(); room != 1 {
 		t.Errorf("room %d after the quota filled, want 1", room)
 	}
-	if many, one := sent(wire.ProtoQuotaTicketMany), sent(wire.ProtoQuotaTicket); many != 1 || one != 0 {
+	if many, one := sent(wire.ProtoQuotaTicketManyOwn), sent(wire.ProtoQuotaTicket)+sent(wire.ProtoQuotaTicketMany); many != 1 || one != 0 {
 		t.Errorf("%d many-ticket and %d ticket requests for %d jobs; want one many-ticket request", many, one, len(keys))
 	}
 }

@@ -14,6 +14,12 @@ func (s *Service) HandleTicketMany(ctx context.Context, from *overlay.Admitted, 
 	return s.handleTicketMany(ctx, from, body)
 }
 
+// HandleTicketManyOwn is the many-ticket handler of
+// wire.ProtoQuotaTicketManyOwn, for tests that wrap it.
+func (s *Service) HandleTicketManyOwn(ctx context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	return s.handleTicketManyOwn(ctx, from, body)
+}
+
 // SavedAccount is client's account as the store holds it (what a
 // restarted node loads), nil when none.
 func (s *Service) SavedAccount(client []byte) *quota.Account {

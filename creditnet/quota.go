@@ -124,6 +124,21 @@ func (s *Service) handleTicketMany(_ context.Context, from *overlay.Admitted, bo
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota tickets: %w", err))
 	}
+	return s.ticketMany(from, &req)
+}
+
+// handleTicketManyOwn is handleTicketMany for wire.ProtoQuotaTicketManyOwn,
+// whose done and released reports may come unsigned (applyReport).
+func (s *Service) handleTicketManyOwn(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.QuotaTicketManyOwnRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota tickets: %w", err))
+	}
+	return s.ticketMany(from, (*wire.QuotaTicketManyRequest)(&req))
+}
+
+// ticketMany answers a decoded many-ticket request (handleTicketMany).
+func (s *Service) ticketMany(from *overlay.Admitted, req *wire.QuotaTicketManyRequest) (any, error) {
 	var saves unsaved
 	defer s.save(&saves)
 	if err := s.applyReports(from, req.Reports, &saves); err != nil {
@@ -210,12 +225,20 @@ func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body [
 // mixed order, a signature Verify refuses — which only that key's client
 // can make, about its own jobs.
 func (s *Service) applyReports(from *overlay.Admitted, reports []wire.QuotaReport, saves *unsaved) error {
-	pubs := make([]ed25519.PublicKey, len(reports))
-	msgs, sigs := make([][]byte, len(reports)), make([][]byte, len(reports))
+	pubs := make([]ed25519.PublicKey, 0, len(reports))
+	msgs, sigs := make([][]byte, 0, len(reports)), make([][]byte, 0, len(reports))
+	at := make([]int, 0, len(reports)) // the report of each signature
 	for i, r := range reports {
-		pubs[i], msgs[i], sigs[i] = r.Client, wire.QuotaReportMessage(r.Client, r.Job, r.Outcome), r.Sig
+		if r.Unsigned() { // applyReport judges it
+			continue
+		}
+		pubs, msgs, sigs = append(pubs, r.Client), append(msgs, wire.QuotaReportMessage(r.Client, r.Job, r.Outcome)), append(sigs, r.Sig)
+		at = append(at, i)
 	}
-	bad := sigverify.VerifyMany(pubs, msgs, sigs)
+	bad := -1
+	if b := sigverify.VerifyMany(pubs, msgs, sigs); b >= 0 {
+		bad = at[b]
+	}
 	for i := range reports {
 		// The one that failed is checked again alone, for its error; so
 		// is a failure, which is forwarded to record nodes that check it
@@ -243,7 +266,12 @@ func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport, sig
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report: client %q reports for another client", from.Identity.Name))
 	case !direct && from.Role() != certs.RoleNode:
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report from a %s", from.Role()))
-	case !signed && !sigverify.Verify(req.Client, wire.QuotaReportMessage(req.Client, req.Job, req.Outcome), req.Sig):
+	case req.Unsigned() && (!direct || quota.Outcome(req.Outcome) == quota.Failed):
+		// Only the client's own done or released report, over its own
+		// connection, goes unsigned: a failure is forwarded, and a node
+		// forwards nothing unsigned.
+		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report of job %x: unsigned, and not the client's own done or released report", req.Job))
+	case !req.Unsigned() && !signed && !sigverify.Verify(req.Client, wire.QuotaReportMessage(req.Client, req.Job, req.Outcome), req.Sig):
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("quota report of job %x: the client's signature does not verify", req.Job))
 	}
 	outcome := quota.Outcome(req.Outcome)

@@ -43,14 +43,16 @@ func TestLyingQuotaSaid(t *testing.T) {
 	clients := []certs.Role{certs.RoleClient}
 	for _, nd := range f.Net.Live() {
 		svc := nd.Credit()
-		nd.Endpoint().Handle(protocol.ID(wire.ProtoQuotaTicketMany), wire.MaxQuotaFrame+wire.MaxClaimMany*(wire.MaxJobKeyLen+8), clients,
-			func(ctx context.Context, from *overlay.Admitted, body []byte) (any, error) {
-				resp, err := svc.HandleTicketMany(ctx, from, body)
-				if r, ok := resp.(*wire.QuotaTicketManyResponse); ok {
-					r.Quota = said.Load()
-				}
-				return resp, err
-			})
+		for proto, handle := range map[string]overlay.Handler{wire.ProtoQuotaTicketMany: svc.HandleTicketMany, wire.ProtoQuotaTicketManyOwn: svc.HandleTicketManyOwn} {
+			nd.Endpoint().Handle(protocol.ID(proto), wire.MaxQuotaFrame+wire.MaxClaimMany*(wire.MaxJobKeyLen+8), clients,
+				func(ctx context.Context, from *overlay.Admitted, body []byte) (any, error) {
+					resp, err := handle(ctx, from, body)
+					if r, ok := resp.(*wire.QuotaTicketManyResponse); ok {
+						r.Quota = said.Load()
+					}
+					return resp, err
+				})
+		}
 	}
 	ctx := context.Background()
 	newClient := func(name string) (*agent.Agent, *claimclient.Claimer) {

@@ -8,12 +8,11 @@ import (
 	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/up-pool/up/dht"
 	"github.com/up-pool/up/dht/keyspace"
 	"github.com/up-pool/up/index"
+	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/wire"
 )
 
@@ -168,8 +167,7 @@ func (c *Client) askSkipping(ctx context.Context, at peer.ID, req *wire.IndexQue
 	}
 	var resp wire.IndexQueryResponse
 	err := c.d.Endpoint().Call(ctx, at, wire.ProtoIndexQuerySkip, req, wire.MaxIndexFrame, &resp)
-	var reply *wire.Error
-	if (errors.As(err, &reply) && reply.Status == wire.StatusNotFound) || errors.Is(err, msmux.ErrNotSupported[protocol.ID]{}) {
+	if overlay.NotServed(err) {
 		c.mu.Lock()
 		if c.old == nil || len(c.old) >= 4096 {
 			c.old = map[peer.ID]bool{}

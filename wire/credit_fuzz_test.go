@@ -20,6 +20,7 @@ func creditMsgs() []wire.Validator {
 		&wire.ClaimRequest{Job: []byte{1}, Ticket: []byte{2}},
 		&wire.QuotaTicketManyRequest{Jobs: [][]byte{{1}, {2}}, HoldMS: 5, Place: []byte{3}},
 		&wire.QuotaTicketManyResponse{Tickets: [][]byte{{1}, nil}},
+		&wire.QuotaTicketManyOwnRequest{Jobs: [][]byte{{1}}, HoldMS: 5, Reports: []wire.QuotaReport{{Client: make([]byte, 32), Job: []byte{1}, Outcome: 2}}},
 	}
 }
 
@@ -46,8 +47,18 @@ func FuzzDecodeQuotaReport(f *testing.F) { fuzzCreditDecoder(f, &wire.QuotaRepor
 func FuzzDecodeQuotaTicketManyRequest(f *testing.F) {
 	fuzzCreditDecoder(f, &wire.QuotaTicketManyRequest{})
 }
+func FuzzDecodeQuotaTicketManyOwnRequest(f *testing.F) {
+	fuzzCreditDecoder(f, &wire.QuotaTicketManyOwnRequest{})
+}
 func FuzzDecodeQuotaTicketManyResponse(f *testing.F) {
 	fuzzCreditDecoder(f, &wire.QuotaTicketManyResponse{})
+}
+
+// ownReq is a ProtoQuotaTicketManyOwn request carrying one report of
+// outcome signed with sig (nil: unsigned).
+func ownReq(outcome uint8, sig []byte) *wire.QuotaTicketManyOwnRequest {
+	return &wire.QuotaTicketManyOwnRequest{Jobs: [][]byte{{1}}, HoldMS: 5,
+		Reports: []wire.QuotaReport{{Client: make([]byte, 32), Job: []byte{2}, Outcome: outcome, Sig: sig}}}
 }
 
 // TestQuotaTicketManyBounds: a many-ticket request names 1 to
@@ -113,6 +124,15 @@ func TestCreditMessageBounds(t *testing.T) {
 		{"report", &wire.QuotaReport{Client: make([]byte, 32), Job: []byte{1}, Outcome: 1, Sig: make([]byte, 64)}, true},
 		{"report outcome 4", &wire.QuotaReport{Client: make([]byte, 32), Job: []byte{1}, Outcome: 4, Sig: make([]byte, 64)}, false},
 		{"report unsigned", &wire.QuotaReport{Client: make([]byte, 32), Job: []byte{1}, Outcome: 1}, false},
+		// ProtoQuotaTicketManyOwn: a done or released report may go
+		// unsigned, a failure may not; the old request takes none.
+		{"own request, unsigned done report", ownReq(1, nil), true},
+		{"own request, unsigned released report", ownReq(2, nil), true},
+		{"own request, signed done report", ownReq(1, make([]byte, 64)), true},
+		{"own request, unsigned failure", ownReq(3, nil), false},
+		{"own request, short signature", ownReq(1, make([]byte, 63)), false},
+		{"own request, outcome 0 unsigned", ownReq(0, nil), false},
+		{"old request, unsigned done report", (*wire.QuotaTicketManyRequest)(ownReq(1, nil)), false},
 		{"claim ticket over", &wire.ClaimRequest{Job: []byte{1}, Ticket: make([]byte, wire.MaxReplyBytes+1)}, false},
 	} {
 		if err := c.msg.Validate(); (err == nil) != c.ok {

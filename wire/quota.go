@@ -18,13 +18,21 @@ const (
 	// ProtoQuotaTicketMany asks for tickets to claim several jobs of one
 	// place at once (the claim that follows is a ProtoClaimMany).
 	ProtoQuotaTicketMany = "/up/quota/ticket/many/1.0.0"
+	// ProtoQuotaTicketManyOwn is ProtoQuotaTicketMany whose done and
+	// released reports go unsigned (QuotaTicketManyOwnRequest): the
+	// client sends them over its own authenticated connection, and a
+	// record node forwards none of them (only failures, which stay
+	// signed). A client asks a node that does not serve it the old way,
+	// its reports signed.
+	ProtoQuotaTicketManyOwn = "/up/quota/ticket/many/1.1.0"
 )
 
 // Quota protocol bounds, in bytes.
 const (
 	MaxQuotaFrame       = 1<<10 + MaxQuotaReports*(MaxJobKeyLen+128)
 	MaxQuotaTicketReply = MaxReplyBytes + 64
-	quotaOutcomeMax     = 3 // quota.Failed
+	quotaOutcomeFailed  = 3 // quota.Failed
+	quotaOutcomeMax     = quotaOutcomeFailed
 )
 
 // MaxQuotaReports bounds the reports one ticket request carries.
@@ -58,16 +66,17 @@ func (r *QuotaTicketRequest) Validate() error {
 	if r.HoldMS <= 0 {
 		return fmt.Errorf("ticket hold of %d ms: %w", r.HoldMS, ErrMalformed)
 	}
-	return validReports(r.Reports)
+	return validReports(r.Reports, false)
 }
 
-// validReports bounds the reports a ticket request carries.
-func validReports(reps []QuotaReport) error {
+// validReports bounds the reports a ticket request carries; ownOK
+// lets done and released reports go unsigned (QuotaReport.validate).
+func validReports(reps []QuotaReport, ownOK bool) error {
 	if len(reps) > MaxQuotaReports {
 		return fmt.Errorf("ticket request with %d reports (max %d): %w", len(reps), MaxQuotaReports, ErrMalformed)
 	}
 	for i := range reps {
-		if err := reps[i].Validate(); err != nil {
+		if err := reps[i].validate(ownOK); err != nil {
 			return err
 		}
 	}
@@ -101,8 +110,30 @@ type QuotaReport struct {
 	Sig     []byte
 }
 
-// Validate bounds a decoded QuotaReport.
-func (r *QuotaReport) Validate() error {
+// Validate bounds a decoded QuotaReport: every one signed.
+func (r *QuotaReport) Validate() error { return r.validate(false) }
+
+// Unsigned reports a report without a signature: a done or released
+// report the client sent over its own connection (ProtoQuotaTicketManyOwn).
+func (r *QuotaReport) Unsigned() bool { return len(r.Sig) == 0 }
+
+// validate is Validate; with ownOK a done or released report may go
+// unsigned (a failure, which record nodes forward, never).
+func (r *QuotaReport) validate(ownOK bool) error {
+	if ownOK && r.Unsigned() && r.Outcome != quotaOutcomeFailed {
+		return r.validateFields()
+	}
+	if err := r.validateFields(); err != nil {
+		return err
+	}
+	if len(r.Sig) != ed25519.SignatureSize {
+		return fmt.Errorf("quota report signature of %d bytes: %w", len(r.Sig), ErrMalformed)
+	}
+	return nil
+}
+
+// validateFields bounds a report's fields but its signature.
+func (r *QuotaReport) validateFields() error {
 	if err := validKey(r.Job); err != nil {
 		return err
 	}
@@ -111,8 +142,6 @@ func (r *QuotaReport) Validate() error {
 		return fmt.Errorf("quota report for a client key of %d bytes: %w", len(r.Client), ErrMalformed)
 	case r.Outcome < 1 || r.Outcome > quotaOutcomeMax:
 		return fmt.Errorf("quota report outcome %d: %w", r.Outcome, ErrMalformed)
-	case len(r.Sig) != ed25519.SignatureSize:
-		return fmt.Errorf("quota report signature of %d bytes: %w", len(r.Sig), ErrMalformed)
 	}
 	return nil
 }
@@ -136,8 +165,21 @@ type QuotaTicketManyRequest struct {
 	Place   []byte
 }
 
-// Validate bounds a decoded QuotaTicketManyRequest.
-func (r *QuotaTicketManyRequest) Validate() error {
+// Validate bounds a decoded QuotaTicketManyRequest: every report signed.
+func (r *QuotaTicketManyRequest) Validate() error { return r.validate(false) }
+
+// QuotaTicketManyOwnRequest is QuotaTicketManyRequest as
+// ProtoQuotaTicketManyOwn carries it (the same encoding): its done and
+// released reports may go unsigned; a failure is signed.
+type QuotaTicketManyOwnRequest QuotaTicketManyRequest
+
+// Validate bounds a decoded QuotaTicketManyOwnRequest.
+func (r *QuotaTicketManyOwnRequest) Validate() error {
+	return (*QuotaTicketManyRequest)(r).validate(true)
+}
+
+// validate bounds the request; ownOK: as QuotaReport.validate.
+func (r *QuotaTicketManyRequest) validate(ownOK bool) error {
 	if len(r.Jobs) == 0 || len(r.Jobs) > MaxClaimMany {
 		return fmt.Errorf("tickets for %d jobs: %w", len(r.Jobs), ErrMalformed)
 	}
@@ -152,7 +194,7 @@ func (r *QuotaTicketManyRequest) Validate() error {
 			return err
 		}
 	}
-	return validReports(r.Reports)
+	return validReports(r.Reports, ownOK)
 }
 
 // QuotaTicketManyResponse carries a ticket for each job of the request,
