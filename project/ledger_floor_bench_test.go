@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/up-pool/up/store"
 )
 
 // BenchmarkLedgerFloor is the floor BenchmarkLedgerLifecycle is measured
@@ -28,6 +30,53 @@ func BenchmarkLedgerFloor(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) { floorRun(b, c.schema) })
 	}
+	b.Run("pebble", floorPebble)
+}
+
+// floorPebble is the same life in an LSM store (pebble, as the nodes'
+// store): a job record (its signed spec) and a state key put per job, the
+// state rewritten at each step, the result put; each page's step one
+// batch, committed synced. Keys are the CIDs: an LSM writes them to its
+// log in arrival order, so a random key costs no random page write.
+func floorPebble(b *testing.B) {
+	st, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	const page = 64
+	signed, out := make([]byte, 900), make([]byte, 64+32)
+	all := make([]string, (300+b.N)*page)
+	for i := range all {
+		all[i] = benchCID(fmt.Sprint("floor", i))
+	}
+	n := 0
+	lives := func(pages int) {
+		for range pages {
+			cids := all[n : n+page]
+			n += page
+			for step, state := range []string{"prepared", "submitted", "harvested", "collected"} {
+				bt := st.NewBatch()
+				for _, c := range cids {
+					if step == 0 {
+						bt.Put(store.Key("job", []byte(c)), signed)
+					}
+					if step == 2 {
+						bt.Put(store.Key("result", []byte(c)), out)
+					}
+					bt.Put(store.Key("state", []byte(c)), []byte(state))
+				}
+				if err := bt.Commit(true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	lives(300)
+	b.ResetTimer()
+	cpu0 := processCPU()
+	lives(b.N)
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*page), "cpu-µs/job")
 }
 
 func floorRun(b *testing.B, schema string) {
