@@ -13,3 +13,9 @@ func (p *Pool) RecordForTests(key []byte) ([]byte, error) {
 func (p *Pool) CertForTests(key, signed []byte) (string, []byte, bool) {
 	return p.certFor(key, signed)
 }
+
+// DropEnvelopeForTests deletes the stored result envelope of job key,
+// as a store that lost it would.
+func (p *Pool) DropEnvelopeForTests(key []byte) error {
+	return p.st.Delete(store.Key(resultNS, key))
+}

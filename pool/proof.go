@@ -216,7 +216,7 @@ func (p *Pool) adoptProof(key []byte, st job.State, proof []byte) (merged, view 
 		return job.State{}, job.State{}, ErrUnknownJob
 	}
 	if job.Equal(e.state, st) && len(e.proof) == 0 {
-		err = p.persistLocked(key, e, st, proof)
+		err = p.persistLocked(key, e, st, proof, nil)
 	}
 	return e.state, p.view(e, now), err
 }

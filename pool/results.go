@@ -127,11 +127,16 @@ func (p *Pool) submitResult(in resultIn) error {
 	case st.Phase != job.Claimed || !bytes.Equal(st.Client, client):
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("job %x is %s, not claimed by this client", env.Job, st.Phase))
 	}
-	if err := p.st.Put(store.Key(resultNS, env.Job), envBytes); err != nil {
-		return err
-	}
+	// The envelope goes to disk in the finished state's batch: one
+	// write, and never the state without it. When the state does not
+	// change (finished before, its envelope not held), it is written
+	// alone.
+	envelope := &storeWrite{key: store.Key(resultNS, env.Job), value: envBytes}
 	proof := (&job.Proof{Cert: clientCert}).Encode()
-	_, merged, err := p.apply(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest}, proof)
+	_, merged, stored, err := p.applyWith(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest}, proof, envelope)
+	if err == nil && !stored {
+		err = envelope.put(p.st)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,134 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/up-pool/up/codec"
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/store"
+)
+
+// applyFrom merges a state another party sent (src) with its proof, once
+// the proof makes it true (checkProof): a state that would change the
+// replica without valid proof is refused, and, when the proof is missing
+// or forged, counted against its sender and kept as evidence. envBytes is
+// the result envelope of a finished state when the sender gave it. A
+// refused state returns the held one (unexpired, and as judged here).
+func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *source) (merged, view job.State, err error) {
+	e, now, err := p.lockEntry(key, st)
+	if err != nil {
+		return job.State{}, job.State{}, err
+	}
+	held := e.state
+	changes := !job.Equal(job.ReceiveRenewed(held, st, now, e.tFinish, p.cfg.TSkew.Milliseconds(), e.renewal), held)
+	// The proof of a claim held here without one (certificate after confirm).
+	adopt := !changes && p.cfg.ClaimCheck != nil && len(e.proof) == 0 && len(proof) > 0 && job.Equal(held, st) && job.NeedsProof(st)
+	info := jobInfo{certRef: e.certRef, project: e.project, tFinish: e.tFinish, pos: e.pos}
+	heldView := p.view(e, now)
+	p.mu.Unlock()
+	if !changes && !adopt {
+		return held, heldView, nil
+	}
+	if err := p.checkProof(key, info, st, proof, envBytes); err != nil {
+		if r := (*refusal)(nil); errors.As(err, &r) {
+			p.refuseForgery(src, key, st, proof, r)
+		}
+		return held, heldView, fmt.Errorf("job %x: %s state from %s: %w", key, st.Phase, src, err)
+	}
+	var envelope *storeWrite
+	if st.Phase == job.Finished && len(envBytes) > 0 && p.heldEnvelope(key, st.Result) == nil {
+		envelope = &storeWrite{key: store.Key(resultNS, key), value: envBytes}
+	}
+	if adopt {
+		if err := envelope.put(p.st); err != nil {
+			return held, heldView, fmt.Errorf("job %x: store result: %w", key, err)
+		}
+		return p.adoptProof(key, st, proof)
+	}
+	merged, view, stored, err := p.applyWith(key, st, proof, envelope)
+	if err == nil && !stored {
+		if err := envelope.put(p.st); err != nil {
+			return held, heldView, fmt.Errorf("job %x: store result: %w", key, err)
+		}
+	}
+	return merged, view, err
+}
+
+// storeWrite is a write that goes into the store with a state change, in
+// its batch (applyWith): a finished state and its result envelope are on
+// disk together or not at all.
+type storeWrite struct{ key, value []byte }
+
+// put writes w on its own; nothing for nil.
+func (w *storeWrite) put(st *store.Store) error {
+	if w == nil {
+		return nil
+	}
+	return st.Put(w.key, w.value)
+}
+
+// apply merges st (with its proof, kept if st wins) and returns the
+// merged state unexpired as well.
+func (p *Pool) apply(key []byte, st job.State, proof []byte) (merged, view job.State, err error) {
+	merged, view, _, err = p.applyWith(key, st, proof, nil)
+	return merged, view, err
+}
+
+// applyWith is apply writing also (nil: nothing) in the state's batch
+// when the state changes; stored reports that it did (the state did
+// not change otherwise, and also is not written).
+func (p *Pool) applyWith(key []byte, st job.State, proof []byte, also *storeWrite) (merged, view job.State, stored bool, err error) {
+	e, now, err := p.lockEntry(key, st)
+	if err != nil {
+		return job.State{}, job.State{}, false, err
+	}
+	merged = job.ReceiveRenewed(e.state, st, now, e.tFinish, p.cfg.TSkew.Milliseconds(), e.renewal)
+	if job.Equal(merged, e.state) {
+		view = p.view(e, now)
+		p.mu.Unlock()
+		return merged, view, false, nil
+	}
+	err = p.persistLocked(key, e, merged, proof, also)
+	view = p.view(e, now)
+	e.lapsed = e.state.Phase == job.Claimed && view.Phase != job.Claimed
+	p.mu.Unlock()
+	if err != nil {
+		return job.State{}, job.State{}, false, err
+	}
+	p.notify(change{key: key, st: view})
+	return merged, view, also != nil, nil
+}
+
+// persistLocked writes a held job's new state (under stateNS, the job's
+// record untouched), its proof and also (nil: nothing) in one batch.
+// p.mu is held.
+func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte, also *storeWrite) error {
+	k := store.Key(stateNS, key)
+	b, err := codec.Marshal(&stateRecord{State: st, Responsible: e.responsible})
+	if err != nil {
+		return fmt.Errorf("job %x: %w", key, err)
+	}
+	if len(proof) == 0 && len(e.proof) == 0 && also == nil {
+		if err := p.st.Put(k, b); err != nil {
+			return err
+		}
+		e.state = st
+		return nil
+	}
+	batch := p.st.NewBatch()
+	if also != nil {
+		batch.Put(also.key, also.value)
+	}
+	batch.Put(k, b)
+	if len(proof) > 0 {
+		batch.Put(store.Key(proofNS, key), proof)
+	} else if len(e.proof) > 0 {
+		batch.Delete(store.Key(proofNS, key))
+	}
+	if err := batch.Commit(true); err != nil {
+		return fmt.Errorf("job %x: %w", key, err)
+	}
+	e.state, e.proof = st, proof
+	return nil
+}
