@@ -32,12 +32,14 @@ type tickets struct {
 	hold     time.Duration                  // how long a ticket holds a job at the record node (0: no tickets)
 	from     map[string]peer.ID             // by job key: the record node that gave its ticket
 	given    map[string][]byte              // by job key: the ticket, while claiming
-	queued   map[peer.ID][]wire.QuotaReport // reports not sent yet (unsigned: signed), by the record node they go to
+	queued   map[peer.ID][]wire.QuotaReport // reports not sent yet, unsigned (sign signs a copy where needed), by the record node they go to
 	flushing bool                           // a flush of queued is scheduled
-	// old holds the record nodes known not to serve
-	// wire.ProtoQuotaTicketManyOwn (older versions): they get the old
-	// request, its reports signed. Bounded: forgotten at maxOldNodes.
-	old map[peer.ID]bool
+	// old holds the record nodes that answered they do not serve
+	// wire.ProtoQuotaTicketManyOwn (older versions, or one starting up),
+	// with when: they get the old request, its reports signed, for
+	// oldFor, then are asked the new way again. Bounded: forgotten at
+	// maxOldNodes.
+	old map[peer.ID]time.Time
 	// quota is the client's quota of jobs in progress as its record
 	// nodes last showed it (0: not learned yet, quota.DefaultInitial
 	// assumed): what the last many-ticket answer said
@@ -80,7 +82,8 @@ func (c *Claimer) learnQuotaLocked(refused bool) {
 // r closest to its credit key) for a ticket before it claims a job,
 // holding the job there for hold (the job's T_finish, say), and send the
 // ticket with its claim requests. It needs the signer (SetSigner), which
-// also signs the reports. Set it before the first claim.
+// also signs the reports that go where a signature is needed (Report).
+// Set it before the first claim.
 func (c *Claimer) SetTickets(hold time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -88,11 +91,17 @@ func (c *Claimer) SetTickets(hold time.Duration) {
 	c.tk.from = map[string]peer.ID{}
 	c.tk.given = map[string][]byte{}
 	c.tk.queued = map[peer.ID][]wire.QuotaReport{}
-	c.tk.old = map[peer.ID]bool{}
+	c.tk.old = map[peer.ID]time.Time{}
 }
 
-// maxOldNodes bounds tickets.old.
-const maxOldNodes = 1 << 12
+// maxOldNodes bounds tickets.old; oldFor is how long a record node that
+// did not serve wire.ProtoQuotaTicketManyOwn is asked the old way before
+// it is asked the new way again (it may have been starting, or been
+// upgraded since).
+const (
+	maxOldNodes = 1 << 12
+	oldFor      = 10 * time.Minute
+)
 
 // ticket asks the client's record nodes, nearest first, for a ticket to
 // claim jobKey, placed at place (the ticket names it); nil without
@@ -235,8 +244,13 @@ func (c *Claimer) signReports(reps []wire.QuotaReport) []wire.QuotaReport {
 // wire.ProtoQuotaTicketMany with its reports signed. req.Reports is
 // what n was sent.
 func (c *Claimer) askTickets(ctx context.Context, n peer.ID, req *wire.QuotaTicketManyRequest, resp *wire.QuotaTicketManyResponse) error {
+	now := c.now()
 	c.mu.Lock()
-	old := c.tk.old[n]
+	since, old := c.tk.old[n]
+	if old && now.Sub(since) >= oldFor {
+		delete(c.tk.old, n)
+		old = false
+	}
 	c.mu.Unlock()
 	const most = wire.MaxClaimMany * wire.MaxQuotaTicketReply
 	if !old {
@@ -250,7 +264,7 @@ func (c *Claimer) askTickets(ctx context.Context, n peer.ID, req *wire.QuotaTick
 		if len(c.tk.old) >= maxOldNodes {
 			clear(c.tk.old)
 		}
-		c.tk.old[n] = true
+		c.tk.old[n] = now
 		c.mu.Unlock()
 	}
 	c.signReports(req.Reports)

@@ -219,7 +219,9 @@ func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body [
 }
 
 // applyReports applies the reports a ticket request carries, in order,
-// their signatures verified together first (sigverify.VerifyMany); it
+// the signatures of those signed verified together first
+// (sigverify.VerifyMany; an unsigned one, which only
+// wire.ProtoQuotaTicketManyOwn lets through, applyReport judges); it
 // stops at the first that fails, those before it applied. A batch judges
 // signatures by RFC 8032's cofactored rule: it can take, under a key of
 // mixed order, a signature Verify refuses — which only that key's client
@@ -245,7 +247,7 @@ func (s *Service) applyReports(from *overlay.Admitted, reports []wire.QuotaRepor
 		// alone (the batch's cofactored rule takes signatures under a
 		// key of mixed order that Verify refuses: what this node applies
 		// they must take too).
-		signed := i != bad && (bad < 0 || i < bad) && quota.Outcome(reports[i].Outcome) != quota.Failed
+		signed := !reports[i].Unsigned() && i != bad && (bad < 0 || i < bad) && quota.Outcome(reports[i].Outcome) != quota.Failed
 		if err := s.applyReport(from, &reports[i], signed, saves); err != nil {
 			return err
 		}
@@ -253,12 +255,13 @@ func (s *Service) applyReports(from *overlay.Admitted, reports []wire.QuotaRepor
 	return nil
 }
 
-// applyReport checks a report (the client's own signature; from the
-// client itself or a node) and applies it once per job. A failure the
-// client sent itself is forwarded to the client's other record nodes,
-// so its quota halves wherever it asks next. signed says the caller
-// verified the client's signature (applyReports). The account is saved
-// by the caller (saves).
+// applyReport checks a report (the client's own signature, from the
+// client itself or a node; or none, for the client's own done or
+// released report over its own connection) and applies it once per job.
+// A failure the client sent itself is forwarded to the client's other
+// record nodes, so its quota halves wherever it asks next. signed says
+// the caller verified the client's signature (applyReports). The
+// account is saved by the caller (saves).
 func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport, signed bool, saves *unsaved) error {
 	direct := from.Role() == certs.RoleClient
 	switch {

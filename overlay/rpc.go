@@ -35,6 +35,16 @@ func (s *statusError) Unwrap() error { return s.err }
 // StatusErr makes err answer with status.
 func StatusErr(status wire.Status, err error) error { return &statusError{status: status, err: err} }
 
+// StatusOf is the reply status a handler's error carries (StatusErr);
+// false when it carries none.
+func StatusOf(err error) (wire.Status, bool) {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status, true
+	}
+	return 0, false
+}
+
 // Handle serves protocol pid: requests of at most maxReq bytes from admitted
 // peers whose role is in roles (any role when nil). Others get
 // StatusUnauthorized. The protocol is served on a stream per request and

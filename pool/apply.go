@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -40,15 +41,13 @@ func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *
 	if st.Phase == job.Finished && len(envBytes) > 0 && p.heldEnvelope(key, st.Result) == nil {
 		envelope = &storeWrite{key: store.Key(resultNS, key), value: envBytes}
 	}
+	apply := p.applyWith
 	if adopt {
-		if err := envelope.put(p.st); err != nil {
-			return held, heldView, fmt.Errorf("job %x: store result: %w", key, err)
-		}
-		return p.adoptProof(key, st, proof)
+		apply = p.adoptProof
 	}
-	merged, view, stored, err := p.applyWith(key, st, proof, envelope)
+	merged, view, stored, err := apply(key, st, proof, envelope)
 	if err == nil && !stored {
-		if err := envelope.put(p.st); err != nil {
+		if err := envelope.putAlone(p.st, merged, st.Result); err != nil {
 			return held, heldView, fmt.Errorf("job %x: store result: %w", key, err)
 		}
 	}
@@ -56,13 +55,18 @@ func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *
 }
 
 // storeWrite is a write that goes into the store with a state change, in
-// its batch (applyWith): a finished state and its result envelope are on
-// disk together or not at all.
+// its batch (applyWith): a finished state and the result envelope it
+// names go to disk in one batch when the state changes; when it does
+// not, the envelope is written alone only beside the finished state it
+// belongs to (putAlone).
 type storeWrite struct{ key, value []byte }
 
-// put writes w on its own; nothing for nil.
-func (w *storeWrite) put(st *store.Store) error {
-	if w == nil {
+// putAlone writes w on its own when held, the state that stayed, is the
+// finished state whose result digest is digest (w its envelope, lost
+// here or never stored); nothing else, nor for nil: an envelope is kept
+// only beside its state.
+func (w *storeWrite) putAlone(st *store.Store, held job.State, digest []byte) error {
+	if w == nil || held.Phase != job.Finished || !bytes.Equal(held.Result, digest) {
 		return nil
 	}
 	return st.Put(w.key, w.value)
@@ -76,9 +80,9 @@ func (p *Pool) apply(key []byte, st job.State, proof []byte) (merged, view job.S
 }
 
 // applyWith is apply writing also (nil: nothing) in the state's batch
-// when the state changes; stored reports that it did (the state did
-// not change otherwise, and also is not written).
-func (p *Pool) applyWith(key []byte, st job.State, proof []byte, also *storeWrite) (merged, view job.State, stored bool, err error) {
+// when the state changes; wroteAlso reports that also was written (false
+// when the state did not change, or also is nil).
+func (p *Pool) applyWith(key []byte, st job.State, proof []byte, also *storeWrite) (merged, view job.State, wroteAlso bool, err error) {
 	e, now, err := p.lockEntry(key, st)
 	if err != nil {
 		return job.State{}, job.State{}, false, err

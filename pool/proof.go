@@ -68,6 +68,18 @@ func (p *Pool) heldEnvelope(key, want []byte) []byte {
 	return b
 }
 
+// envelopeOf reports whether envBytes is the result envelope of job key
+// whose digest is digest: a proof checked before is taken again with the
+// sender's envelope only when it is the one the state names (else the
+// full check judges it, and refuses a mismatch as forged).
+func envelopeOf(key, digest, envBytes []byte) bool {
+	if len(envBytes) == 0 {
+		return false
+	}
+	env, err := result.Decode(envBytes)
+	return err == nil && bytes.Equal(env.Job, key) && bytes.Equal(env.Digest(), digest)
+}
+
 // checkProof checks that proof makes st true for the held job e, before st
 // changes the replica here: per phase, a finished state's result envelope
 // (envBytes, or the one held here) signed by a certified client, a
@@ -81,7 +93,7 @@ func (p *Pool) checkProof(key []byte, e jobInfo, st job.State, proof, envBytes [
 	p.mu.Lock()
 	_, done := p.proven[sum]
 	p.mu.Unlock()
-	if done && (st.Phase != job.Finished || len(envBytes) > 0 || p.heldEnvelope(key, st.Result) != nil) {
+	if done && (st.Phase != job.Finished || envelopeOf(key, st.Result, envBytes) || p.heldEnvelope(key, st.Result) != nil) {
 		return nil
 	}
 	pr, err := job.DecodeProof(proof)
@@ -206,19 +218,21 @@ func (p *Pool) MergeFrom(from *overlay.Admitted, proto string, key []byte, st jo
 }
 
 // adoptProof keeps proof for the held state st of key, when st is still
-// the state held there without a proof.
-func (p *Pool) adoptProof(key []byte, st job.State, proof []byte) (merged, view job.State, err error) {
+// the state held there without a proof, with also (nil: nothing) in its
+// batch; wroteAlso reports that also was written.
+func (p *Pool) adoptProof(key []byte, st job.State, proof []byte, also *storeWrite) (merged, view job.State, wroteAlso bool, err error) {
 	now := p.nowMS()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.jobs[string(key)]
 	if !ok {
-		return job.State{}, job.State{}, ErrUnknownJob
+		return job.State{}, job.State{}, false, ErrUnknownJob
 	}
 	if job.Equal(e.state, st) && len(e.proof) == 0 {
-		err = p.persistLocked(key, e, st, proof, nil)
+		err = p.persistLocked(key, e, st, proof, also)
+		wroteAlso = err == nil && also != nil
 	}
-	return e.state, p.view(e, now), err
+	return e.state, p.view(e, now), wroteAlso, err
 }
 
 // storedProof returns the proof of a held job's state, nil when none.

@@ -9,11 +9,13 @@ import (
 	"github.com/up-pool/up/result"
 )
 
-// TestResultEnvelopeWrittenWithState: a result's envelope goes to the
-// store in its finished state's batch, so the replica serves it at once;
-// a replica whose state is finished but whose envelope was lost (the
-// state did not change, so no batch carried it) stores it alone when the
-// client sends it again.
+// TestResultEnvelopeWrittenWithState: a replica serves a result's
+// envelope as soon as it took the result (it went to the store in the
+// finished state's batch: one write, so never the state without it —
+// by construction, applyWith); and a replica whose state is finished
+// but whose envelope was lost (the state does not change, so no batch
+// carries it) stores it alone when the client sends it again
+// (putAlone; without it the second check fails).
 func TestResultEnvelopeWrittenWithState(t *testing.T) {
 	pn := startPoolNet(t, 8, 2, 47)
 	key := pn.keys[0]

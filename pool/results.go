@@ -129,13 +129,13 @@ func (p *Pool) submitResult(in resultIn) error {
 	}
 	// The envelope goes to disk in the finished state's batch: one
 	// write, and never the state without it. When the state does not
-	// change (finished before, its envelope not held), it is written
-	// alone.
+	// change (finished with this result before, its envelope not held),
+	// it is written alone (putAlone).
 	envelope := &storeWrite{key: store.Key(resultNS, env.Job), value: envBytes}
 	proof := (&job.Proof{Cert: clientCert}).Encode()
-	_, merged, stored, err := p.applyWith(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest}, proof, envelope)
+	held, merged, stored, err := p.applyWith(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest}, proof, envelope)
 	if err == nil && !stored {
-		err = envelope.put(p.st)
+		err = envelope.putAlone(p.st, held, digest)
 	}
 	if err != nil {
 		return err

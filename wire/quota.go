@@ -98,10 +98,12 @@ func (r *QuotaTicketResponse) Validate() error {
 	return nil
 }
 
-// QuotaReport is a client's signed word that a job it held ended with
-// Outcome (quota.Outcome): Sig is the client's Ed25519 signature over
+// QuotaReport is a client's word that a job it held ended with Outcome
+// (quota.Outcome): Sig is the client's Ed25519 signature over
 // QuotaReportMessage, so a record node can forward it and the others
-// check it without the client.
+// check it without the client. A done or released report the client
+// sends itself in a QuotaTicketManyOwnRequest may go unsigned (empty
+// Sig; its connection vouches for it); such a report is never forwarded.
 type QuotaReport struct {
 	_       struct{} `cbor:",toarray"`
 	Client  []byte

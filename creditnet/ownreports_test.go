@@ -1,13 +1,17 @@
-package client_test
+package creditnet_test
 
 import (
 	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/up-pool/up/agent"
+	"github.com/up-pool/up/certs"
+	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/credit"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
@@ -22,7 +26,10 @@ import (
 // because the 4 reports freed the room. A record node of an older
 // version (one that does not serve the protocol) gets the old request
 // with the reports signed, and applies them too (it checks every
-// signature: an unsigned report there refuses the whole request).
+// signature: an unsigned report there refuses the whole request); once
+// upgraded, it is asked the new way again after the claimer's memory of
+// it lapses (10 minutes on the claimer's clock). The record nodes'
+// handler counts any report that comes signed on the new protocol.
 func TestOwnReportsGoUnsigned(t *testing.T) {
 	for _, old := range []bool{false, true} {
 		t.Run(fmt.Sprintf("old=%v", old), func(t *testing.T) {
@@ -31,18 +38,31 @@ func TestOwnReportsGoUnsigned(t *testing.T) {
 					cfg.Claim.RequireTicket = true
 					cfg.Credit.Quota.Initial = 4
 				}})
-			if old {
-				for _, nd := range f.Net.Live() {
-					nd.Endpoint().Handle(wire.ProtoQuotaTicketManyOwn, wire.MaxQuotaFrame, nil,
-						func(context.Context, *overlay.Admitted, []byte) (any, error) {
+			var signedOwn atomic.Int64 // reports that came signed on the new protocol
+			var upgraded atomic.Bool   // the old nodes serve the new protocol from now on
+			for _, nd := range f.Net.Live() {
+				svc := nd.Credit()
+				nd.Endpoint().Handle(wire.ProtoQuotaTicketManyOwn, wire.MaxQuotaFrame+wire.MaxClaimMany*(wire.MaxJobKeyLen+8), nil,
+					func(ctx context.Context, from *overlay.Admitted, body []byte) (any, error) {
+						if old && !upgraded.Load() {
 							return nil, overlay.StatusErr(wire.StatusNotFound, errors.New("protocol not served"))
-						})
-				}
+						}
+						var req wire.QuotaTicketManyOwnRequest
+						if err := wire.Decode(body, &req); err == nil {
+							for _, r := range req.Reports {
+								if !r.Unsigned() {
+									signedOwn.Add(1)
+								}
+							}
+						}
+						return svc.HandleTicketManyOwn(ctx, from, body)
+					})
 			}
-			keys := testnet.SubmitJobs(t, f.Project, 8, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
-			q := &quotaNet{f: f, ctx: context.Background()}
+			keys := testnet.SubmitJobs(t, f.Project, 12, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
+			q := quotaHarness{f: f, ctx: context.Background()}
 			a := q.agent(t, "reporter")
-			cl := claimer(a, time.Hour)
+			var ahead atomic.Int64 // how far the claimer's clock is ahead, ns
+			cl := q.claimerAt(a, func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) })
 			place := f.Net.PlaceOf(keys[0])
 			claimAll := func(ks [][]byte) {
 				t.Helper()
@@ -59,7 +79,7 @@ func TestOwnReportsGoUnsigned(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			claimAll(keys[4:])
+			claimAll(keys[4:8])
 			held := 0
 			key := a.Identity().Key.Public().(ed25519.PublicKey)
 			for _, p := range f.Net.TrueClosest(credit.Key(key), 5) {
@@ -80,6 +100,26 @@ func TestOwnReportsGoUnsigned(t *testing.T) {
 			if got := [3]int{own, many, alone}; got != want {
 				t.Errorf("sent %d own-report, %d old many-ticket requests and %d lone reports; want %v", own, many, alone, want)
 			}
+			if n := signedOwn.Load(); n != 0 {
+				t.Errorf("%d reports went signed on %s, want none", n, wire.ProtoQuotaTicketManyOwn)
+			}
+			if !old {
+				return
+			}
+			// The old nodes are upgraded: once the claimer's memory of
+			// them lapses (oldFor, 10 minutes on its clock), it asks the
+			// new way again, its reports unsigned.
+			upgraded.Store(true)
+			ahead.Store(int64(11 * time.Minute))
+			for _, k := range keys[4:8] {
+				if err := cl.Report(q.ctx, k, quota.Done); err != nil {
+					t.Fatal(err)
+				}
+			}
+			claimAll(keys[8:])
+			if got, want := sent(wire.ProtoQuotaTicketManyOwn), 2; got != want || sent(wire.ProtoQuotaTicketMany) != 2 {
+				t.Errorf("after the upgrade: %d own-report and %d old requests, want %d and 2", got, sent(wire.ProtoQuotaTicketMany), want)
+			}
 		})
 	}
 }
@@ -93,9 +133,9 @@ func TestOwnReportsForged(t *testing.T) {
 	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 10, Seed: 83,
 		Configure: func(_ int, cfg *node.Config) { cfg.Claim.RequireTicket = true }})
 	keys := testnet.SubmitJobs(t, f.Project, 2, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
-	q := &quotaNet{f: f, ctx: context.Background()}
+	q := quotaHarness{f: f, ctx: context.Background()}
 	victim, liar := q.agent(t, "victim"), q.agent(t, "liar")
-	if _, errs := claimer(victim, time.Hour).ClaimMany(q.ctx, keys[:1], f.Net.PlaceOf(keys[0]), nil); errs[0] != nil {
+	if _, errs := q.claimer(victim).ClaimMany(q.ctx, keys[:1], f.Net.PlaceOf(keys[0]), nil); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	vkey := victim.Identity().Key.Public().(ed25519.PublicKey)
@@ -127,4 +167,32 @@ func TestOwnReportsForged(t *testing.T) {
 	if held() != 1 {
 		t.Errorf("victim's record node holds %d of its jobs after the forged reports, want 1", held())
 	}
+}
+
+// quotaHarness makes clients of a fixture whose nodes require tickets.
+type quotaHarness struct {
+	f   *testnet.Fixture
+	ctx context.Context
+}
+
+// agent is a new client agent named name, closed with the test.
+func (q quotaHarness) agent(t *testing.T, name string) *agent.Agent {
+	t.Helper()
+	a, err := q.f.Net.NewAgent(q.ctx, certs.RoleClient, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// claimer is a claimer of a's with tickets held for an hour.
+func (q quotaHarness) claimer(a *agent.Agent) *claimclient.Claimer { return q.claimerAt(a, nil) }
+
+// claimerAt is claimer on the clock now (nil: the system's).
+func (q quotaHarness) claimerAt(a *agent.Agent, now func() time.Time) *claimclient.Claimer {
+	cl := claimclient.NewClaimer(a.Endpoint(), a.DHT(), now, 0)
+	cl.SetSigner(a.Identity().Key)
+	cl.SetTickets(time.Hour)
+	return cl
 }
