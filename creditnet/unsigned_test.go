@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/up-pool/up/certs"
-	"github.com/up-pool/up/claimclient"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/quota"
@@ -28,17 +25,10 @@ func TestUnsignedReportsOnlyOwn(t *testing.T) {
 	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 85,
 		Configure: func(_ int, cfg *node.Config) { cfg.Claim.RequireTicket = true }})
 	keys := testnet.SubmitJobs(t, f.Project, 4, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
-	ctx := context.Background()
-	a, err := f.Net.NewAgent(ctx, certs.RoleClient, "reporter")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	q := quotaHarness{f: f, ctx: context.Background()}
+	a := q.agent(t, "reporter")
 	client := a.Identity().Key.Public().(ed25519.PublicKey)
-	cl := claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0)
-	cl.SetSigner(a.Identity().Key)
-	cl.SetTickets(time.Hour)
-	if _, errs := cl.ClaimMany(ctx, keys, f.Net.PlaceOf(keys[0]), nil); errors.Join(errs...) != nil {
+	if _, errs := q.claimer(a).ClaimMany(q.ctx, keys, f.Net.PlaceOf(keys[0]), nil); errors.Join(errs...) != nil {
 		t.Fatal(errors.Join(errs...))
 	}
 	var record *node.Node
@@ -91,7 +81,7 @@ func TestUnsignedReportsOnlyOwn(t *testing.T) {
 	}
 	forged := signed(keys[2], quota.Done)
 	forged.Sig[0] ^= 1
-	err = record.Credit().ApplyReports(fromClient, []wire.QuotaReport{unsigned(keys[0], quota.Done), signed(keys[1], quota.Released), forged, signed(keys[3], quota.Done)})
+	err := record.Credit().ApplyReports(fromClient, []wire.QuotaReport{unsigned(keys[0], quota.Done), signed(keys[1], quota.Released), forged, signed(keys[3], quota.Done)})
 	if !unauthorized(err) {
 		t.Errorf("a batch with a forged report: %v, want unauthorized", err)
 	}
