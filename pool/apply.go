@@ -41,79 +41,73 @@ func (p *Pool) applyFrom(key []byte, st job.State, proof, envBytes []byte, src *
 	if st.Phase == job.Finished && len(envBytes) > 0 && p.heldEnvelope(key, st.Result) == nil {
 		envelope = &storeWrite{key: store.Key(resultNS, key), value: envBytes}
 	}
-	apply := p.applyWith
 	if adopt {
-		apply = p.adoptProof
+		return p.adoptProof(key, st, proof, envelope)
 	}
-	merged, view, stored, err := apply(key, st, proof, envelope)
-	if err == nil && !stored {
-		if err := envelope.putAlone(p.st, merged, st.Result); err != nil {
-			return held, heldView, fmt.Errorf("job %x: store result: %w", key, err)
-		}
-	}
-	return merged, view, err
+	return p.applyWith(key, st, proof, envelope)
 }
 
-// storeWrite is a write that goes into the store with a state change, in
-// its batch (applyWith): a finished state and the result envelope it
-// names go to disk in one batch when the state changes; when it does
-// not, the envelope is written alone only beside the finished state it
-// belongs to (putAlone).
+// storeWrite is the result envelope a finished state names, written with
+// the state (applyWith, adoptProof): in the state's batch when the state
+// changes, so the two go to disk together; when it does not, alone, and
+// only beside the finished state it belongs to (putAlone) — an envelope
+// lost here, or never stored, comes back; one of a state that lost a race
+// is not kept.
 type storeWrite struct{ key, value []byte }
 
 // putAlone writes w on its own when held, the state that stayed, is the
-// finished state whose result digest is digest (w its envelope, lost
-// here or never stored); nothing else, nor for nil: an envelope is kept
-// only beside its state.
-func (w *storeWrite) putAlone(st *store.Store, held job.State, digest []byte) error {
+// finished state whose result digest is digest; nothing else, nor for
+// nil.
+func (w *storeWrite) putAlone(st *store.Store, key []byte, held job.State, digest []byte) error {
 	if w == nil || held.Phase != job.Finished || !bytes.Equal(held.Result, digest) {
 		return nil
 	}
-	return st.Put(w.key, w.value)
+	if err := st.Put(w.key, w.value); err != nil {
+		return fmt.Errorf("job %x: store result: %w", key, err)
+	}
+	return nil
 }
 
 // apply merges st (with its proof, kept if st wins) and returns the
 // merged state unexpired as well.
 func (p *Pool) apply(key []byte, st job.State, proof []byte) (merged, view job.State, err error) {
-	merged, view, _, err = p.applyWith(key, st, proof, nil)
-	return merged, view, err
+	return p.applyWith(key, st, proof, nil)
 }
 
-// applyWith is apply writing also (nil: nothing) in the state's batch
-// when the state changes; wroteAlso reports that also was written (false
-// when the state did not change, or also is nil).
-func (p *Pool) applyWith(key []byte, st job.State, proof []byte, also *storeWrite) (merged, view job.State, wroteAlso bool, err error) {
+// applyWith is apply with the result envelope st names (envelope; nil:
+// none) written as storeWrite says.
+func (p *Pool) applyWith(key []byte, st job.State, proof []byte, envelope *storeWrite) (merged, view job.State, err error) {
 	e, now, err := p.lockEntry(key, st)
 	if err != nil {
-		return job.State{}, job.State{}, false, err
+		return job.State{}, job.State{}, err
 	}
 	merged = job.ReceiveRenewed(e.state, st, now, e.tFinish, p.cfg.TSkew.Milliseconds(), e.renewal)
 	if job.Equal(merged, e.state) {
 		view = p.view(e, now)
 		p.mu.Unlock()
-		return merged, view, false, nil
+		return merged, view, envelope.putAlone(p.st, key, merged, st.Result)
 	}
-	err = p.persistLocked(key, e, merged, proof, also)
+	err = p.persistLocked(key, e, merged, proof, envelope)
 	view = p.view(e, now)
 	e.lapsed = e.state.Phase == job.Claimed && view.Phase != job.Claimed
 	p.mu.Unlock()
 	if err != nil {
-		return job.State{}, job.State{}, false, err
+		return job.State{}, job.State{}, err
 	}
 	p.notify(change{key: key, st: view})
-	return merged, view, also != nil, nil
+	return merged, view, nil
 }
 
 // persistLocked writes a held job's new state (under stateNS, the job's
-// record untouched), its proof and also (nil: nothing) in one batch.
-// p.mu is held.
-func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte, also *storeWrite) error {
+// record untouched), its proof and the result envelope it names
+// (envelope; nil: none) in one batch. p.mu is held.
+func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte, envelope *storeWrite) error {
 	k := store.Key(stateNS, key)
 	b, err := codec.Marshal(&stateRecord{State: st, Responsible: e.responsible})
 	if err != nil {
 		return fmt.Errorf("job %x: %w", key, err)
 	}
-	if len(proof) == 0 && len(e.proof) == 0 && also == nil {
+	if len(proof) == 0 && len(e.proof) == 0 && envelope == nil {
 		if err := p.st.Put(k, b); err != nil {
 			return err
 		}
@@ -121,8 +115,8 @@ func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte, a
 		return nil
 	}
 	batch := p.st.NewBatch()
-	if also != nil {
-		batch.Put(also.key, also.value)
+	if envelope != nil {
+		batch.Put(envelope.key, envelope.value)
 	}
 	batch.Put(k, b)
 	if len(proof) > 0 {

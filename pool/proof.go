@@ -218,21 +218,22 @@ func (p *Pool) MergeFrom(from *overlay.Admitted, proto string, key []byte, st jo
 }
 
 // adoptProof keeps proof for the held state st of key, when st is still
-// the state held there without a proof, with also (nil: nothing) in its
-// batch; wroteAlso reports that also was written.
-func (p *Pool) adoptProof(key []byte, st job.State, proof []byte, also *storeWrite) (merged, view job.State, wroteAlso bool, err error) {
+// the state held there without a proof, with the result envelope st
+// names (envelope; nil: none) written as storeWrite says.
+func (p *Pool) adoptProof(key []byte, st job.State, proof []byte, envelope *storeWrite) (merged, view job.State, err error) {
 	now := p.nowMS()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.jobs[string(key)]
 	if !ok {
-		return job.State{}, job.State{}, false, ErrUnknownJob
+		return job.State{}, job.State{}, ErrUnknownJob
 	}
 	if job.Equal(e.state, st) && len(e.proof) == 0 {
-		err = p.persistLocked(key, e, st, proof, also)
-		wroteAlso = err == nil && also != nil
+		err = p.persistLocked(key, e, st, proof, envelope)
+	} else {
+		err = envelope.putAlone(p.st, key, e.state, st.Result)
 	}
-	return e.state, p.view(e, now), wroteAlso, err
+	return e.state, p.view(e, now), err
 }
 
 // storedProof returns the proof of a held job's state, nil when none.

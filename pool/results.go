@@ -127,16 +127,11 @@ func (p *Pool) submitResult(in resultIn) error {
 	case st.Phase != job.Claimed || !bytes.Equal(st.Client, client):
 		return overlay.StatusErr(wire.StatusUnauthorized, fmt.Errorf("job %x is %s, not claimed by this client", env.Job, st.Phase))
 	}
-	// The envelope goes to disk in the finished state's batch: one
-	// write, and never the state without it. When the state does not
-	// change (finished with this result before, its envelope not held),
-	// it is written alone (putAlone).
+	// The envelope goes to disk in the finished state's batch, or alone
+	// when the state was finished with this result before (storeWrite).
 	envelope := &storeWrite{key: store.Key(resultNS, env.Job), value: envBytes}
 	proof := (&job.Proof{Cert: clientCert}).Encode()
-	held, merged, stored, err := p.applyWith(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest}, proof, envelope)
-	if err == nil && !stored {
-		err = envelope.putAlone(p.st, held, digest)
-	}
+	_, merged, err := p.applyWith(env.Job, job.State{Phase: job.Finished, Client: client, At: at, Result: digest}, proof, envelope)
 	if err != nil {
 		return err
 	}

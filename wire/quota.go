@@ -122,11 +122,11 @@ func (r *QuotaReport) Unsigned() bool { return len(r.Sig) == 0 }
 // validate is Validate; with ownOK a done or released report may go
 // unsigned (a failure, which record nodes forward, never).
 func (r *QuotaReport) validate(ownOK bool) error {
-	if ownOK && r.Unsigned() && r.Outcome != quotaOutcomeFailed {
-		return r.validateFields()
-	}
 	if err := r.validateFields(); err != nil {
 		return err
+	}
+	if ownOK && r.Unsigned() && r.Outcome != quotaOutcomeFailed {
+		return nil
 	}
 	if len(r.Sig) != ed25519.SignatureSize {
 		return fmt.Errorf("quota report signature of %d bytes: %w", len(r.Sig), ErrMalformed)
