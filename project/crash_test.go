@@ -356,7 +356,7 @@ func TestKillProject(t *testing.T) {
 		for q, want := range map[string]int{
 			`SELECT COUNT(*) FROM jobs`:                                                      jobs,
 			`SELECT COUNT(*) FROM results`:                                                   jobs,
-			`SELECT COUNT(*) FROM results r JOIN jobs j ON j.cid = r.cid`:                    jobs,
+			`SELECT COUNT(*) FROM results r JOIN jobs j ON j.id = r.job`:                     jobs,
 			`SELECT COUNT(*) FROM jobs WHERE state = 'collected'`:                            jobs,
 			`SELECT COUNT(*) FROM units WHERE status = 'valid'`:                              units,
 			`SELECT COUNT(*) FROM results WHERE valid = 1`:                                   jobs,

@@ -139,7 +139,7 @@ func (l *Ledger) describeJobs(jobOrUnit string) ([]ledgerJob, int64, error) {
 	if n, err := strconv.ParseInt(strings.TrimPrefix(jobOrUnit, "unit"), 10, 64); err == nil {
 		q, arg = q+`unit = ? ORDER BY copy`, n
 	} else if c, err := cid.Decode(jobOrUnit); err == nil {
-		q, arg = q+`cid = ?`, c.String()
+		q, arg = q+`substr(cid, -16) = substr(?1, -16) AND cid = ?1`, c.String()
 	} else {
 		return nil, 0, fmt.Errorf("%q is neither a job's CID nor a unit's number", jobOrUnit)
 	}

@@ -148,7 +148,7 @@ func TestHarvestRefusesAlteredCopy(t *testing.T) {
 	}
 	var out []byte
 	var state string
-	if err := f.ledger.DB().QueryRow(`SELECT r.output, j.state FROM results r JOIN jobs j ON j.cid = r.cid WHERE r.cid = ?`, a).Scan(&out, &state); err != nil {
+	if err := f.ledger.DB().QueryRow(`SELECT r.output, j.state FROM results r JOIN jobs j ON j.id = r.job WHERE r.cid = ?`, a).Scan(&out, &state); err != nil {
 		t.Fatalf("job %s: no result in the ledger: %v", a, err)
 	}
 	if string(out) != "honest "+a || state != project.StateCollected {

@@ -41,7 +41,7 @@ func TestHarvestErrorResults(t *testing.T) {
 	if rep.Recorded != 3 || rep.Collected != 3 || rep.Decided != 1 || rep.Extra != 2 {
 		t.Fatalf("harvest %+v: want 3 recorded and collected, 1 unit decided, 2 extra copies", rep)
 	}
-	if n := f.ledgerCount(t, `SELECT COUNT(*) FROM jobs j WHERE j.state = 'collected' AND (SELECT COUNT(*) FROM results r WHERE r.cid = j.cid) != 1`); n != 0 {
+	if n := f.ledgerCount(t, `SELECT COUNT(*) FROM jobs j WHERE j.state = 'collected' AND (SELECT COUNT(*) FROM results r WHERE r.job = j.id) != 1`); n != 0 {
 		t.Fatalf("%d collected jobs without exactly one results row", n)
 	}
 	if n := f.ledgerCount(t, `SELECT COUNT(*) FROM results WHERE exit_code = 3`); n != 1 {
@@ -61,7 +61,7 @@ func TestHarvestErrorResults(t *testing.T) {
 	if rep, err = f.proj.Harvest(ctx, f.ledger, project.HarvestOptions{}, nil); err != nil || rep.Recorded != 2 || rep.Extra != 2 {
 		t.Fatalf("second harvest %+v %v: want the 2 copies recorded and failing again, so 2 more copies", rep, err)
 	}
-	if n := f.ledgerCount(t, `SELECT COUNT(*) FROM jobs j WHERE j.state = 'collected' AND (SELECT COUNT(*) FROM results r WHERE r.cid = j.cid) != 1`); n != 0 {
+	if n := f.ledgerCount(t, `SELECT COUNT(*) FROM jobs j WHERE j.state = 'collected' AND (SELECT COUNT(*) FROM results r WHERE r.job = j.id) != 1`); n != 0 {
 		t.Fatalf("%d collected jobs without exactly one results row", n)
 	}
 }

@@ -75,34 +75,8 @@ CREATE TABLE IF NOT EXISTS units(
 	status_at INTEGER,
 	UNIQUE(batch, idx));
 CREATE INDEX IF NOT EXISTS units_status ON units(status);
-CREATE TABLE IF NOT EXISTS jobs(
-	cid       TEXT PRIMARY KEY,
-	unit      INTEGER NOT NULL REFERENCES units(id),
-	copy      INTEGER NOT NULL,
-	signed    BLOB NOT NULL,
-	listing   BLOB NOT NULL,
-	state     TEXT NOT NULL,
-	acks      INTEGER NOT NULL DEFAULT 0,
-	prepared  INTEGER NOT NULL,
-	submitted INTEGER,
-	collected INTEGER,
-	unservable_since INTEGER,
-	UNIQUE(unit, copy));
-CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
-CREATE TABLE IF NOT EXISTS results(
-	cid        TEXT PRIMARY KEY REFERENCES jobs(cid),
-	client     TEXT NOT NULL,
-	client_key BLOB NOT NULL,
-	output     BLOB NOT NULL,
-	exit_code  INTEGER NOT NULL,
-	error      TEXT NOT NULL,
-	cpu_ms     INTEGER NOT NULL,
-	wall_ms    INTEGER NOT NULL,
-	at         INTEGER NOT NULL,
-	harvested  INTEGER NOT NULL,
-	valid      INTEGER,
-	killed     TEXT NOT NULL DEFAULT '');
-CREATE INDEX IF NOT EXISTS results_ungraded ON results(cid) WHERE valid IS NULL;
+CREATE TABLE IF NOT EXISTS jobs(` + jobsColumns + `);
+CREATE TABLE IF NOT EXISTS results(` + resultsColumns + `);
 CREATE TABLE IF NOT EXISTS to_validate(
 	unit INTEGER PRIMARY KEY REFERENCES units(id));
 CREATE TABLE IF NOT EXISTS blobs(
@@ -117,6 +91,63 @@ CREATE TABLE IF NOT EXISTS unit_blobs(
 CREATE INDEX IF NOT EXISTS unit_blobs_key ON unit_blobs(key);
 `
 
+// jobsColumns and resultsColumns define the jobs and results tables
+// (their own constants: migrateByID builds them under other names). A
+// job is keyed by a sequence (id), in the order it was recorded; a
+// result by its rowid, in the order it was recorded, and found by its
+// job's id (unique): rows and index entries are appended, not placed by
+// a random key.
+const (
+	jobsColumns = `
+	id        INTEGER PRIMARY KEY,
+	cid       TEXT NOT NULL,
+	unit      INTEGER NOT NULL REFERENCES units(id),
+	copy      INTEGER NOT NULL,
+	signed    BLOB NOT NULL,
+	listing   BLOB NOT NULL,
+	state     TEXT NOT NULL,
+	acks      INTEGER NOT NULL DEFAULT 0,
+	prepared  INTEGER NOT NULL,
+	submitted INTEGER,
+	collected INTEGER,
+	unservable_since INTEGER,
+	UNIQUE(unit, copy)`
+	resultsColumns = `
+	job        INTEGER NOT NULL UNIQUE REFERENCES jobs(id),
+	cid        TEXT NOT NULL,
+	client     TEXT NOT NULL,
+	client_key BLOB NOT NULL,
+	output     BLOB NOT NULL,
+	exit_code  INTEGER NOT NULL,
+	error      TEXT NOT NULL,
+	cpu_ms     INTEGER NOT NULL,
+	wall_ms    INTEGER NOT NULL,
+	at         INTEGER NOT NULL,
+	harvested  INTEGER NOT NULL,
+	valid      INTEGER,
+	killed     TEXT NOT NULL DEFAULT '',
+	receipt    INTEGER`
+)
+
+// jobIndexes are the indexes of the jobs and results tables (created
+// after migrateByID, which rebuilds an older ledger's tables). A job is
+// found by its CID through jobs_cid, an index of the CID's last 16
+// characters (80 bits of its digest; a string shorter than 16, as tests
+// name jobs, whole), not of all 59: a short key costs a fraction of a
+// full one to insert (ledger_by_id.go). Every statement looking a job up
+// by CID names both, "substr(cid, -16) = substr(X, -16) AND cid = X", so
+// the index finds the row and the whole CID decides
+// (TestLedgerQueriesUseIndexes). Unique: two jobs whose CIDs agree in
+// those 80 bits would be refused as a duplicate, a chance of about
+// n²/2⁸¹ for n jobs (below 10⁻⁶ for a billion).
+const jobIndexes = `
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_cid ON jobs(substr(cid, -16));
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE INDEX IF NOT EXISTS results_ungraded ON results(job) WHERE valid IS NULL;
+CREATE INDEX IF NOT EXISTS results_client ON results(client_key, harvested);
+CREATE INDEX IF NOT EXISTS results_unreceipted ON results(client_key, harvested) WHERE valid = 1 AND receipt IS NULL;
+`
+
 // to_validate holds the units a harvest has to look at: every unit a
 // result was recorded for since it was last validated (RecordResults adds
 // it in the same transaction), so a harvest pass touches only the units of
@@ -125,7 +156,7 @@ CREATE INDEX IF NOT EXISTS unit_blobs_key ON unit_blobs(key);
 // with a result not yet graded (cheap: a partial index), which covers a
 // ledger written by a version without the table.
 const (
-	unqueuedUngraded = `FROM results r INDEXED BY results_ungraded CROSS JOIN jobs j ON j.cid = r.cid
+	unqueuedUngraded = `FROM results r INDEXED BY results_ungraded CROSS JOIN jobs j ON j.id = r.job
 		WHERE r.valid IS NULL AND j.unit NOT IN (SELECT unit FROM to_validate)`
 	seedToValidate = `INSERT INTO to_validate(unit) SELECT DISTINCT j.unit ` + unqueuedUngraded + ` ON CONFLICT(unit) DO NOTHING`
 )
@@ -151,9 +182,17 @@ func seed(db *sql.DB) error {
 // prepared in a transaction would wait for the connection the
 // transaction holds. Those that change many rows take them as one JSON
 // array (json_each): one statement per transaction, not one per row.
+// A job is found by its CID as jobIndexes says: jobIsValue joins a
+// JSON array's element to its job, jobsIn1, jobsIn2 and jobsIn3 select the
+// jobs of the array bound to ?1, ?2 and ?3.
 // "+state" keeps SQLite from walking the jobs of a state (jobs_state),
 // which may be most of the ledger, rather than looking each job up.
 const (
+	jobIsValue = `substr(j.cid, -16) = substr(e.value, -16) AND j.cid = e.value`
+	jobsIn1    = `substr(cid, -16) IN (SELECT substr(value, -16) FROM json_each(?1)) AND cid IN (SELECT value FROM json_each(?1))`
+	jobsIn2    = `substr(cid, -16) IN (SELECT substr(value, -16) FROM json_each(?2)) AND cid IN (SELECT value FROM json_each(?2))`
+	jobsIn3    = `substr(cid, -16) IN (SELECT substr(value, -16) FROM json_each(?3)) AND cid IN (SELECT value FROM json_each(?3))`
+
 	qInsertBatch = `INSERT INTO batches(digest, source, units, copies, created) VALUES(?,?,?,?,?)`
 	qEnsureUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?) ON CONFLICT(batch, idx) DO NOTHING`
 	qUnitID      = `SELECT id, copies FROM units WHERE batch = ? AND idx = ?`
@@ -161,35 +200,36 @@ const (
 	qInsertUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?)`
 	// [[cid, acks], ...]
 	qMarkSubmitted = `UPDATE jobs SET state = ?1, acks = e.value->>1, submitted = ?2
-		FROM json_each(?3) e WHERE jobs.cid = e.value->>0 AND +jobs.state = ?4`
-	qInsertResult = `INSERT INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?)`
+		FROM json_each(?3) e WHERE substr(jobs.cid, -16) = substr(e.value->>0, -16) AND jobs.cid = e.value->>0 AND +jobs.state = ?4`
+	qInsertResult = `INSERT INTO results(job, cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`
 	// qInsertResult for a result graded valid as it is recorded
 	// (decideOnRecord).
-	qInsertValidResult = `INSERT INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed, valid)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?,1)`
+	qInsertValidResult = `INSERT INTO results(job, cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed, valid)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,1)`
 	// [cid, ...]
-	qResultClients = `SELECT r.cid, r.client_key FROM json_each(?) e CROSS JOIN results r ON r.cid = e.value`
-	// [cid, ...]
-	qMarkHarvested = `UPDATE jobs SET state = ?1, unservable_since = NULL WHERE cid IN (SELECT value FROM json_each(?2)) AND +state IN (?3, ?4)`
-	qQueueUnits    = `INSERT INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON j.cid = e.value
+	qMarkHarvested = `UPDATE jobs SET state = ?1, unservable_since = NULL WHERE ` + jobsIn2 + ` AND +state IN (?3, ?4)`
+	qQueueUnits    = `INSERT INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue + `
 		WHERE true ON CONFLICT(unit) DO NOTHING`
-	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2 WHERE cid IN (SELECT value FROM json_each(?3)) AND +state = ?4`
+	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2 WHERE ` + jobsIn3 + ` AND +state = ?4`
 	// [[unit, status, canonical or null, now], ...]: status_at moves
 	// only when the status changes.
 	qSetStatus = `UPDATE units SET status = e.value->>1, canonical = e.value->>2,
 		status_at = CASE WHEN units.status = e.value->>1 THEN units.status_at ELSE e.value->>3 END
 		FROM json_each(?) e WHERE units.id = e.value->>0`
-	// [[cid, 0 or 1], ...]
-	qGrade = `UPDATE results SET valid = e.value->>1 FROM json_each(?) e WHERE results.cid = e.value->>0`
+	// [[cid, 0 or 1], ...]: the jobs looked up first (MATERIALIZED), as
+	// SQLite would rather walk the results and match each to the list.
+	qGrade = `WITH g AS MATERIALIZED (SELECT j.id AS id, e.value->>1 AS valid FROM json_each(?) e CROSS JOIN jobs j
+		ON substr(j.cid, -16) = substr(e.value->>0, -16) AND j.cid = e.value->>0)
+		UPDATE results SET valid = g.valid FROM g WHERE results.job = g.id`
 	// [[unit, results], ...]: each unit leaves to_validate unless it has
 	// another number of results by now.
 	qUnqueueUnits = `DELETE FROM to_validate WHERE unit IN (SELECT e.value->>0 FROM json_each(?) e
-		WHERE (SELECT COUNT(*) FROM jobs j JOIN results r ON r.cid = j.cid WHERE j.unit = e.value->>0) = e.value->>1)`
+		WHERE (SELECT COUNT(*) FROM jobs j JOIN results r ON r.job = j.id WHERE j.unit = e.value->>0) = e.value->>1)`
 )
 
 var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertUnit, qMarkSubmitted, qInsertResult, qInsertValidResult, qRecordFacts,
-	qResultClients, qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits,
+	qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits,
 	qInsertAdaptive, qDecideAdaptive}
 
 // jsonArg is v as a JSON array argument of a statement.
@@ -224,6 +264,10 @@ func OpenLedger(path string) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	if err := migrate(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
+	if _, err := db.Exec(jobIndexes); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
@@ -609,7 +653,7 @@ func (l *Ledger) Pending(batch int64) ([]PreparedJob, error) {
 		q += ` AND u.batch = ?`
 		args = append(args, batch)
 	}
-	rows, err := l.db.Query(q+` ORDER BY j.rowid`, args...)
+	rows, err := l.db.Query(q+` ORDER BY j.id`, args...)
 	if err != nil {
 		return nil, err
 	}

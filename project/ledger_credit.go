@@ -57,6 +57,7 @@ const issuePage = 4096
 
 // uncredited is a valid result no receipt credits yet.
 type uncredited struct {
+	job       int64 // its job's id
 	cid       string
 	client    []byte
 	unit      int64
@@ -94,10 +95,12 @@ func (l *Ledger) issueAll(sign ReceiptSigner, now time.Time, client []byte) (int
 }
 
 const (
-	qUncredited = `SELECT r.cid, r.client_key, j.unit, r.harvested FROM results r INDEXED BY results_unreceipted
-		JOIN jobs j ON j.cid = r.cid WHERE r.valid = 1 AND r.receipt IS NULL ORDER BY r.client_key, r.harvested, r.cid LIMIT ?`
-	qUncreditedOf = `SELECT r.cid, r.client_key, j.unit, r.harvested FROM results r INDEXED BY results_unreceipted
-		JOIN jobs j ON j.cid = r.cid WHERE r.client_key = ? AND r.valid = 1 AND r.receipt IS NULL ORDER BY r.harvested, r.cid LIMIT ?`
+	qUncredited = `SELECT r.job, r.cid, r.client_key, j.unit, r.harvested FROM results r INDEXED BY results_unreceipted
+		JOIN jobs j ON j.id = r.job WHERE r.valid = 1 AND r.receipt IS NULL ORDER BY r.client_key, r.harvested, r.job LIMIT ?`
+	qUncreditedOf = `SELECT r.job, r.cid, r.client_key, j.unit, r.harvested FROM results r INDEXED BY results_unreceipted
+		JOIN jobs j ON j.id = r.job WHERE r.client_key = ? AND r.valid = 1 AND r.receipt IS NULL ORDER BY r.harvested, r.job LIMIT ?`
+	// ?1 the receipt, ?2 [job id, ...]
+	qMarkReceipted = `UPDATE results SET receipt = ?1 WHERE job IN (SELECT value FROM json_each(?2))`
 	// qOwed counts a client's uncredited valid results up to a bound,
 	// reading no more of the index than that.
 	qOwed = `SELECT COUNT(*) FROM (SELECT 1 FROM results INDEXED BY results_unreceipted
@@ -148,7 +151,7 @@ func (l *Ledger) issuePage(sign ReceiptSigner, now time.Time, client []byte) (is
 	var all []uncredited
 	for rows.Next() {
 		var u uncredited
-		if err := rows.Scan(&u.cid, &u.client, &u.unit, &u.harvested); err != nil {
+		if err := rows.Scan(&u.job, &u.cid, &u.client, &u.unit, &u.harvested); err != nil {
 			rows.Close()
 			return 0, false, err
 		}
@@ -189,14 +192,14 @@ func (l *Ledger) issueOne(tx *sql.Tx, us []uncredited, sign ReceiptSigner, now t
 	}
 	r := &credit.Receipt{Version: credit.Version, Client: client, Seq: seq + 1, Total: total + uint64(len(us)),
 		Results: results + uint64(len(us)), Created: now.UnixMilli()}
-	cids := make([]string, len(us))
+	jobs := make([]int64, len(us))
 	for i, u := range us {
 		c, err := cid.Decode(u.cid)
 		if err != nil {
 			return fmt.Errorf("ledger: result %s: %w", u.cid, err)
 		}
 		r.Entries = append(r.Entries, credit.Entry{Unit: u.unit, Job: c.Bytes(), Amount: 1, At: u.harvested})
-		cids[i] = u.cid
+		jobs[i] = u.job
 	}
 	s, err := sign(r)
 	if err != nil {
@@ -206,12 +209,12 @@ func (l *Ledger) issueOne(tx *sql.Tx, us []uncredited, sign ReceiptSigner, now t
 		client, r.Seq, r.Total, r.Results, s.Encode(), r.Created); err != nil {
 		return fmt.Errorf("ledger: store credit receipt %d: %w", r.Seq, err)
 	}
-	list, err := jsonArg(cids)
+	list, err := jsonArg(jobs)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(`UPDATE results SET receipt = ?1 WHERE cid IN (SELECT value FROM json_each(?2))`, r.Seq, list); err != nil {
-		return fmt.Errorf("ledger: mark %d results credited: %w", len(cids), err)
+	if _, err := tx.Exec(qMarkReceipted, r.Seq, list); err != nil {
+		return fmt.Errorf("ledger: mark %d results credited: %w", len(jobs), err)
 	}
 	return nil
 }

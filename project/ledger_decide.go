@@ -24,17 +24,22 @@ import (
 // in the harvest that recorded them, not only once their unit's
 // validation page had run.
 
-// qRecordFacts gives, for each job of a JSON array of CIDs, its unit
-// and what decides whether the unit is decided on record: the unit's
-// status and copies asked, its jobs and whether it is adaptive. (A unit
-// of one job has no result but that job's, which the caller knows.)
-const qRecordFacts = `SELECT j.cid, j.unit, u.status, u.copies,
+// qRecordFacts gives, for each job of a JSON array of CIDs, its id, the
+// client key of the result the ledger holds for it (NULL: none), its
+// unit and what decides whether the unit is decided on record: the
+// unit's status and copies asked, its jobs and whether it is adaptive.
+// (A unit of one job has no result but that job's, which the caller
+// knows.)
+const qRecordFacts = `SELECT j.cid, j.id, r.client_key, j.unit, u.status, u.copies,
 	(SELECT COUNT(*) FROM jobs k WHERE k.unit = j.unit),
 	EXISTS(SELECT 1 FROM adaptive a WHERE a.unit = j.unit)
-	FROM json_each(?) e CROSS JOIN jobs j ON j.cid = e.value CROSS JOIN units u ON u.id = j.unit`
+	FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue + ` CROSS JOIN units u ON u.id = j.unit
+	LEFT JOIN results r ON r.job = j.id`
 
 // recordFacts is a job's row of qRecordFacts.
 type recordFacts struct {
+	job          int64  // the job's id
+	resultKey    []byte // the client key of the result held, nil: none
 	unit         int64
 	status       string
 	copies, jobs int
@@ -58,7 +63,7 @@ func (l *Ledger) factsOf(tx *sql.Tx, list string) (map[string]*recordFacts, erro
 	for rows.Next() {
 		var cid string
 		f := &recordFacts{}
-		if err := rows.Scan(&cid, &f.unit, &f.status, &f.copies, &f.jobs, &f.adaptive); err != nil {
+		if err := rows.Scan(&cid, &f.job, &f.resultKey, &f.unit, &f.status, &f.copies, &f.jobs, &f.adaptive); err != nil {
 			return nil, fmt.Errorf("ledger: units of the results: %w", err)
 		}
 		out[cid] = f

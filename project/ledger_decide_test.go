@@ -46,7 +46,7 @@ func decideLedger(t *testing.T, decide bool) (state []string, onRecord, after in
 	}
 	after, _ = validateAll(t, l, nil)
 	rows, err := l.db.Query(`SELECT j.cid, u.status, COALESCE(u.canonical, ''), COALESCE(r.valid, -1)
-		FROM jobs j JOIN units u ON u.id = j.unit LEFT JOIN results r ON r.cid = j.cid ORDER BY j.cid`)
+		FROM jobs j JOIN units u ON u.id = j.unit LEFT JOIN results r ON r.job = j.id ORDER BY j.cid`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func decideLedger(t *testing.T, decide bool) (state []string, onRecord, after in
 	state = append(state, fmt.Sprint("queued ", queued(t, l)))
 	if decide { // the verdict's time is its result's recording
 		var at, harvested int64
-		if err := l.db.QueryRow(`SELECT u.status_at, r.harvested FROM jobs j JOIN units u ON u.id = j.unit JOIN results r ON r.cid = j.cid
+		if err := l.db.QueryRow(`SELECT u.status_at, r.harvested FROM jobs j JOIN units u ON u.id = j.unit JOIN results r ON r.job = j.id
 			WHERE j.cid = 'u0-c0'`).Scan(&at, &harvested); err != nil || at != now.UnixMilli() || harvested != at {
 			t.Errorf("u0 status_at %d, harvested %d (%v); want both %d", at, harvested, err, now.UnixMilli())
 		}

@@ -16,9 +16,9 @@ const harvestWindow = 100_000
 // less its job's submitted time (both unix ms). Results are never
 // deleted, so their rowids follow the order they were recorded in; the
 // CROSS JOIN walks results backwards by rowid and looks each job up by
-// its CID, with no sort. Jobs never marked submitted (a result harvested
+// its id, with no sort. Jobs never marked submitted (a result harvested
 // while the job was still prepared) are left out.
-const qHarvestLatencies = `SELECT r.harvested - j.submitted FROM results r CROSS JOIN jobs j ON j.cid = r.cid
+const qHarvestLatencies = `SELECT r.harvested - j.submitted FROM results r CROSS JOIN jobs j ON j.id = r.job
 	WHERE j.submitted IS NOT NULL ORDER BY r.rowid DESC LIMIT ?`
 
 // harvestLatency sets s.HarvestTimed, s.HarvestP50 and s.HarvestP99 from

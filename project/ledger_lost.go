@@ -13,18 +13,19 @@ import (
 const (
 	// ?1 now, ?2 [cid, ...], ?3 ?4 the states a job may be lost in.
 	qMarkUnservable = `UPDATE jobs SET unservable_since = ?1
-		WHERE cid IN (SELECT value FROM json_each(?2)) AND +state IN (?3, ?4) AND unservable_since IS NULL`
+		WHERE ` + jobsIn2 + ` AND +state IN (?3, ?4) AND unservable_since IS NULL`
 	// [cid, ...]
-	qUnservableSince = `SELECT j.cid, j.unservable_since FROM json_each(?1) e CROSS JOIN jobs j ON j.cid = e.value
+	qUnservableSince = `SELECT j.cid, j.unservable_since FROM json_each(?1) e CROSS JOIN jobs j ON ` + jobIsValue + `
 		WHERE j.unservable_since IS NOT NULL AND +j.state IN (?2, ?3)`
 	// [cid, ...]
 	qClearUnservable = `UPDATE jobs SET unservable_since = NULL
-		WHERE cid IN (SELECT value FROM json_each(?)) AND unservable_since IS NOT NULL`
+		WHERE ` + jobsIn1 + ` AND unservable_since IS NOT NULL`
 	// [cid, ...]: the unit of each job whose unit has no canonical result.
-	qUnitsToReissue = `SELECT j.cid, j.unit FROM json_each(?1) e CROSS JOIN jobs j ON j.cid = e.value
+	qUnitsToReissue = `SELECT j.cid, j.unit FROM json_each(?1) e CROSS JOIN jobs j ON ` + jobIsValue + `
 		JOIN units u ON u.id = j.unit WHERE u.status != ?2`
-	qDeclareLost = `UPDATE jobs SET state = ?1 WHERE cid = ?2 AND state IN (?3, ?4) AND unservable_since IS NOT NULL`
-	qNextCopy    = `SELECT COALESCE(MAX(copy), 0) + 1 FROM jobs WHERE unit = ?`
+	qDeclareLost = `UPDATE jobs SET state = ?1 WHERE substr(cid, -16) = substr(?2, -16) AND cid = ?2
+		AND state IN (?3, ?4) AND unservable_since IS NOT NULL`
+	qNextCopy = `SELECT COALESCE(MAX(copy), 0) + 1 FROM jobs WHERE unit = ?`
 )
 
 // migrateUnservable adds jobs.unservable_since to a ledger written by a

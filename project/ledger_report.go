@@ -62,7 +62,7 @@ func (l *Ledger) Span(now time.Time) (from time.Time, err error) {
 // not record it, then taken as its first result's time). It reads every
 // unit: O(jobs) per call.
 const qUnitEvents = `SELECT MIN(j.prepared), MIN(r.harvested), CASE WHEN u.status = 'valid' THEN COALESCE(u.status_at, MIN(r.harvested)) END
-	FROM units u JOIN jobs j ON j.unit = u.id LEFT JOIN results r ON r.cid = j.cid GROUP BY u.id`
+	FROM units u JOIN jobs j ON j.unit = u.id LEFT JOIN results r ON r.job = j.id GROUP BY u.id`
 
 // Timeline reports the units by state at the end of each of buckets
 // (1 … MaxBuckets) equal buckets of [from, to), and the throughput in

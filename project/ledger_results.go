@@ -70,15 +70,9 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 	if err != nil {
 		return 0, err
 	}
-	have, err := l.resultClients(tx, list)
+	facts, err := l.factsOf(tx, list)
 	if err != nil {
 		return 0, err
-	}
-	var facts map[string]*recordFacts
-	if decide {
-		if facts, err = l.factsOf(tx, list); err != nil {
-			return 0, err
-		}
 	}
 	ins, err := l.txStmt(tx, qInsertResult)
 	if err != nil {
@@ -94,8 +88,12 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 	queue := make([]string, 0, len(rs))
 	for i := range rs {
 		r := &rs[i]
-		if key, ok := have[r.CID]; ok {
-			if !bytes.Equal(key, r.ClientKey) {
+		f := facts[r.CID]
+		if f == nil {
+			return 0, fmt.Errorf("ledger: result of job %s from client %q: no such job in the ledger", r.CID, r.Client)
+		}
+		if f.resultKey != nil {
+			if !bytes.Equal(f.resultKey, r.ClientKey) {
 				conflicts = append(conflicts, fmt.Errorf("ledger: result of job %s from client %q: %w", r.CID, r.Client, ErrResultConflict))
 			}
 			queue = append(queue, r.CID)
@@ -110,21 +108,23 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 			killed = result.KilledBy(r.Error)
 		}
 		stmt := ins
-		if f := facts[r.CID]; f != nil {
+		if decide {
 			decideOnRecord(f, r)
-			if f.verdict != nil {
-				stmt = insValid
-				verdicts = append(verdicts, f)
-			}
 		}
-		if stmt == ins {
+		if f.verdict != nil {
+			stmt = insValid
+			verdicts = append(verdicts, f)
+		} else {
 			queue = append(queue, r.CID)
 		}
-		if _, err := stmt.Exec(r.CID, r.Client, r.ClientKey, out, r.ExitCode, r.Error,
+		if _, err := stmt.Exec(f.job, r.CID, r.Client, r.ClientKey, out, r.ExitCode, r.Error,
 			r.CPU.Milliseconds(), r.Wall.Milliseconds(), r.At.UnixMilli(), at, killed); err != nil {
 			return 0, fmt.Errorf("ledger: record result of %s: %w", r.CID, err)
 		}
-		have[r.CID] = r.ClientKey
+		f.resultKey = r.ClientKey
+		if f.resultKey == nil {
+			f.resultKey = []byte{}
+		}
 	}
 	if len(conflicts) > 0 {
 		return 0, errors.Join(conflicts...)
@@ -141,34 +141,11 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 	return len(verdicts), nil
 }
 
-// resultClients returns the client key of each result the ledger holds
-// among the jobs of a JSON array of CIDs.
-func (l *Ledger) resultClients(tx *sql.Tx, list string) (map[string][]byte, error) {
-	s, err := l.txStmt(tx, qResultClients)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.Query(list)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: results already recorded: %w", err)
-	}
-	defer rows.Close()
-	out := map[string][]byte{}
-	for rows.Next() {
-		var c string
-		var key []byte
-		if err := rows.Scan(&c, &key); err != nil {
-			return nil, fmt.Errorf("ledger: results already recorded: %w", err)
-		}
-		out[c] = key
-	}
-	return out, rows.Err()
-}
-
 // migrate brings a ledger written by an older version up to the schema:
 // results.killed, filled from the error text of the results it holds,
 // jobs.unservable_since (migrateUnservable) and units.status_at
-// (migrateStatusAt).
+// (migrateStatusAt), and jobs and results keyed by sequence
+// (migrateByID).
 func migrate(db *sql.DB) error {
 	if err := migrateKilled(db); err != nil {
 		return err
@@ -185,7 +162,10 @@ func migrate(db *sql.DB) error {
 	if err := migrateAdaptive(db); err != nil {
 		return err
 	}
-	return migrateStatusAt(db)
+	if err := migrateStatusAt(db); err != nil {
+		return err
+	}
+	return migrateByID(db) // last: the migrations above read the tables as they were
 }
 
 // migrateKilled adds results.killed to a ledger without it, filled from

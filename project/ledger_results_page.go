@@ -77,7 +77,7 @@ func (l *Ledger) ResultsPage(offset, limit int) (ResultsPage, error) {
 	}
 	rows, err := l.db.Query(`SELECT r.cid, j.unit, b.source, u.idx, r.client, r.valid, u.canonical IS r.cid, r.exit_code, r.error,
 		length(r.output), r.cpu_ms, r.wall_ms, r.harvested, j.signed
-		FROM results r CROSS JOIN jobs j ON j.cid = r.cid JOIN units u ON u.id = j.unit JOIN batches b ON b.id = u.batch
+		FROM results r CROSS JOIN jobs j ON j.id = r.job JOIN units u ON u.id = j.unit JOIN batches b ON b.id = u.batch
 		ORDER BY r.rowid DESC LIMIT ? OFFSET ?`, limit, offset)
 	if err != nil {
 		return p, fmt.Errorf("ledger: results page: %w", err)
@@ -106,6 +106,11 @@ func (l *Ledger) ResultsPage(offset, limit int) (ResultsPage, error) {
 // ErrNoResult reports a job the ledger holds no result of.
 var ErrNoResult = errors.New("no result recorded for this job")
 
+// qResultOf reads a job's result (?1 its CID) with its unit's index and
+// its signed spec.
+const qResultOf = `SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, j.signed
+	FROM jobs j JOIN results r ON r.job = j.id JOIN units u ON u.id = j.unit WHERE substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`
+
 // ResultOf returns the result of a job, with the output file names its
 // job names (OutputNames) and the unit's index; an error wrapping
 // ErrNoResult when the ledger holds none.
@@ -113,8 +118,7 @@ func (l *Ledger) ResultOf(cid string) (r Result, unitIdx int, err error) {
 	var cpu, wall, at int64
 	var valid sql.NullBool
 	var signed []byte
-	err = l.db.QueryRow(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, j.signed
-		FROM results r JOIN jobs j ON j.cid = r.cid JOIN units u ON u.id = j.unit WHERE r.cid = ?`, cid).
+	err = l.db.QueryRow(qResultOf, cid).
 		Scan(&r.CID, &r.Client, &r.ClientKey, &r.Output, &r.ExitCode, &r.Error, &cpu, &wall, &at, &valid, &r.Killed, &unitIdx, &signed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, 0, fmt.Errorf("job %s: %w", cid, ErrNoResult)

@@ -95,8 +95,8 @@ func TestMigrateKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, msg := range []string{"killed: cpu limit", "exit code 3: boom"} {
-		if _, err := l.db.Exec(`INSERT INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested)
-			VALUES(?, 'w', x'77', x'', 1, ?, 0, 0, 0, 0)`, cids[i][0], msg); err != nil {
+		if _, err := l.db.Exec(`INSERT INTO results(job, cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested)
+			VALUES((SELECT id FROM jobs WHERE cid = ?1), ?1, 'w', x'77', x'', 1, ?2, 0, 0, 0, 0)`, cids[i][0], msg); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // Known reports the ledger state of a job ("" when it is not the
 // project's).
 func (l *Ledger) Known(cid string) (string, error) {
-	s, err := l.stmt(`SELECT state FROM jobs WHERE cid = ?`)
+	s, err := l.stmt(qKnown)
 	if err != nil {
 		return "", err
 	}
@@ -26,7 +26,9 @@ func (l *Ledger) Known(cid string) (string, error) {
 }
 
 // qStates is the ledger state of each job of a JSON array of CIDs.
-const qStates = `SELECT j.cid, j.state FROM json_each(?) e CROSS JOIN jobs j ON j.cid = e.value`
+const qKnown = `SELECT state FROM jobs WHERE substr(cid, -16) = substr(?1, -16) AND cid = ?1`
+
+const qStates = `SELECT j.cid, j.state FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue
 
 // states returns the ledger state of each of cids that is the project's
 // (Known for many jobs, in one statement).
@@ -128,7 +130,7 @@ func (l *Ledger) harvestedJobs() ([]harvestedJob, error) {
 // listing the ledger keeps.
 func (l *Ledger) placeOf(cid string) ([]byte, error) {
 	var listing []byte
-	if err := l.db.QueryRow(`SELECT listing FROM jobs WHERE cid = ?`, cid).Scan(&listing); err != nil {
+	if err := l.db.QueryRow(`SELECT listing FROM jobs WHERE substr(cid, -16) = substr(?1, -16) AND cid = ?1`, cid).Scan(&listing); err != nil {
 		return nil, fmt.Errorf("job %s in the ledger: %w", cid, err)
 	}
 	_, sl, err := job.DecodeListing(listing)

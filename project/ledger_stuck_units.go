@@ -56,7 +56,7 @@ const qStuckUnits = `SELECT u.id, b.source, u.idx, u.status, u.copies, MIN(j.pre
 	MAX(CASE WHEN j.state IN ('prepared', 'submitted') THEN COALESCE(j.submitted, j.prepared) END),
 	MIN(CASE WHEN j.state IN ('prepared', 'submitted') THEN j.unservable_since END),
 	COUNT(*) OVER ()
-	FROM units u JOIN batches b ON b.id = u.batch JOIN jobs j ON j.unit = u.id LEFT JOIN results r ON r.cid = j.cid
+	FROM units u JOIN batches b ON b.id = u.batch JOIN jobs j ON j.unit = u.id LEFT JOIN results r ON r.job = j.id
 	WHERE u.status != 'valid' GROUP BY u.id HAVING MIN(j.prepared) <= ?1 ORDER BY MIN(j.prepared), u.id LIMIT ?2`
 
 // StuckUnits reports the units without a canonical result whose first

@@ -28,7 +28,7 @@ func openTestLedger(t testing.TB) (*Ledger, string) {
 func undecidedFullScan(t testing.TB, l *Ledger) []int64 {
 	t.Helper()
 	rows, err := l.db.Query(`SELECT u.id, u.copies, COUNT(r.cid), COUNT(j.cid), u.status = ? AND SUM(r.cid IS NOT NULL AND r.valid IS NULL) > 0
-		FROM units u JOIN jobs j ON j.unit = u.id LEFT JOIN results r ON r.cid = j.cid
+		FROM units u JOIN jobs j ON j.unit = u.id LEFT JOIN results r ON r.job = j.id
 		GROUP BY u.id HAVING COUNT(r.cid) > 0 AND (u.status != ? OR SUM(r.cid IS NOT NULL AND r.valid IS NULL) > 0) ORDER BY u.id`, UnitValid, UnitValid)
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +353,8 @@ func TestOpenLedgerRequeuesUngraded(t *testing.T) {
 		t.Fatalf("decided %d as recorded and %d after, want 3", onRecord, decided)
 	}
 	// An older version records the fourth result and no queue entry.
-	if _, err := l.db.Exec(`INSERT INTO results(cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested) VALUES(?, 'w', x'77', x'78', 0, '', 0, 0, 0, 0)`, cids[3][0]); err != nil {
+	if _, err := l.db.Exec(`INSERT INTO results(job, cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested)
+		VALUES((SELECT id FROM jobs WHERE cid = ?1), ?1, 'w', x'77', x'78', 0, '', 0, 0, 0, 0)`, cids[3][0]); err != nil {
 		t.Fatal(err)
 	}
 	if u, err := l.Undecided(); err != nil || len(u) != 0 {
@@ -387,6 +388,8 @@ func TestLedgerQueriesUseIndexes(t *testing.T) {
 		"mark submitted": qMarkSubmitted, "mark harvested": qMarkHarvested, "queue units": qQueueUnits,
 		"mark collected": qMarkCollected, "set status": qSetStatus, "grade": qGrade, "unqueue": qUnqueueUnits,
 		"insert result": qInsertResult, "insert job": qInsertJob, "unit id": qUnitID,
+		"record facts": qRecordFacts, "known": qKnown, "job specs": qJobSpecs, "result of": qResultOf, "unit of": qUnitOf,
+		"mark receipted": qMarkReceipted, "uncredited of": qUncreditedOf,
 	} {
 		n := strings.Count(q, "?")
 		args := make([]any, 0, n)

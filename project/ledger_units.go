@@ -9,16 +9,21 @@ import (
 	"github.com/up-pool/up/job"
 )
 
+// qUnitOf reads a job's unit (?2 its CID) and the copies issued, those
+// in state ?1 (lost) left out.
+const qUnitOf = `SELECT j.unit, (SELECT COUNT(*) FROM jobs k WHERE k.unit = j.unit AND k.state != ?1) FROM jobs j
+	WHERE substr(j.cid, -16) = substr(?2, -16) AND j.cid = ?2`
+
 // UnitOf returns a job's unit and how many copies of it were issued
 // (jobs declared lost left out: they will never return a result).
 func (l *Ledger) UnitOf(cid string) (unit int64, issued int, err error) {
-	err = l.db.QueryRow(`SELECT j.unit, (SELECT COUNT(*) FROM jobs k WHERE k.unit = j.unit AND k.state != ?) FROM jobs j WHERE j.cid = ?`, StateLost, cid).Scan(&unit, &issued)
+	err = l.db.QueryRow(qUnitOf, StateLost, cid).Scan(&unit, &issued)
 	return unit, issued, err
 }
 
 // UnitResults returns a unit's harvested results.
 func (l *Ledger) UnitResults(unit int64) ([]Copy, error) {
-	rows, err := l.db.Query(`SELECT r.cid, r.client_key, r.output, r.exit_code, r.error FROM results r JOIN jobs j ON j.cid = r.cid WHERE j.unit = ? ORDER BY r.at, r.cid`, unit)
+	rows, err := l.db.Query(`SELECT r.cid, r.client_key, r.output, r.exit_code, r.error FROM results r JOIN jobs j ON j.id = r.job WHERE j.unit = ? ORDER BY r.at, r.cid`, unit)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +121,7 @@ const (
 		a.unit IS NOT NULL, COALESCE(a.decision, '')
 		FROM to_validate t JOIN units u ON u.id = t.unit LEFT JOIN adaptive a ON a.unit = t.unit WHERE t.unit > ? ORDER BY t.unit LIMIT ?`
 	qQueuedResults = `SELECT j.unit, r.cid, r.client_key, r.output, r.exit_code, r.error, r.valid IS NULL
-		FROM to_validate t CROSS JOIN jobs j ON j.unit = t.unit JOIN results r ON r.cid = j.cid
+		FROM to_validate t CROSS JOIN jobs j ON j.unit = t.unit JOIN results r ON r.job = j.id
 		WHERE t.unit > ? AND t.unit <= ? ORDER BY t.unit, r.at, r.cid`
 )
 
@@ -375,7 +380,7 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 // the unit's index, its canonical CID (empty when undecided) and its batch.
 func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) error) error {
 	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, COALESCE(u.canonical, ''), j.signed
-		FROM results r JOIN jobs j ON j.cid = r.cid JOIN units u ON u.id = j.unit ORDER BY r.harvested, r.cid`)
+		FROM results r JOIN jobs j ON j.id = r.job JOIN units u ON u.id = j.unit ORDER BY r.harvested, r.cid`)
 	if err != nil {
 		return err
 	}

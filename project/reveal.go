@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -152,6 +151,9 @@ func (p *Project) boardCommits(ctx context.Context, board []byte, rr *RevealRepo
 	return out, nil
 }
 
+// qJobSpecs reads the signed specs of the jobs of a JSON array of CIDs.
+const qJobSpecs = `SELECT j.cid, j.signed FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue
+
 // jobSpecs returns the specs of the ledger's jobs of cids (a job not in
 // the ledger is left out), but for the jobs this process recorded whose
 // specs cannot use commit–reveal (Ledger.plain): those are left out
@@ -161,11 +163,11 @@ func (l *Ledger) jobSpecs(cids []string) (map[string]*job.Spec, error) {
 	out := make(map[string]*job.Spec, len(cids))
 	for start := 0; start < len(cids); start += 256 {
 		part := cids[start:min(start+256, len(cids))]
-		args := make([]any, len(part))
-		for i, c := range part {
-			args[i] = c
+		list, err := jsonArg(part)
+		if err != nil {
+			return nil, err
 		}
-		rows, err := l.db.Query(`SELECT cid, signed FROM jobs WHERE cid IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
+		rows, err := l.db.Query(qJobSpecs, list)
 		if err != nil {
 			return nil, fmt.Errorf("read the specs of %d jobs: %w", len(part), err)
 		}

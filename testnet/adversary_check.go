@@ -120,7 +120,7 @@ func (n *Network) CheckAdversary(ledger *project.Ledger, r, f int) (AdversaryRep
 	if err := n.checkJobs(ledger, r, faulty, &rep); err != nil {
 		return rep, err
 	}
-	err := ledger.DB().QueryRow(`SELECT COUNT(*) FROM (SELECT j.unit, r.client FROM results r JOIN jobs j ON j.cid = r.cid
+	err := ledger.DB().QueryRow(`SELECT COUNT(*) FROM (SELECT j.unit, r.client FROM results r JOIN jobs j ON j.id = r.job
 		WHERE r.valid = 1 GROUP BY j.unit, r.client HAVING COUNT(*) > 1)`).Scan(&rep.DoubleCredit)
 	if err != nil {
 		return rep, fmt.Errorf("count double credit in the ledger: %w", err)

@@ -201,7 +201,7 @@ func ledgerProblems(path string) (units int, problems []string, err error) {
 	for _, c := range []struct{ what, q string }{
 		{"units not valid with a canonical result", `SELECT COUNT(*) FROM units WHERE status != 'valid' OR canonical IS NULL`},
 		{"units whose canonical result is not exactly one ledger row", `SELECT COUNT(*) FROM units u WHERE u.canonical IS NOT NULL AND (SELECT COUNT(*) FROM results r WHERE r.cid = u.canonical) != 1`},
-		{"jobs collected with no result in the ledger", `SELECT COUNT(*) FROM jobs j WHERE j.state = 'collected' AND NOT EXISTS (SELECT 1 FROM results r WHERE r.cid = j.cid)`},
+		{"jobs collected with no result in the ledger", `SELECT COUNT(*) FROM jobs j WHERE j.state = 'collected' AND NOT EXISTS (SELECT 1 FROM results r WHERE r.job = j.id)`},
 	} {
 		var n int
 		if err := db.QueryRow(c.q).Scan(&n); err != nil {

@@ -277,7 +277,7 @@ func (r *benchRun) countClaims() {
 // valid units.
 func (r *benchRun) readLedger() error {
 	var lat []time.Duration
-	rows, err := r.ledger.DB().Query(`SELECT j.prepared, r.harvested FROM jobs j JOIN results r ON r.cid = j.cid`)
+	rows, err := r.ledger.DB().Query(`SELECT j.prepared, r.harvested FROM jobs j JOIN results r ON r.job = j.id`)
 	if err != nil {
 		return fmt.Errorf("read the submit-to-harvest times from the ledger: %w", err)
 	}
