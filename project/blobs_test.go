@@ -110,7 +110,7 @@ func TestSubmitLocalFiles(t *testing.T) {
 // and the three inputs' blobs, in the file's order.
 func checkJobsNameBlobs(t *testing.T, f *flow, keys map[string][]byte) {
 	t.Helper()
-	rows, err := f.ledger.DB().Query(`SELECT signed FROM jobs`)
+	rows, err := f.ledger.DB().Query(`SELECT signed FROM specs`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -405,7 +405,7 @@ func completeAll(t *testing.T, net *testnet.Network, db *sql.DB, projectKey []by
 		workers = append(workers, claimclient.NewClaimer(a.Endpoint(), a.DHT(), nil, 0))
 		keys = append(keys, a.Identity())
 	}
-	rows, err := db.Query(`SELECT cid, copy, signed FROM jobs ORDER BY cid`)
+	rows, err := db.Query(`SELECT j.cid, j.copy, s.signed FROM jobs j JOIN specs s ON s.job = j.id ORDER BY j.cid`)
 	if err != nil {
 		t.Fatal(err)
 	}

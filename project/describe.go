@@ -134,12 +134,12 @@ var ErrNotDescribed = errors.New("not in the ledger")
 // describeJobs returns the ledger's jobs of jobOrUnit (a CID, or a unit's
 // number) and their unit.
 func (l *Ledger) describeJobs(jobOrUnit string) ([]ledgerJob, int64, error) {
-	q := `SELECT cid, unit, copy, state, signed FROM jobs WHERE `
+	q := `SELECT j.cid, j.unit, j.copy, j.state, s.signed FROM jobs j JOIN specs s ON s.job = j.id WHERE `
 	var arg any
 	if n, err := strconv.ParseInt(strings.TrimPrefix(jobOrUnit, "unit"), 10, 64); err == nil {
-		q, arg = q+`unit = ? ORDER BY copy`, n
+		q, arg = q+`j.unit = ? ORDER BY j.copy`, n
 	} else if c, err := cid.Decode(jobOrUnit); err == nil {
-		q, arg = q+`substr(cid, -16) = substr(?1, -16) AND cid = ?1`, c.String()
+		q, arg = q+`substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`, c.String()
 	} else {
 		return nil, 0, fmt.Errorf("%q is neither a job's CID nor a unit's number", jobOrUnit)
 	}

@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS units(
 	UNIQUE(batch, idx));
 CREATE INDEX IF NOT EXISTS units_status ON units(status);
 CREATE TABLE IF NOT EXISTS jobs(` + jobsColumns + `);
+CREATE TABLE IF NOT EXISTS specs(` + specsColumns + `);
 CREATE TABLE IF NOT EXISTS results(` + resultsColumns + `);
 CREATE TABLE IF NOT EXISTS to_validate(
 	unit INTEGER PRIMARY KEY REFERENCES units(id));
@@ -91,20 +92,21 @@ CREATE TABLE IF NOT EXISTS unit_blobs(
 CREATE INDEX IF NOT EXISTS unit_blobs_key ON unit_blobs(key);
 `
 
-// jobsColumns and resultsColumns define the jobs and results tables
-// (their own constants: migrateByID builds them under other names). A
-// job is keyed by a sequence (id), in the order it was recorded; a
-// result by its rowid, in the order it was recorded, and found by its
-// job's id (unique): rows and index entries are appended, not placed by
-// a random key.
+// jobsColumns, specsColumns and resultsColumns define the jobs, specs
+// and results tables (their own constants: migrateByID builds them under
+// other names). A job is keyed by a sequence (id), in the order it was
+// recorded; a result by its rowid, in the order it was recorded, and
+// found by its job's id (unique): rows and index entries are appended,
+// not placed by a random key. A job's signed spec and listing (~0.4 KB
+// each) are a row of specs, written once: a job's row, rewritten at each
+// change of its state, stays ~0.1 KB, so a page of jobs changing state
+// rewrites a few database pages, not one per few jobs.
 const (
 	jobsColumns = `
 	id        INTEGER PRIMARY KEY,
 	cid       TEXT NOT NULL,
 	unit      INTEGER NOT NULL REFERENCES units(id),
 	copy      INTEGER NOT NULL,
-	signed    BLOB NOT NULL,
-	listing   BLOB NOT NULL,
 	state     TEXT NOT NULL,
 	acks      INTEGER NOT NULL DEFAULT 0,
 	prepared  INTEGER NOT NULL,
@@ -112,6 +114,10 @@ const (
 	collected INTEGER,
 	unservable_since INTEGER,
 	UNIQUE(unit, copy)`
+	specsColumns = `
+	job     INTEGER PRIMARY KEY REFERENCES jobs(id),
+	signed  BLOB NOT NULL,
+	listing BLOB NOT NULL`
 	resultsColumns = `
 	job        INTEGER NOT NULL UNIQUE REFERENCES jobs(id),
 	cid        TEXT NOT NULL,
@@ -196,7 +202,8 @@ const (
 	qInsertBatch = `INSERT INTO batches(digest, source, units, copies, created) VALUES(?,?,?,?,?)`
 	qEnsureUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?) ON CONFLICT(batch, idx) DO NOTHING`
 	qUnitID      = `SELECT id, copies FROM units WHERE batch = ? AND idx = ?`
-	qInsertJob   = `INSERT INTO jobs(cid, unit, copy, signed, listing, state, prepared) VALUES(?,?,?,?,?,?,?)`
+	qInsertJob   = `INSERT INTO jobs(cid, unit, copy, state, prepared) VALUES(?,?,?,?,?)`
+	qInsertSpec  = `INSERT INTO specs(job, signed, listing) VALUES(?,?,?)`
 	qInsertUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?)`
 	// [[cid, acks], ...]
 	qMarkSubmitted = `UPDATE jobs SET state = ?1, acks = e.value->>1, submitted = ?2
@@ -228,7 +235,7 @@ const (
 		WHERE (SELECT COUNT(*) FROM jobs j JOIN results r ON r.job = j.id WHERE j.unit = e.value->>0) = e.value->>1)`
 )
 
-var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertUnit, qMarkSubmitted, qInsertResult, qInsertValidResult, qRecordFacts,
+var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertSpec, qInsertUnit, qMarkSubmitted, qInsertResult, qInsertValidResult, qRecordFacts,
 	qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits,
 	qInsertAdaptive, qDecideAdaptive}
 
@@ -525,10 +532,22 @@ func (l *Ledger) insertJobs(tx *sql.Tx, jobs []PreparedJob, now time.Time) error
 	if err != nil {
 		return err
 	}
+	insSpec, err := l.txStmt(tx, qInsertSpec)
+	if err != nil {
+		return err
+	}
 	at := now.UnixMilli()
 	for _, j := range jobs {
-		if _, err := ins.Exec(j.CID, j.Unit, j.Copy, j.Signed, j.Listing, StatePrepared, at); err != nil {
+		res, err := ins.Exec(j.CID, j.Unit, j.Copy, StatePrepared, at)
+		if err != nil {
 			return fmt.Errorf("ledger: record job %s: %w", j.CID, err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("ledger: record job %s: %w", j.CID, err)
+		}
+		if _, err := insSpec.Exec(id, j.Signed, j.Listing); err != nil {
+			return fmt.Errorf("ledger: record the spec of job %s: %w", j.CID, err)
 		}
 	}
 	l.notePlain(jobs)
@@ -647,7 +666,7 @@ func (l *Ledger) record(b *batchRecord, jobs []unitJob, now time.Time) error {
 // Pending lists the jobs of a batch (all batches when 0) not yet
 // acknowledged by r replicas.
 func (l *Ledger) Pending(batch int64) ([]PreparedJob, error) {
-	q := `SELECT j.cid, j.unit, j.copy, j.signed, j.listing FROM jobs j JOIN units u ON u.id = j.unit WHERE j.state = ?`
+	q := `SELECT j.cid, j.unit, j.copy, s.signed, s.listing FROM jobs j JOIN units u ON u.id = j.unit JOIN specs s ON s.job = j.id WHERE j.state = ?`
 	args := []any{StatePrepared}
 	if batch != 0 {
 		q += ` AND u.batch = ?`

@@ -34,7 +34,7 @@ func fillLedgerNamed(tb testing.TB, l *Ledger, digest string, n, copies int, nam
 		for c := range copies {
 			cid := name(fmt.Sprintf("%s-u%d-c%d", digest, i, c))
 			cids[i] = append(cids[i], cid)
-			jobs = append(jobs, unitJob{idx: i, PreparedJob: PreparedJob{CID: cid, Copy: c, Signed: make([]byte, 300), Listing: make([]byte, 150)}})
+			jobs = append(jobs, unitJob{idx: i, PreparedJob: PreparedJob{CID: cid, Copy: c, Signed: make([]byte, 390), Listing: make([]byte, 340)}})
 		}
 		if len(jobs) >= 1000 || i == n-1 {
 			if err := b.record(l, jobs); err != nil {

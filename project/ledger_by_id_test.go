@@ -73,6 +73,12 @@ func TestMigrateByID(t *testing.T) {
 		if err != nil || idx != 0 || r.Client != "w1" || string(r.Output) != "o1" || r.Valid == nil || !*r.Valid {
 			t.Fatalf("open %d: result of the collected job %+v unit %d (%v)", round, r, idx, err)
 		}
+		for c, want := range map[string]string{v1Prepared: "\x03\x33", v1Collected: "\x01\x11", v1Harvested: "\x02\x22"} {
+			var spec string
+			if err := l.db.QueryRow(`SELECT s.signed || s.listing FROM jobs j JOIN specs s ON s.job = j.id WHERE j.cid = ?`, c).Scan(&spec); err != nil || spec != want {
+				t.Fatalf("open %d: job %s's spec and listing %q (%v), want %q", round, c[len(c)-6:], spec, err, want)
+			}
+		}
 		var receipt sql.NullInt64
 		if err := l.db.QueryRow(`SELECT r.receipt FROM results r JOIN jobs j ON j.id = r.job WHERE j.cid = ?`, v1Collected).Scan(&receipt); err != nil || receipt.Int64 != 1 {
 			t.Fatalf("open %d: receipt %v (%v), want 1", round, receipt, err)
@@ -152,4 +158,61 @@ func TestShortCIDsAreWholeKeys(t *testing.T) {
 	if st, err := l.Known("b-u0-c0"); err != nil || st != "" {
 		t.Fatalf("a CID the ledger does not hold that ends as one it holds: %q %v, want unknown", st, err)
 	}
+}
+
+// TestMigrateSpecs: a ledger whose jobs are keyed by id but still hold
+// their specs and listings in their rows (the layout between) gets them
+// moved to specs when it opens, every job's kept; the jobs' rows lose
+// the two columns.
+func TestMigrateSpecs(t *testing.T) {
+	l, path := openTestLedger(t)
+	cids := fillLedger(t, l, "b", 5, 1)
+	want := map[string][]byte{}
+	for i, c := range cids {
+		want[c[0]] = []byte{byte(i), 7}
+		if _, err := l.db.Exec(`UPDATE specs SET signed = ?, listing = x'09' WHERE job = (SELECT id FROM jobs WHERE cid = ?)`, want[c[0]], c[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`ALTER TABLE jobs ADD COLUMN signed BLOB`, `ALTER TABLE jobs ADD COLUMN listing BLOB`,
+		`UPDATE jobs SET signed = (SELECT signed FROM specs WHERE job = jobs.id), listing = (SELECT listing FROM specs WHERE job = jobs.id)`,
+		`DELETE FROM specs`,
+	} {
+		if _, err := l.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	l.Close()
+	l2, err := OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	specs, err := l2.jobSpecsRaw(cids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, w := range want {
+		if string(specs[c]) != string(w) {
+			t.Fatalf("job %s's spec %x after the move, want %x", c, specs[c], w)
+		}
+	}
+	var left int
+	if err := l2.db.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name IN ('signed', 'listing')`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d spec columns left in jobs (%v)", left, err)
+	}
+}
+
+// jobSpecsRaw returns the signed bytes of each job of cids (each cids[i][0]).
+func (l *Ledger) jobSpecsRaw(cids [][]string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, c := range cids {
+		var signed []byte
+		if err := l.db.QueryRow(`SELECT s.signed FROM jobs j JOIN specs s ON s.job = j.id WHERE j.cid = ?`, c[0]).Scan(&signed); err != nil {
+			return nil, err
+		}
+		out[c[0]] = signed
+	}
+	return out, nil
 }

@@ -76,8 +76,8 @@ func (l *Ledger) ResultsPage(offset, limit int) (ResultsPage, error) {
 		return p, fmt.Errorf("ledger: count results: %w", err)
 	}
 	rows, err := l.db.Query(`SELECT r.cid, j.unit, b.source, u.idx, r.client, r.valid, u.canonical IS r.cid, r.exit_code, r.error,
-		length(r.output), r.cpu_ms, r.wall_ms, r.harvested, j.signed
-		FROM results r CROSS JOIN jobs j ON j.id = r.job JOIN units u ON u.id = j.unit JOIN batches b ON b.id = u.batch
+		length(r.output), r.cpu_ms, r.wall_ms, r.harvested, s.signed
+		FROM results r CROSS JOIN jobs j ON j.id = r.job JOIN units u ON u.id = j.unit JOIN batches b ON b.id = u.batch JOIN specs s ON s.job = j.id
 		ORDER BY r.rowid DESC LIMIT ? OFFSET ?`, limit, offset)
 	if err != nil {
 		return p, fmt.Errorf("ledger: results page: %w", err)
@@ -108,8 +108,8 @@ var ErrNoResult = errors.New("no result recorded for this job")
 
 // qResultOf reads a job's result (?1 its CID) with its unit's index and
 // its signed spec.
-const qResultOf = `SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, j.signed
-	FROM jobs j JOIN results r ON r.job = j.id JOIN units u ON u.id = j.unit WHERE substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`
+const qResultOf = `SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, s.signed
+	FROM jobs j JOIN results r ON r.job = j.id JOIN units u ON u.id = j.unit JOIN specs s ON s.job = j.id WHERE substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`
 
 // ResultOf returns the result of a job, with the output file names its
 // job names (OutputNames) and the unit's index; an error wrapping

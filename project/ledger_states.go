@@ -80,7 +80,7 @@ func (l *Ledger) markCollected(tx *sql.Tx, cids []string, now time.Time) error {
 	return err
 }
 
-const qHarvested = `SELECT cid, listing FROM jobs WHERE state = ?`
+const qHarvested = `SELECT j.cid, s.listing FROM jobs j JOIN specs s ON s.job = j.id WHERE j.state = ?`
 
 // Harvested lists jobs whose result is recorded but whose nodes were not
 // yet told (a harvest stopped between the two).
@@ -130,7 +130,7 @@ func (l *Ledger) harvestedJobs() ([]harvestedJob, error) {
 // listing the ledger keeps.
 func (l *Ledger) placeOf(cid string) ([]byte, error) {
 	var listing []byte
-	if err := l.db.QueryRow(`SELECT listing FROM jobs WHERE substr(cid, -16) = substr(?1, -16) AND cid = ?1`, cid).Scan(&listing); err != nil {
+	if err := l.db.QueryRow(`SELECT s.listing FROM jobs j JOIN specs s ON s.job = j.id WHERE substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`, cid).Scan(&listing); err != nil {
 		return nil, fmt.Errorf("job %s in the ledger: %w", cid, err)
 	}
 	_, sl, err := job.DecodeListing(listing)

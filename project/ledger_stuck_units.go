@@ -96,7 +96,8 @@ func (l *Ledger) StuckUnits(now time.Time, after time.Duration, limit int) (Stuc
 		var signed []byte
 		// A job still waiting first, else the latest: its app, and the
 		// one to describe.
-		err := l.db.QueryRow(`SELECT cid, signed FROM jobs WHERE unit = ? ORDER BY state IN ('prepared', 'submitted') DESC, copy DESC LIMIT 1`,
+		err := l.db.QueryRow(`SELECT j.cid, s.signed FROM jobs j JOIN specs s ON s.job = j.id WHERE j.unit = ?
+			ORDER BY j.state IN ('prepared', 'submitted') DESC, j.copy DESC LIMIT 1`,
 			u.Unit).Scan(&u.Job, &signed)
 		if err != nil {
 			return out, fmt.Errorf("ledger: jobs of stuck unit %d: %w", u.Unit, err)

@@ -280,7 +280,8 @@ func (l *Ledger) settle(collected []string, vs []unitVerdict, now time.Time) err
 // AnyJob returns one job of a unit (to derive another copy from) and the
 // highest copy number used.
 func (l *Ledger) AnyJob(unit int64) (signed []byte, maxCopy int, err error) {
-	err = l.db.QueryRow(`SELECT signed, (SELECT MAX(copy) FROM jobs WHERE unit = ?) FROM jobs WHERE unit = ? ORDER BY copy LIMIT 1`, unit, unit).Scan(&signed, &maxCopy)
+	err = l.db.QueryRow(`SELECT s.signed, (SELECT MAX(copy) FROM jobs WHERE unit = ?1) FROM jobs j JOIN specs s ON s.job = j.id
+		WHERE j.unit = ?1 ORDER BY j.copy LIMIT 1`, unit).Scan(&signed, &maxCopy)
 	return signed, maxCopy, err
 }
 
@@ -379,8 +380,8 @@ func (l *Ledger) Stats(now time.Time) (Stats, error) {
 // EachResult calls f for every harvested result, in harvest order, with
 // the unit's index, its canonical CID (empty when undecided) and its batch.
 func (l *Ledger) EachResult(f func(r Result, unitIdx int, canonical string) error) error {
-	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, COALESCE(u.canonical, ''), j.signed
-		FROM results r JOIN jobs j ON j.id = r.job JOIN units u ON u.id = j.unit ORDER BY r.harvested, r.cid`)
+	rows, err := l.db.Query(`SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, COALESCE(u.canonical, ''), s.signed
+		FROM results r JOIN jobs j ON j.id = r.job JOIN units u ON u.id = j.unit JOIN specs s ON s.job = j.id ORDER BY r.harvested, r.cid`)
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,7 @@ func (p *Project) boardCommits(ctx context.Context, board []byte, rr *RevealRepo
 }
 
 // qJobSpecs reads the signed specs of the jobs of a JSON array of CIDs.
-const qJobSpecs = `SELECT j.cid, j.signed FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue
+const qJobSpecs = `SELECT j.cid, s.signed FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue + ` JOIN specs s ON s.job = j.id`
 
 // jobSpecs returns the specs of the ledger's jobs of cids (a job not in
 // the ledger is left out), but for the jobs this process recorded whose

@@ -247,7 +247,7 @@ func (f *flow) boardJobs(t *testing.T, board []byte) int {
 func (f *flow) unitBoard(t *testing.T) []byte {
 	t.Helper()
 	var signed []byte
-	if err := f.ledger.DB().QueryRow(`SELECT signed FROM jobs LIMIT 1`).Scan(&signed); err != nil {
+	if err := f.ledger.DB().QueryRow(`SELECT signed FROM specs LIMIT 1`).Scan(&signed); err != nil {
 		t.Fatal(err)
 	}
 	_, spec, err := job.Decode(signed)

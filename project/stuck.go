@@ -40,7 +40,7 @@ func (s Stuck) Hint() string {
 // stuck groups the submitted jobs without a result that are older than
 // StuckAfter and than twice their T_finish at now, most jobs first.
 func (l *Ledger) stuck(now time.Time) ([]Stuck, error) {
-	rows, err := l.db.Query(`SELECT signed, submitted FROM jobs WHERE state = ? AND submitted <= ?`,
+	rows, err := l.db.Query(`SELECT s.signed, j.submitted FROM jobs j JOIN specs s ON s.job = j.id WHERE j.state = ? AND j.submitted <= ?`,
 		StateSubmitted, now.Add(-StuckAfter).UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("ledger: jobs submitted before %s: %w", now.Add(-StuckAfter).Format(time.RFC3339), err)

@@ -131,7 +131,7 @@ func (n *Network) CheckAdversary(ledger *project.Ledger, r, f int) (AdversaryRep
 // checkJobs counts, over the ledger's jobs, those with more than rep.F
 // faulty nodes among their r closest, and lists the jobs not harvested.
 func (n *Network) checkJobs(ledger *project.Ledger, r int, faulty map[string]bool, rep *AdversaryReport) error {
-	rows, err := ledger.DB().Query(`SELECT cid, state, listing FROM jobs`)
+	rows, err := ledger.DB().Query(`SELECT j.cid, j.state, s.listing FROM jobs j JOIN specs s ON s.job = j.id`)
 	if err != nil {
 		return fmt.Errorf("read the ledger's jobs: %w", err)
 	}

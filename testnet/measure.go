@@ -107,7 +107,7 @@ func (net *Network) Unharvested(ledger *project.Ledger, projectName string, max 
 		key := c.Bytes()
 		fmt.Fprintf(&b, "job %s (%d faulty among its %d closest; closest first: %v):\n", s, faulty[s], net.replication(), net.JobClosest(key, 8))
 		var signed []byte
-		if err := ledger.DB().QueryRow(`SELECT signed FROM jobs WHERE cid = ?`, s).Scan(&signed); err == nil {
+		if err := ledger.DB().QueryRow(`SELECT s.signed FROM jobs j JOIN specs s ON s.job = j.id WHERE substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`, s).Scan(&signed); err == nil {
 			if _, spec, err := job.Decode(signed); err == nil {
 				for _, kw := range spec.Keywords {
 					for _, nd := range net.Live() {

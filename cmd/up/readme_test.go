@@ -225,11 +225,11 @@ func TestLedgerProblemsFindsLoss(t *testing.T) {
 	}
 	for _, q := range []string{
 		`CREATE TABLE units(id INTEGER PRIMARY KEY, status TEXT, canonical TEXT)`,
-		`CREATE TABLE jobs(cid TEXT PRIMARY KEY, unit INTEGER, state TEXT)`,
-		`CREATE TABLE results(cid TEXT PRIMARY KEY)`,
+		`CREATE TABLE jobs(id INTEGER PRIMARY KEY, cid TEXT, unit INTEGER, state TEXT)`,
+		`CREATE TABLE results(job INTEGER UNIQUE, cid TEXT)`,
 		`INSERT INTO units VALUES(1, 'valid', 'a'), (2, 'open', NULL)`,
-		`INSERT INTO jobs VALUES('a', 1, 'collected'), ('b', 2, 'collected')`,
-		`INSERT INTO results VALUES('a')`,
+		`INSERT INTO jobs VALUES(1, 'a', 1, 'collected'), (2, 'b', 2, 'collected')`,
+		`INSERT INTO results VALUES(1, 'a')`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -97,7 +97,7 @@ func (rr *realRun) indexDiag(ctx context.Context) string {
 func (rr *realRun) claimViewDiag(ctx context.Context, b *strings.Builder, nameOf func(peer.ID) string) {
 	var s string
 	var listing []byte
-	if err := rr.ledger.DB().QueryRow(`SELECT cid, listing FROM jobs WHERE state = 'submitted' LIMIT 1`).Scan(&s, &listing); err != nil {
+	if err := rr.ledger.DB().QueryRow(`SELECT j.cid, s.listing FROM jobs j JOIN specs s ON s.job = j.id WHERE j.state = 'submitted' LIMIT 1`).Scan(&s, &listing); err != nil {
 		return
 	}
 	_, l, err := job.DecodeListing(listing)

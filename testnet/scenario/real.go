@@ -384,7 +384,7 @@ func (l *lockedReader) Read(p []byte) (int, error) {
 // countLost counts the jobs the ledger holds as submitted and never
 // harvested, and of them those no live node holds.
 func (rr *realRun) countLost(fig *Figures) error {
-	rows, err := rr.ledger.DB().Query(`SELECT signed FROM jobs WHERE state = ?`, project.StateSubmitted)
+	rows, err := rr.ledger.DB().Query(`SELECT s.signed FROM jobs j JOIN specs s ON s.job = j.id WHERE j.state = ?`, project.StateSubmitted)
 	if err != nil {
 		return fmt.Errorf("ledger: unharvested jobs: %w", err)
 	}
