@@ -95,7 +95,7 @@ func TestCrashChild(t *testing.T) {
 		}
 		errs = rep.Submit.Errors
 	case "harvest":
-		if rep.Harvest, err = p.Harvest(ctx, l, project.HarvestOptions{}, progress); err != nil {
+		if rep.Harvest, err = p.Harvest(ctx, l, project.HarvestOptions{PageSize: 64}, progress); err != nil {
 			t.Fatal(err)
 		}
 		errs = rep.Harvest.Errors

@@ -444,6 +444,63 @@ func TestVerifySigsRefusesOnlyTheBadCopy(t *testing.T) {
 
 // TestOpenAnonymousMatchesNaCl: openAnonymous opens what nacl/box seals,
 // as box.OpenAnonymous does, and refuses any altered byte.
+// TestVerifySigsBatchSignedOnce: copies a client signed in one batch
+// (result.SignOuterBatch) share one outer signature and root message,
+// checked once for all of them; a copy whose message or key differs from
+// its batch's is checked on its own and refused alone. Control: a check
+// shared by signature alone passes both forgeries.
+func TestVerifySigsBatchSignedOnce(t *testing.T) {
+	f := newResultFixture(t)
+	o := f.opener()
+	envs := make([]*result.Envelope, 6)
+	for i := range envs {
+		in := result.Inner{Job: []byte(fmt.Sprintf("job-%d", i)), ClientCert: []byte("cert:alice"), Output: []byte("42\n"), CPU: 7, Wall: 9, At: 1_700_000_000_000}
+		e, err := result.SealInner(in, f.clients["alice"], f.pub[:], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs[i] = e
+	}
+	if err := result.SignOuterBatch(envs, f.clients["alice"]); err != nil {
+		t.Fatal(err)
+	}
+	unseal := func() []*unsealed {
+		var us []*unsealed
+		for i, e := range envs {
+			u, err := o.unseal(e.Encode(), []byte(fmt.Sprintf("job-%d", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			us = append(us, u)
+		}
+		return us
+	}
+	us := unseal()
+	if !bytes.Equal(us[0].outer, us[5].outer) || !bytes.Equal(us[0].outSig, us[5].outSig) {
+		t.Fatal("batch-signed copies do not share their outer message and signature")
+	}
+	if errs := verifySigs(us); errors.Join(errs...) != nil {
+		t.Fatalf("honest batch: %v", errs)
+	}
+	us = unseal()
+	us[2].outer = append(bytes.Clone(us[2].outer), 'x') // its path led to another root
+	bob := f.clients["bob"].Public().(ed25519.PublicKey)
+	bobKey, err := o.cache.clientKey(bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us[4].key, us[4].pub = bob, bobKey // the batch's signature claimed for another key
+	for i, err := range verifySigs(us) {
+		forged := i == 2 || i == 4
+		if forged && (err == nil || err.Error() != result.ErrForged.Error()+": outer signature") {
+			t.Errorf("copy %d (not its batch's signature): %v", i, err)
+		}
+		if !forged && err != nil {
+			t.Errorf("copy %d refused: %v", i, err)
+		}
+	}
+}
+
 func TestOpenAnonymousMatchesNaCl(t *testing.T) {
 	pub, priv, _ := box.GenerateKey(rand.Reader)
 	for _, n := range []int{0, 1, 100, 5000} {

@@ -22,7 +22,15 @@ type HarvestOptions struct {
 	// MaxCopies bounds the copies a unit may get when results disagree.
 	// Default 2 more than the file asked.
 	MaxCopies int
-	// PageSize is the harvest page size. Default 256.
+	// PageSize is how many jobs a harvest reads from the index per
+	// request, and how many listed jobs it fetches together and records
+	// in one transaction: one request per node holding some (at most
+	// wire.MaxJobsPerStore keys each, so what a page holds in memory is
+	// bounded by the nodes' reply frames), one batch of signatures to
+	// verify, one synced commit. Larger pages cost less per job; a crash
+	// loses at most a page's fetching, never a result (a node keeps a
+	// result until told it is collected, which follows the commit).
+	// Default 256.
 	PageSize int
 	// LostAfter is T_lost: how long (on the project's clock, from the
 	// first harvest that found it so) a job listed finished may go with
@@ -139,7 +147,7 @@ func (r HarvestReport) Err() error {
 // the next. A cancelled ctx stops the harvest between RPCs; what is
 // recorded stays recorded, and the interruption is reported in Errors.
 func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, progress Progress) (HarvestReport, error) {
-	if opts.PageSize == 0 {
+	if opts.PageSize <= 0 {
 		opts.PageSize = 256
 	}
 	var rep HarvestReport
@@ -159,8 +167,8 @@ func (p *Project) Harvest(ctx context.Context, l *Ledger, opts HarvestOptions, p
 			listed[j.cid] = true
 		}
 	}
-	for start := 0; start < len(fetch) && ctx.Err() == nil; start += 64 {
-		part := fetch[start:min(start+64, len(fetch))]
+	for start := 0; start < len(fetch) && ctx.Err() == nil; start += opts.PageSize {
+		part := fetch[start:min(start+opts.PageSize, len(fetch))]
 		got, err := p.fetchPart(ctx, l, part, opts, &rep)
 		if err != nil {
 			return rep, err

@@ -214,8 +214,8 @@ const (
 	// (decideOnRecord).
 	qInsertValidResult = `INSERT INTO results(job, cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed, valid)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,1)`
-	// [cid, ...]
-	qMarkHarvested = `UPDATE jobs SET state = ?1, unservable_since = NULL WHERE ` + jobsIn2 + ` AND +state IN (?3, ?4)`
+	// [job id, ...]: the ids qRecordFacts found.
+	qMarkHarvested = `UPDATE jobs SET state = ?1, unservable_since = NULL WHERE id IN (SELECT value FROM json_each(?2)) AND +state IN (?3, ?4)`
 	qQueueUnits    = `INSERT INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue + `
 		WHERE true ON CONFLICT(unit) DO NOTHING`
 	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2 WHERE ` + jobsIn3 + ` AND +state = ?4`

@@ -86,12 +86,14 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 	var conflicts []error
 	var verdicts []*recordFacts
 	queue := make([]string, 0, len(rs))
+	ids := make([]int64, 0, len(rs))
 	for i := range rs {
 		r := &rs[i]
 		f := facts[r.CID]
 		if f == nil {
 			return 0, fmt.Errorf("ledger: result of job %s from client %q: no such job in the ledger", r.CID, r.Client)
 		}
+		ids = append(ids, f.job)
 		if f.resultKey != nil {
 			if !bytes.Equal(f.resultKey, r.ClientKey) {
 				conflicts = append(conflicts, fmt.Errorf("ledger: result of job %s from client %q: %w", r.CID, r.Client, ErrResultConflict))
@@ -129,7 +131,11 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 	if len(conflicts) > 0 {
 		return 0, errors.Join(conflicts...)
 	}
-	if _, err := l.exec(tx, qMarkHarvested, StateHarvested, list, StatePrepared, StateSubmitted); err != nil {
+	idList, err := jsonArg(ids)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := l.exec(tx, qMarkHarvested, StateHarvested, idList, StatePrepared, StateSubmitted); err != nil {
 		return 0, err
 	}
 	if err := l.recordVerdicts(tx, verdicts, queue, now); err != nil {

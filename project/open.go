@@ -146,20 +146,36 @@ func refuse(pub *voi.ExpandedPublicKey, outer, sig []byte, err error) error {
 }
 
 // verifySigs checks the signatures of results, together; per result, nil
-// or why it is refused.
+// or why it is refused. Results a client signed in one batch
+// (result.SignOuterBatch) carry the same outer signature over the same
+// root message: such a signature is added to the batch once, and its
+// verdict is every such result's — the check is on the whole (key,
+// message, signature), so a result whose path leads to another root, or
+// that names another key, is a signature of its own.
 func verifySigs(rs []*unsealed) []error {
 	errs := make([]error, len(rs))
 	if len(rs) == 0 {
 		return errs
 	}
 	bv := voi.NewBatchVerifierWithCapacity(2 * len(rs))
-	at := make([]int, len(rs)) // where each result's outer signature is in the batch
+	at := make([]int, len(rs))   // where each result's outer signature is in the batch
+	inAt := make([]int, len(rs)) // where its inner signature is, -1: none
+	seen := make(map[string]int, len(rs))
+	var key []byte
 	n := 0
 	for i, r := range rs {
-		at[i] = n
-		bv.AddExpanded(r.pub, r.outer, r.outSig)
-		n++
+		key = append(append(append(key[:0], r.key...), r.outSig...), r.outer...)
+		if j, ok := seen[string(key)]; ok {
+			at[i] = j
+		} else {
+			at[i] = n
+			seen[string(key)] = n
+			bv.AddExpanded(r.pub, r.outer, r.outSig)
+			n++
+		}
+		inAt[i] = -1
 		if r.inner != nil {
+			inAt[i] = n
 			bv.AddExpanded(r.pub, r.inner, r.in.Sig)
 			n++
 		}
@@ -168,11 +184,11 @@ func verifySigs(rs []*unsealed) []error {
 	if ok {
 		return errs
 	}
-	for i, r := range rs {
+	for i := range rs {
 		switch {
 		case !valid[at[i]]:
 			errs[i] = fmt.Errorf("%w: outer signature", result.ErrForged)
-		case r.inner != nil && !valid[at[i]+1]:
+		case inAt[i] >= 0 && !valid[inAt[i]]:
 			errs[i] = fmt.Errorf("%w: inner signature", result.ErrForged)
 		}
 	}
