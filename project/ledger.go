@@ -51,6 +51,9 @@ type Ledger struct {
 	// harvested would otherwise stay: their harvest, if any, reads the
 	// ledger as before).
 	plain map[string]struct{}
+	// known maps the CID of each job this process recorded to its id
+	// (ledger_refs.go), until the job is collected; at most maxKnown.
+	known map[string]int64
 }
 
 // maxPlain bounds Ledger.plain (~100 bytes an entry: ~7 MB), a window of
@@ -189,15 +192,15 @@ func seed(db *sql.DB) error {
 // transaction holds. Those that change many rows take them as one JSON
 // array (json_each): one statement per transaction, not one per row.
 // A job is found by its CID as jobIndexes says: jobIsValue joins a
-// JSON array's element to its job, jobsIn1, jobsIn2 and jobsIn3 select the
-// jobs of the array bound to ?1, ?2 and ?3.
+// JSON array's element to its job, jobsIn1 and jobsIn2 select the
+// jobs of the array bound to ?1 and ?2; the hot paths find jobs by id
+// instead (jobIsRef, ledger_refs.go).
 // "+state" keeps SQLite from walking the jobs of a state (jobs_state),
 // which may be most of the ledger, rather than looking each job up.
 const (
 	jobIsValue = `substr(j.cid, -16) = substr(e.value, -16) AND j.cid = e.value`
 	jobsIn1    = `substr(cid, -16) IN (SELECT substr(value, -16) FROM json_each(?1)) AND cid IN (SELECT value FROM json_each(?1))`
 	jobsIn2    = `substr(cid, -16) IN (SELECT substr(value, -16) FROM json_each(?2)) AND cid IN (SELECT value FROM json_each(?2))`
-	jobsIn3    = `substr(cid, -16) IN (SELECT substr(value, -16) FROM json_each(?3)) AND cid IN (SELECT value FROM json_each(?3))`
 
 	qInsertBatch = `INSERT INTO batches(digest, source, units, copies, created) VALUES(?,?,?,?,?)`
 	qEnsureUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?) ON CONFLICT(batch, idx) DO NOTHING`
@@ -205,9 +208,9 @@ const (
 	qInsertJob   = `INSERT INTO jobs(cid, unit, copy, state, prepared) VALUES(?,?,?,?,?)`
 	qInsertSpec  = `INSERT INTO specs(job, signed, listing) VALUES(?,?,?)`
 	qInsertUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?)`
-	// [[cid, acks], ...]
-	qMarkSubmitted = `UPDATE jobs SET state = ?1, acks = e.value->>1, submitted = ?2
-		FROM json_each(?3) e WHERE substr(jobs.cid, -16) = substr(e.value->>0, -16) AND jobs.cid = e.value->>0 AND +jobs.state = ?4`
+	// [[id, cid, acks], ...]
+	qMarkSubmitted = `UPDATE jobs SET state = ?1, acks = e.value->>2, submitted = ?2
+		FROM json_each(?3) e WHERE jobs.id = e.value->>0 AND jobs.cid = e.value->>1 AND +jobs.state = ?4`
 	qInsertResult = `INSERT INTO results(job, cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`
 	// qInsertResult for a result graded valid as it is recorded
@@ -216,9 +219,12 @@ const (
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,1)`
 	// [job id, ...]: the ids qRecordFacts found.
 	qMarkHarvested = `UPDATE jobs SET state = ?1, unservable_since = NULL WHERE id IN (SELECT value FROM json_each(?2)) AND +state IN (?3, ?4)`
-	qQueueUnits    = `INSERT INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue + `
+	// [[id, cid], ...]
+	qQueueUnits = `INSERT INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsRef + `
 		WHERE true ON CONFLICT(unit) DO NOTHING`
-	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2 WHERE ` + jobsIn3 + ` AND +state = ?4`
+	// [[id, cid], ...]
+	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2
+		FROM json_each(?3) e WHERE jobs.id = e.value->>0 AND jobs.cid = e.value->>1 AND +jobs.state = ?4`
 	// [[unit, status, canonical or null, now], ...]: status_at moves
 	// only when the status changes.
 	qSetStatus = `UPDATE units SET status = e.value->>1, canonical = e.value->>2,
@@ -518,40 +524,47 @@ func (l *Ledger) Prepare(jobs []PreparedJob, now time.Time) error {
 		return err
 	}
 	defer tx.Rollback()
-	if err := l.insertJobs(tx, jobs, now); err != nil {
+	refs, err := l.insertJobs(tx, jobs, now)
+	if err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	l.noteKnown(refs)
+	return nil
 }
 
-func (l *Ledger) insertJobs(tx *sql.Tx, jobs []PreparedJob, now time.Time) error {
+func (l *Ledger) insertJobs(tx *sql.Tx, jobs []PreparedJob, now time.Time) ([]jobRef, error) {
 	if len(jobs) == 0 {
-		return nil
+		return nil, nil
 	}
 	ins, err := l.txStmt(tx, qInsertJob)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	insSpec, err := l.txStmt(tx, qInsertSpec)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	refs := make([]jobRef, len(jobs))
 	at := now.UnixMilli()
-	for _, j := range jobs {
+	for i, j := range jobs {
 		res, err := ins.Exec(j.CID, j.Unit, j.Copy, StatePrepared, at)
 		if err != nil {
-			return fmt.Errorf("ledger: record job %s: %w", j.CID, err)
+			return nil, fmt.Errorf("ledger: record job %s: %w", j.CID, err)
 		}
 		id, err := res.LastInsertId()
 		if err != nil {
-			return fmt.Errorf("ledger: record job %s: %w", j.CID, err)
+			return nil, fmt.Errorf("ledger: record job %s: %w", j.CID, err)
 		}
 		if _, err := insSpec.Exec(id, j.Signed, j.Listing); err != nil {
-			return fmt.Errorf("ledger: record the spec of job %s: %w", j.CID, err)
+			return nil, fmt.Errorf("ledger: record the spec of job %s: %w", j.CID, err)
 		}
+		refs[i] = jobRef{id: id, cid: j.CID}
 	}
 	l.notePlain(jobs)
-	return nil
+	return refs, nil
 }
 
 // notePlain adds to l.plain the jobs whose specs cannot use commit–reveal.
@@ -647,12 +660,14 @@ func (l *Ledger) record(b *batchRecord, jobs []unitJob, now time.Time) error {
 		rows[i] = j.PreparedJob
 		rows[i].Unit = unit
 	}
-	if err := l.insertJobs(tx, rows, now); err != nil {
+	refs, err := l.insertJobs(tx, rows, now)
+	if err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	l.noteKnown(refs)
 	b.id = id
 	for idx, unit := range created {
 		b.unitIDs[idx] = unit
@@ -693,16 +708,20 @@ func (l *Ledger) MarkSubmitted(acks map[string]int, now time.Time) error {
 	if len(acks) == 0 {
 		return nil
 	}
-	rows := make([][2]any, 0, len(acks))
-	for cid, n := range acks {
-		rows = append(rows, [2]any{cid, n})
-	}
-	list, err := jsonArg(rows)
-	if err != nil {
-		return err
+	cids := make([]string, 0, len(acks))
+	for cid := range acks {
+		cids = append(cids, cid)
 	}
 	return l.lazyTx(func(tx *sql.Tx) error {
-		_, err := l.exec(tx, qMarkSubmitted, StateSubmitted, now.UnixMilli(), list, StatePrepared)
+		refs, err := l.refsOf(tx, cids)
+		if err != nil {
+			return err
+		}
+		n := make([]int, len(refs))
+		for i, r := range refs {
+			n[i] = acks[r.cid]
+		}
+		_, err = l.exec(tx, qMarkSubmitted, StateSubmitted, now.UnixMilli(), refsArg(refs, n), StatePrepared)
 		return err
 	})
 }

@@ -33,7 +33,7 @@ import (
 const qRecordFacts = `SELECT j.cid, j.id, r.client_key, j.unit, u.status, u.copies,
 	(SELECT COUNT(*) FROM jobs k WHERE k.unit = j.unit),
 	EXISTS(SELECT 1 FROM adaptive a WHERE a.unit = j.unit)
-	FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue + ` CROSS JOIN units u ON u.id = j.unit
+	FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsRef + ` CROSS JOIN units u ON u.id = j.unit
 	LEFT JOIN results r ON r.job = j.id`
 
 // recordFacts is a job's row of qRecordFacts.
@@ -47,14 +47,17 @@ type recordFacts struct {
 	verdict      *Verdict // decideOnRecord's, nil: the unit is queued
 }
 
-// factsOf reads qRecordFacts for the jobs of list (a JSON array of
-// CIDs), by CID.
-func (l *Ledger) factsOf(tx *sql.Tx, list string) (map[string]*recordFacts, error) {
+// factsOf reads qRecordFacts for the jobs of cids, by id (refsOf).
+func (l *Ledger) factsOf(tx *sql.Tx, cids []string) (map[string]*recordFacts, error) {
+	refs, err := l.refsOf(tx, cids)
+	if err != nil {
+		return nil, err
+	}
 	s, err := l.txStmt(tx, qRecordFacts)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.Query(list)
+	rows, err := s.Query(refsArg(refs, nil))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: units of the results: %w", err)
 	}
@@ -93,7 +96,7 @@ func decideOnRecord(f *recordFacts, r *Result) {
 // recordVerdicts writes, in tx, the verdicts decideOnRecord made (the
 // units' statuses; the results were inserted graded), and queues the
 // units of the other recorded jobs (queue, a JSON array of their CIDs).
-func (l *Ledger) recordVerdicts(tx *sql.Tx, decided []*recordFacts, queue []string, now time.Time) error {
+func (l *Ledger) recordVerdicts(tx *sql.Tx, decided []*recordFacts, queue []jobRef, now time.Time) error {
 	if len(decided) > 0 {
 		vs := make([]unitVerdict, len(decided))
 		for i, f := range decided {
@@ -108,10 +111,6 @@ func (l *Ledger) recordVerdicts(tx *sql.Tx, decided []*recordFacts, queue []stri
 	if len(queue) == 0 {
 		return nil
 	}
-	list, err := jsonArg(queue)
-	if err != nil {
-		return err
-	}
-	_, err = l.exec(tx, qQueueUnits, list)
+	_, err := l.exec(tx, qQueueUnits, refsArg(queue, nil))
 	return err
 }

@@ -174,7 +174,7 @@ func (l *Ledger) declareLost(jobs []lostJob, now time.Time) ([]string, error) {
 		if err := next.QueryRow(j.copy.Unit).Scan(&j.copy.Copy); err != nil {
 			return nil, fmt.Errorf("ledger: next copy of unit %d: %w", j.copy.Unit, err)
 		}
-		if err := l.insertJobs(tx, []PreparedJob{*j.copy}, now); err != nil {
+		if _, err := l.insertJobs(tx, []PreparedJob{*j.copy}, now); err != nil {
 			return nil, err
 		}
 	}

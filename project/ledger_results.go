@@ -66,11 +66,7 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 	for i, r := range rs {
 		cids[i] = r.CID
 	}
-	list, err := jsonArg(cids)
-	if err != nil {
-		return 0, err
-	}
-	facts, err := l.factsOf(tx, list)
+	facts, err := l.factsOf(tx, cids)
 	if err != nil {
 		return 0, err
 	}
@@ -85,7 +81,7 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 	at := now.UnixMilli()
 	var conflicts []error
 	var verdicts []*recordFacts
-	queue := make([]string, 0, len(rs))
+	queue := make([]jobRef, 0, len(rs))
 	ids := make([]int64, 0, len(rs))
 	for i := range rs {
 		r := &rs[i]
@@ -98,7 +94,7 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 			if !bytes.Equal(f.resultKey, r.ClientKey) {
 				conflicts = append(conflicts, fmt.Errorf("ledger: result of job %s from client %q: %w", r.CID, r.Client, ErrResultConflict))
 			}
-			queue = append(queue, r.CID)
+			queue = append(queue, jobRef{id: f.job, cid: r.CID})
 			continue
 		}
 		out := r.Output
@@ -117,7 +113,7 @@ func (l *Ledger) recordResults(rs []Result, now time.Time, decide bool) (decided
 			stmt = insValid
 			verdicts = append(verdicts, f)
 		} else {
-			queue = append(queue, r.CID)
+			queue = append(queue, jobRef{id: f.job, cid: r.CID})
 		}
 		if _, err := stmt.Exec(f.job, r.CID, r.Client, r.ClientKey, out, r.ExitCode, r.Error,
 			r.CPU.Milliseconds(), r.Wall.Milliseconds(), r.At.UnixMilli(), at, killed); err != nil {

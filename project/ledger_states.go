@@ -25,10 +25,13 @@ func (l *Ledger) Known(cid string) (string, error) {
 	return st, err
 }
 
-// qStates is the ledger state of each job of a JSON array of CIDs.
 const qKnown = `SELECT state FROM jobs WHERE substr(cid, -16) = substr(?1, -16) AND cid = ?1`
 
-const qStates = `SELECT j.cid, j.state FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsValue
+// qStates is the ledger state of each job of a JSON array of refs (?1,
+// [[id, cid], ...]: jobs Ledger.known names) and of one of CIDs (?2:
+// the others).
+const qStates = `SELECT j.cid, j.state FROM json_each(?1) e CROSS JOIN jobs j ON ` + jobIsRef + `
+	UNION ALL SELECT j.cid, j.state FROM json_each(?2) e CROSS JOIN jobs j ON ` + jobIsValue
 
 // states returns the ledger state of each of cids that is the project's
 // (Known for many jobs, in one statement).
@@ -37,7 +40,8 @@ func (l *Ledger) states(cids []string) (map[string]string, error) {
 	if len(cids) == 0 {
 		return out, nil
 	}
-	list, err := json.Marshal(cids)
+	refs, unknown := l.splitKnown(cids)
+	list, err := json.Marshal(unknown)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +49,7 @@ func (l *Ledger) states(cids []string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.Query(string(list))
+	rows, err := s.Query(refsArg(refs, nil), string(list))
 	if err != nil {
 		return nil, err
 	}
@@ -72,12 +76,17 @@ func (l *Ledger) markCollected(tx *sql.Tx, cids []string, now time.Time) error {
 	if len(cids) == 0 {
 		return nil
 	}
-	list, err := jsonArg(cids)
+	refs, err := l.refsOf(tx, cids)
 	if err != nil {
 		return err
 	}
-	_, err = l.exec(tx, qMarkCollected, StateCollected, now.UnixMilli(), list, StateHarvested)
-	return err
+	if _, err := l.exec(tx, qMarkCollected, StateCollected, now.UnixMilli(), refsArg(refs, nil), StateHarvested); err != nil {
+		return err
+	}
+	// Forgotten even if tx rolls back: a job not known is looked up by
+	// CID, no harm.
+	l.forgetKnown(refs)
+	return nil
 }
 
 const qHarvested = `SELECT j.cid, s.listing FROM jobs j JOIN specs s ON s.job = j.id WHERE j.state = ?`

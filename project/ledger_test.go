@@ -389,7 +389,7 @@ func TestLedgerQueriesUseIndexes(t *testing.T) {
 		"mark collected": qMarkCollected, "set status": qSetStatus, "grade": qGrade, "unqueue": qUnqueueUnits,
 		"insert result": qInsertResult, "insert job": qInsertJob, "unit id": qUnitID,
 		"record facts": qRecordFacts, "known": qKnown, "job specs": qJobSpecs, "result of": qResultOf, "unit of": qUnitOf,
-		"mark receipted": qMarkReceipted, "uncredited of": qUncreditedOf,
+		"mark receipted": qMarkReceipted, "uncredited of": qUncreditedOf, "refs of": qRefsOf,
 	} {
 		n := strings.Count(q, "?")
 		args := make([]any, 0, n)
