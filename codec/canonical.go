@@ -204,6 +204,33 @@ func AppendHead(buf *bytes.Buffer, major byte, arg uint64) {
 	}
 }
 
+// AppendHeadTo appends a head of major type major with argument arg in
+// its shortest form to b (AppendHead for a slice).
+func AppendHeadTo(b []byte, major byte, arg uint64) []byte {
+	m := major << 5
+	switch {
+	case arg < 24:
+		return append(b, m|byte(arg))
+	case arg <= math.MaxUint8:
+		return append(b, m|24, byte(arg))
+	case arg <= math.MaxUint16:
+		return append(b, m|25, byte(arg>>8), byte(arg))
+	case arg <= math.MaxUint32:
+		return append(b, m|26, byte(arg>>24), byte(arg>>16), byte(arg>>8), byte(arg))
+	default:
+		return append(b, m|27, byte(arg>>56), byte(arg>>48), byte(arg>>40), byte(arg>>32), byte(arg>>24), byte(arg>>16), byte(arg>>8), byte(arg))
+	}
+}
+
+// AppendBytes appends s as Marshal encodes a []byte: a byte string, or
+// null when s is nil.
+func AppendBytes(b, s []byte) []byte {
+	if s == nil {
+		return append(b, 0xf6)
+	}
+	return append(AppendHeadTo(b, 2, uint64(len(s))), s...)
+}
+
 // AppendText writes a text string as Marshal does.
 func AppendText(buf *bytes.Buffer, s string) {
 	AppendHead(buf, 3, uint64(len(s)))

@@ -64,3 +64,28 @@ func TestReadersAgreeWithMarshal(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendersAgreeWithMarshal: AppendHeadTo and AppendBytes write what
+// Marshal writes, a nil []byte as null and an empty one as an empty
+// string included (control: the nil and the empty one differ).
+func TestAppendersAgreeWithMarshal(t *testing.T) {
+	for _, v := range []uint64{0, 1, 23, 24, 255, 256, 65535, 65536, math.MaxUint32, math.MaxUint32 + 1, math.MaxUint64} {
+		want, _ := Marshal(v)
+		if got := AppendHeadTo([]byte{9}, 0, v); !bytes.Equal(got[1:], want) || got[0] != 9 {
+			t.Errorf("AppendHeadTo(%d) = %x, want %x after 09", v, got, want)
+		}
+	}
+	cases := [][]byte{nil, {}}
+	for _, n := range []int{1, 23, 24, 255, 256, 65535, 65536} {
+		cases = append(cases, bytes.Repeat([]byte{5}, n))
+	}
+	for _, s := range cases {
+		want, _ := Marshal(s)
+		if got := AppendBytes(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendBytes of %d bytes (nil %v) = %x…, want %x…", len(s), s == nil, got[:min(4, len(got))], want[:min(4, len(want))])
+		}
+	}
+	if bytes.Equal(AppendBytes(nil, nil), AppendBytes(nil, []byte{})) {
+		t.Error("control: nil and empty byte strings encode alike")
+	}
+}

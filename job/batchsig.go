@@ -78,15 +78,26 @@ func SignCollectedBatch(keys [][]byte, at int64, projectKey ed25519.PrivateKey) 
 // signature of domain ‖ size ‖ root with key, and returns it with each
 // payload's encoded BatchPath.
 func signBatch(domain string, payloads [][]byte, key ed25519.PrivateKey) ([]byte, [][]byte, error) {
-	return SignBatchWith(domain, payloads, func(msg []byte) ([]byte, error) { return ed25519.Sign(key, msg), nil })
+	return SignBatchWith(domain, payloads, signWith(key))
+}
+
+// signWith signs a message with key.
+func signWith(key ed25519.PrivateKey) func(msg []byte) ([]byte, error) {
+	return func(msg []byte) ([]byte, error) { return ed25519.Sign(key, msg), nil }
 }
 
 // SignBatchWith is signBatch for any signer: sign signs domain ‖ size ‖
 // root once (a node's peer key, for its claim replies). Each payload's
 // encoded BatchPath leads from its leaf to that root (BatchMessage).
 func SignBatchWith(domain string, payloads [][]byte, sign func(msg []byte) ([]byte, error)) ([]byte, [][]byte, error) {
+	sig, _, paths, err := signTree(domain, payloads, sign)
+	return sig, paths, err
+}
+
+// signTree is SignBatchWith, returning the tree's root too.
+func signTree(domain string, payloads [][]byte, sign func(msg []byte) ([]byte, error)) (sig, root []byte, paths [][]byte, err error) {
 	if n := len(payloads); n < 2 || n > MaxBatch {
-		return nil, nil, fmt.Errorf("batch of %d objects, 2 to %d", n, MaxBatch)
+		return nil, nil, nil, fmt.Errorf("batch of %d objects, 2 to %d", n, MaxBatch)
 	}
 	size := uint64(len(payloads))
 	nodes := map[compact.NodeID][]byte{}
@@ -95,28 +106,47 @@ func SignBatchWith(domain string, payloads [][]byte, sign func(msg []byte) ([]by
 	tree := rf.NewEmptyRange(0)
 	for _, p := range payloads {
 		if err := tree.Append(treeHasher.HashLeaf(p), visit); err != nil {
-			return nil, nil, fmt.Errorf("batch tree: %w", err)
+			return nil, nil, nil, fmt.Errorf("batch tree: %w", err)
 		}
 	}
-	root, err := tree.GetRootHash(visit)
+	root, err = tree.GetRootHash(visit)
 	if err != nil {
-		return nil, nil, fmt.Errorf("batch root: %w", err)
+		return nil, nil, nil, fmt.Errorf("batch root: %w", err)
 	}
-	sig, err := sign(batchMessage(domain, size, root))
+	sig, err = sign(batchMessage(domain, size, root))
 	if err != nil {
-		return nil, nil, fmt.Errorf("sign batch root: %w", err)
+		return nil, nil, nil, fmt.Errorf("sign batch root: %w", err)
 	}
-	paths := make([][]byte, len(payloads))
+	paths = make([][]byte, len(payloads))
 	for i := range payloads {
 		hashes, err := inclusionPath(nodes, uint64(i), size)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		if paths[i], err = codec.Marshal(&BatchPath{Index: uint64(i), Size: size, Hashes: hashes}); err != nil {
-			return nil, nil, err
-		}
+		paths[i] = encodeBatchPath(uint64(i), size, hashes)
 	}
-	return sig, paths, nil
+	return sig, root, paths, nil
+}
+
+// encodeBatchPath is the canonical encoding of BatchPath{index, size,
+// hashes} (codec.Marshal's, written by hand: a batch encodes a path per
+// object; TestEncodeBatchPathIsMarshal holds it to codec.Marshal).
+func encodeBatchPath(index, size uint64, hashes [][]byte) []byte {
+	n := 1 + 9 + 9 + 9
+	for _, h := range hashes {
+		n += len(h) + 9
+	}
+	b := append(make([]byte, 0, n), 0x83)
+	b = codec.AppendHeadTo(b, 0, index)
+	b = codec.AppendHeadTo(b, 0, size)
+	if hashes == nil {
+		return append(b, 0xf6)
+	}
+	b = codec.AppendHeadTo(b, 4, uint64(len(hashes)))
+	for _, h := range hashes {
+		b = codec.AppendBytes(b, h)
+	}
+	return b
 }
 
 // batchSigned is the message a batch's signature covers for the object

@@ -174,15 +174,7 @@ func SignListing(l *Listing, key ed25519.PrivateKey) (*SignedListing, error) {
 
 // Encode is the canonical encoding of a signed listing.
 func (s *SignedListing) Encode() []byte {
-	var v any = s
-	if len(s.Path) == 0 {
-		v = &signedListingV1{Listing: s.Listing, Sig: s.Sig}
-	}
-	b, err := codec.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return encodeSignedPair(s.Listing, s.Sig, s.Path)
 }
 
 // DecodeListing parses an encoded signed listing and checks its bounds.

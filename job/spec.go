@@ -384,15 +384,28 @@ func signPayload(spec []byte) []byte {
 	return append([]byte(signDomain), spec...)
 }
 
-// Encode is the canonical encoding of the signed spec.
+// Encode is the canonical encoding of the signed spec: an array of the
+// spec, the signature and, when there is one, the path (what codec.Marshal
+// gives, written by hand: every node, client and project encodes signed
+// specs on its hot paths).
 func (s *Signed) Encode() []byte {
-	var v any = s
-	if len(s.Path) == 0 {
-		v = &signedV1{Spec: s.Spec, Sig: s.Sig}
+	return encodeSignedPair(s.Spec, s.Sig, s.Path)
+}
+
+// encodeSignedPair encodes an object and its signature as codec.Marshal
+// encodes the toarray structs Signed and SignedListing: [object, sig,
+// path], or [object, sig] without a path (their V1 layouts).
+func encodeSignedPair(object, sig, path []byte) []byte {
+	b := make([]byte, 0, len(object)+len(sig)+len(path)+16)
+	if len(path) == 0 {
+		b = append(b, 0x82)
+	} else {
+		b = append(b, 0x83)
 	}
-	b, err := codec.Marshal(v)
-	if err != nil {
-		panic(err) // two byte strings always encode
+	b = codec.AppendBytes(b, object)
+	b = codec.AppendBytes(b, sig)
+	if len(path) > 0 {
+		b = codec.AppendBytes(b, path)
 	}
 	return b
 }

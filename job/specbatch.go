@@ -27,6 +27,26 @@ func SignBatch(specs []*Spec, key ed25519.PrivateKey) ([]*Signed, error) {
 		s, err := Sign(specs[0], key)
 		return []*Signed{s}, err
 	}
+	b, err := SignSpecBatch(specs, key)
+	if err != nil {
+		return nil, err
+	}
+	return b.Signed, nil
+}
+
+// SpecBatch is a batch of specs signed under one signature, with what
+// signing it computed: each signed spec's encoding and the batch's root.
+type SpecBatch struct {
+	Signed  []*Signed
+	Encoded [][]byte // Signed[i].Encode()
+	Root    []byte   // the root of the batch's tree: Signed[i].BatchRoot(), its jobs' place
+}
+
+// SignSpecBatch is SignBatch for two or more specs, returning the
+// encodings and root it computed, which a submitter would otherwise
+// compute again (the encoding to hash the CID, the root from each path to
+// place the job).
+func SignSpecBatch(specs []*Spec, key ed25519.PrivateKey) (*SpecBatch, error) {
 	encoded := make([][]byte, len(specs))
 	payloads := make([][]byte, len(specs))
 	for i, spec := range specs {
@@ -39,14 +59,15 @@ func SignBatch(specs []*Spec, key ed25519.PrivateKey) ([]*Signed, error) {
 		}
 		encoded[i], payloads[i] = b, signPayload(b)
 	}
-	sig, paths, err := signBatch(specBatchDomain, payloads, key)
+	sig, root, paths, err := signTree(specBatchDomain, payloads, signWith(key))
 	if err != nil {
 		return nil, fmt.Errorf("spec batch: %w", err)
 	}
-	out := make([]*Signed, len(specs))
+	out := &SpecBatch{Signed: make([]*Signed, len(specs)), Encoded: make([][]byte, len(specs)), Root: root}
 	for i := range specs {
-		out[i] = &Signed{Spec: encoded[i], Sig: sig, Path: paths[i]}
-		if n := len(out[i].Encode()); n > MaxSignedSize {
+		s := &Signed{Spec: encoded[i], Sig: sig, Path: paths[i]}
+		out.Signed[i], out.Encoded[i] = s, s.Encode()
+		if n := len(out.Encoded[i]); n > MaxSignedSize {
 			return nil, fmt.Errorf("%w: spec %d signed in its batch is %d bytes (max %d)", ErrMalformed, i, n, MaxSignedSize)
 		}
 	}

@@ -134,3 +134,76 @@ func TestSignBatchRefuses(t *testing.T) {
 		t.Fatalf("listing with another listing's path: %v", err)
 	}
 }
+
+// TestSignSpecBatchGivesRootAndEncodings: SignSpecBatch's root is the one
+// each path leads to (BatchRoot) and its encodings are Encode's, for
+// batches of every shape of tree; SignBatch gives the same signed specs.
+// Control: another batch's root differs.
+func TestSignSpecBatchGivesRootAndEncodings(t *testing.T) {
+	key := testKey(1)
+	var last []byte
+	for _, n := range []int{2, 3, 4, 5, 7, 8, 9, 31, 33, 64} {
+		b, err := SignSpecBatch(batchSpecs(n), key)
+		if err != nil {
+			t.Fatalf("%d specs: %v", n, err)
+		}
+		plain, err := SignBatch(batchSpecs(n), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range b.Signed {
+			root, err := s.BatchRoot()
+			if err != nil || !bytes.Equal(root, b.Root) {
+				t.Fatalf("%d specs, spec %d: root %x, BatchRoot %x, %v", n, i, b.Root, root, err)
+			}
+			if !bytes.Equal(b.Encoded[i], s.Encode()) || !bytes.Equal(b.Encoded[i], plain[i].Encode()) {
+				t.Fatalf("%d specs, spec %d: encodings differ", n, i)
+			}
+		}
+		if bytes.Equal(last, b.Root) {
+			t.Fatalf("control: batches of %d and fewer specs share a root", n)
+		}
+		last = b.Root
+	}
+}
+
+// TestHandEncodingsAreMarshal: the hand-written encodings of signed specs
+// and listings (with and without a path) and of batch paths are
+// codec.Marshal's, nil and empty fields and long ones included.
+func TestHandEncodingsAreMarshal(t *testing.T) {
+	fields := [][]byte{nil, {}, {1}, bytes.Repeat([]byte{2}, 23), bytes.Repeat([]byte{3}, 24), bytes.Repeat([]byte{4}, 300), bytes.Repeat([]byte{5}, 70000)}
+	for _, a := range fields {
+		for _, sig := range fields[:4] {
+			for _, path := range fields[:5] {
+				s := &Signed{Spec: a, Sig: sig, Path: path}
+				var want []byte
+				if len(path) == 0 {
+					want, _ = codec.Marshal(&signedV1{Spec: a, Sig: sig})
+				} else {
+					want, _ = codec.Marshal(s)
+				}
+				if got := s.Encode(); !bytes.Equal(got, want) {
+					t.Fatalf("signed spec of %d, %d, %d bytes: %x…, want %x…", len(a), len(sig), len(path), got[:min(8, len(got))], want[:min(8, len(want))])
+				}
+				l := &SignedListing{Listing: a, Sig: sig, Path: path}
+				if len(path) == 0 {
+					want, _ = codec.Marshal(&signedListingV1{Listing: a, Sig: sig})
+				} else {
+					want, _ = codec.Marshal(l)
+				}
+				if got := l.Encode(); !bytes.Equal(got, want) {
+					t.Fatalf("signed listing of %d, %d, %d bytes differs from Marshal", len(a), len(sig), len(path))
+				}
+			}
+		}
+	}
+	for _, size := range []uint64{2, 23, 24, 255, 256, 65535, 65536, 1 << 40} {
+		for _, hashes := range [][][]byte{nil, {}, {bytes.Repeat([]byte{9}, 32)}, {{1}, nil, {}}} {
+			index := size - 1
+			want, _ := codec.Marshal(&BatchPath{Index: index, Size: size, Hashes: hashes})
+			if got := encodeBatchPath(index, size, hashes); !bytes.Equal(got, want) {
+				t.Fatalf("path %d of %d with %d hashes: %x, want %x", index, size, len(hashes), got, want)
+			}
+		}
+	}
+}

@@ -598,3 +598,19 @@ func BenchmarkOpenResult(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/result")
 	})
 }
+
+// BenchmarkSignSpecBatch measures signing a submission chunk of 64 specs
+// and their listings as SubmitUnits does (Project.SignBatch), per job.
+func BenchmarkSignSpecBatch(b *testing.B) {
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	specs := make([]*job.Spec, 64)
+	for i := range specs {
+		specs[i] = testSpec(func(s *job.Spec) { s.Args = []string{fmt.Sprint(i)} })
+	}
+	for b.Loop() {
+		if _, err := signSpecBatch(specs, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(specs))/1e3, "µs/job")
+}

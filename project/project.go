@@ -16,6 +16,7 @@ package project
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
 	"errors"
@@ -228,21 +229,24 @@ func (p *Project) SignBatch(specs []*job.Spec) ([]*Prepared, error) {
 			return nil, fmt.Errorf("spec of project %q signed by project %q", spec.Project, p.Name())
 		}
 	}
-	key := p.a.Identity().Key
-	signed, err := job.SignBatch(specs, key)
+	return signSpecBatch(specs, p.a.Identity().Key)
+}
+
+// signSpecBatch signs specs (two or more) and their listings with key,
+// each kind under one batch signature.
+func signSpecBatch(specs []*job.Spec, key ed25519.PrivateKey) ([]*Prepared, error) {
+	batch, err := job.SignSpecBatch(specs, key)
 	if err != nil {
 		return nil, err
 	}
-	preps := make([]*Prepared, len(signed))
-	listings := make([]*job.Listing, len(signed))
-	for i, s := range signed {
-		preps[i] = &Prepared{Signed: s}
+	preps := make([]*Prepared, len(batch.Signed))
+	listings := make([]*job.Listing, len(batch.Signed))
+	for i, s := range batch.Signed {
+		preps[i] = &Prepared{Signed: s, enc: batch.Encoded[i]}
 		preps[i].cidString()
 		listings[i] = listingOf(preps[i].Key(), specs[i])
-		if listings[i].Place, err = s.BatchRoot(); err != nil {
-			return nil, fmt.Errorf("spec %d of the batch: %w", i, err)
-		}
-		preps[i].place = job.PlaceKey(preps[i].Key(), listings[i].Place)
+		listings[i].Place = batch.Root
+		preps[i].place = job.PlaceKey(preps[i].Key(), batch.Root)
 	}
 	sls, err := job.SignListingBatch(listings, key)
 	if err != nil {
