@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -289,7 +290,7 @@ func OpenLedger(path string) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger %s: queue the units of ungraded results: %w", path, err)
 	}
 	l := &Ledger{db: db, path: path, stmts: map[string]*sql.Stmt{}}
-	for _, q := range txQueries {
+	for _, q := range slices.Concat(txQueries, creditTxQueries) {
 		if _, err := l.stmt(q); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("ledger %s: %w", path, err)
@@ -344,6 +345,15 @@ func (l *Ledger) txStmt(tx *sql.Tx, q string) (*sql.Stmt, error) {
 		return tx.Prepare(q)
 	}
 	return tx.Stmt(s), nil
+}
+
+// txQuery runs the query q in tx, prepared once.
+func (l *Ledger) txQuery(tx *sql.Tx, q string, args ...any) (*sql.Rows, error) {
+	s, err := l.txStmt(tx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.Query(args...)
 }
 
 // exec runs q with each args, in tx, prepared once.

@@ -105,7 +105,29 @@ const (
 	// reading no more of the index than that.
 	qOwed = `SELECT COUNT(*) FROM (SELECT 1 FROM results INDEXED BY results_unreceipted
 		WHERE client_key = ? AND valid = 1 AND receipt IS NULL LIMIT ?)`
+	qLastReceipt   = `SELECT seq, total, results FROM credit_receipts WHERE client_key = ? ORDER BY seq DESC LIMIT 1`
+	qInsertReceipt = `INSERT INTO credit_receipts(client_key, seq, total, results, signed, created) VALUES(?,?,?,?,?,?)`
+	qUnpublished   = `SELECT client_key, seq, signed FROM credit_receipts INDEXED BY credit_unpublished
+		WHERE published IS NULL ORDER BY client_key, seq LIMIT ?`
+	qUnpublishedOf = `SELECT client_key, seq, signed FROM credit_receipts INDEXED BY credit_unpublished
+		WHERE client_key = ? AND published IS NULL ORDER BY seq LIMIT ?`
+	qMarkPublished = `UPDATE credit_receipts SET published = ?1 WHERE client_key = ?2 AND seq IN (SELECT value FROM json_each(?3))`
 )
+
+// creditTxQueries are the statements a receipt's issue runs in its
+// transaction, prepared when the ledger opens (txQueries): a harvest
+// issues receipts every pass, and SQLite's parser would cost more than
+// they take to run.
+var creditTxQueries = []string{qUncredited, qUncreditedOf, qLastReceipt, qInsertReceipt, qMarkReceipted}
+
+// query runs q, prepared once (stmt), outside a transaction.
+func (l *Ledger) query(q string, args ...any) (*sql.Rows, error) {
+	s, err := l.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.Query(args...)
+}
 
 // ClientsOwedCredit returns those of clients (keys; repeats are asked
 // once) that have at least least valid results no receipt credits yet,
@@ -123,7 +145,11 @@ func (l *Ledger) ClientsOwedCredit(clients [][]byte, least int) ([][]byte, error
 		}
 		seen[string(c)] = true
 		var n int
-		if err := l.db.QueryRow(qOwed, c, least).Scan(&n); err != nil {
+		s, err := l.stmt(qOwed)
+		if err != nil {
+			return owed, err
+		}
+		if err := s.QueryRow(c, least).Scan(&n); err != nil {
 			return owed, fmt.Errorf("ledger: uncredited results of client %x: %w", c[:min(6, len(c))], err)
 		}
 		if n >= least {
@@ -141,9 +167,9 @@ func (l *Ledger) issuePage(sign ReceiptSigner, now time.Time, client []byte) (is
 	defer tx.Rollback()
 	var rows *sql.Rows
 	if client == nil {
-		rows, err = tx.Query(qUncredited, issuePage)
+		rows, err = l.txQuery(tx, qUncredited, issuePage)
 	} else {
-		rows, err = tx.Query(qUncreditedOf, client, issuePage)
+		rows, err = l.txQuery(tx, qUncreditedOf, client, issuePage)
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("ledger: results to credit: %w", err)
@@ -186,7 +212,11 @@ func (l *Ledger) issuePage(sign ReceiptSigner, now time.Time, client []byte) (is
 func (l *Ledger) issueOne(tx *sql.Tx, us []uncredited, sign ReceiptSigner, now time.Time) error {
 	client := us[0].client
 	var seq, total, results uint64
-	err := tx.QueryRow(`SELECT seq, total, results FROM credit_receipts WHERE client_key = ? ORDER BY seq DESC LIMIT 1`, client).Scan(&seq, &total, &results)
+	last, err := l.txStmt(tx, qLastReceipt)
+	if err != nil {
+		return err
+	}
+	err = last.QueryRow(client).Scan(&seq, &total, &results)
 	if err != nil && err != sql.ErrNoRows {
 		return fmt.Errorf("ledger: last credit receipt of client %x: %w", client[:min(6, len(client))], err)
 	}
@@ -205,15 +235,14 @@ func (l *Ledger) issueOne(tx *sql.Tx, us []uncredited, sign ReceiptSigner, now t
 	if err != nil {
 		return fmt.Errorf("sign credit receipt %d of client %x: %w", r.Seq, client[:min(6, len(client))], err)
 	}
-	if _, err := tx.Exec(`INSERT INTO credit_receipts(client_key, seq, total, results, signed, created) VALUES(?,?,?,?,?,?)`,
-		client, r.Seq, r.Total, r.Results, s.Encode(), r.Created); err != nil {
+	if _, err := l.exec(tx, qInsertReceipt, client, r.Seq, r.Total, r.Results, s.Encode(), r.Created); err != nil {
 		return fmt.Errorf("ledger: store credit receipt %d: %w", r.Seq, err)
 	}
 	list, err := jsonArg(jobs)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(qMarkReceipted, r.Seq, list); err != nil {
+	if _, err := l.exec(tx, qMarkReceipted, r.Seq, list); err != nil {
 		return fmt.Errorf("ledger: mark %d results credited: %w", len(jobs), err)
 	}
 	return nil
@@ -229,15 +258,13 @@ type UnpublishedReceipt struct {
 // UnpublishedReceipts returns up to limit receipts not yet published, by
 // client and sequence number.
 func (l *Ledger) UnpublishedReceipts(limit int) ([]UnpublishedReceipt, error) {
-	rows, err := l.db.Query(`SELECT client_key, seq, signed FROM credit_receipts INDEXED BY credit_unpublished
-		WHERE published IS NULL ORDER BY client_key, seq LIMIT ?`, limit)
+	rows, err := l.query(qUnpublished, limit)
 	return scanUnpublished(rows, err)
 }
 
 // UnpublishedReceiptsOf is UnpublishedReceipts of client only.
 func (l *Ledger) UnpublishedReceiptsOf(client []byte, limit int) ([]UnpublishedReceipt, error) {
-	rows, err := l.db.Query(`SELECT client_key, seq, signed FROM credit_receipts INDEXED BY credit_unpublished
-		WHERE client_key = ? AND published IS NULL ORDER BY seq LIMIT ?`, client, limit)
+	rows, err := l.query(qUnpublishedOf, client, limit)
 	return scanUnpublished(rows, err)
 }
 
@@ -263,8 +290,11 @@ func (l *Ledger) MarkPublished(client []byte, seqs []uint64, now time.Time) erro
 	if err != nil {
 		return err
 	}
-	_, err = l.db.Exec(`UPDATE credit_receipts SET published = ?1 WHERE client_key = ?2 AND seq IN (SELECT value FROM json_each(?3))`,
-		now.UnixMilli(), client, list)
+	s, err := l.stmt(qMarkPublished)
+	if err != nil {
+		return err
+	}
+	_, err = s.Exec(now.UnixMilli(), client, list)
 	if err != nil {
 		return fmt.Errorf("ledger: mark %d credit receipts published: %w", len(seqs), err)
 	}
