@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -209,9 +210,9 @@ const (
 	qInsertJob   = `INSERT INTO jobs(cid, unit, copy, state, prepared) VALUES(?,?,?,?,?)`
 	qInsertSpec  = `INSERT INTO specs(job, signed, listing) VALUES(?,?,?)`
 	qInsertUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?)`
-	// [[id, cid, acks], ...]
-	qMarkSubmitted = `UPDATE jobs SET state = ?1, acks = e.value->>2, submitted = ?2
-		FROM json_each(?3) e WHERE jobs.id = e.value->>0 AND jobs.cid = e.value->>1 AND +jobs.state = ?4`
+	// {cid: id, ...} (refsArg), ?5 their acknowledgements
+	qMarkSubmitted = `UPDATE jobs SET state = ?1, acks = ?5, submitted = ?2
+		FROM json_each(?3) e WHERE jobs.id = e.value AND jobs.cid = e.key AND +jobs.state = ?4`
 	qInsertResult = `INSERT INTO results(job, cid, client, client_key, output, exit_code, error, cpu_ms, wall_ms, at, harvested, killed)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`
 	// qInsertResult for a result graded valid as it is recorded
@@ -220,17 +221,23 @@ const (
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,1)`
 	// [job id, ...]: the ids qRecordFacts found.
 	qMarkHarvested = `UPDATE jobs SET state = ?1, unservable_since = NULL WHERE id IN (SELECT value FROM json_each(?2)) AND +state IN (?3, ?4)`
-	// [[id, cid], ...]
+	// {cid: id, ...}
 	qQueueUnits = `INSERT INTO to_validate(unit) SELECT j.unit FROM json_each(?) e CROSS JOIN jobs j ON ` + jobIsRef + `
 		WHERE true ON CONFLICT(unit) DO NOTHING`
-	// [[id, cid], ...]
+	// {cid: id, ...}
 	qMarkCollected = `UPDATE jobs SET state = ?1, collected = ?2
-		FROM json_each(?3) e WHERE jobs.id = e.value->>0 AND jobs.cid = e.value->>1 AND +jobs.state = ?4`
-	// [[unit, status, canonical or null, now], ...]: status_at moves
-	// only when the status changes.
-	qSetStatus = `UPDATE units SET status = e.value->>1, canonical = e.value->>2,
-		status_at = CASE WHEN units.status = e.value->>1 THEN units.status_at ELSE e.value->>3 END
-		FROM json_each(?) e WHERE units.id = e.value->>0`
+		FROM json_each(?3) e WHERE jobs.id = e.value AND jobs.cid = e.key AND +jobs.state = ?4`
+	// ?1 a status, ?2 now, ?3 {canonical: unit, ...}: status_at moves
+	// only when the status changes. (An object: json_each gives each
+	// member's key and value as they are, where e.value->>N parses an
+	// element again for each field.)
+	qSetStatus = `UPDATE units SET status = ?1, canonical = e.key,
+		status_at = CASE WHEN units.status = ?1 THEN units.status_at ELSE ?2 END
+		FROM json_each(?3) e WHERE units.id = e.value`
+	// qSetStatus for units without a canonical result: ?3 [unit, ...].
+	qSetStatusNone = `UPDATE units SET status = ?1, canonical = NULL,
+		status_at = CASE WHEN units.status = ?1 THEN units.status_at ELSE ?2 END
+		FROM json_each(?3) e WHERE units.id = e.value`
 	// [[cid, 0 or 1], ...]: the jobs looked up first (MATERIALIZED), as
 	// SQLite would rather walk the results and match each to the list.
 	qGrade = `WITH g AS MATERIALIZED (SELECT j.id AS id, e.value->>1 AS valid FROM json_each(?) e CROSS JOIN jobs j
@@ -243,7 +250,7 @@ const (
 )
 
 var txQueries = []string{qInsertBatch, qEnsureUnit, qUnitID, qInsertJob, qInsertSpec, qInsertUnit, qMarkSubmitted, qInsertResult, qInsertValidResult, qRecordFacts,
-	qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qGrade, qUnqueueUnits,
+	qMarkHarvested, qQueueUnits, qMarkCollected, qSetStatus, qSetStatusNone, qGrade, qUnqueueUnits,
 	qInsertAdaptive, qDecideAdaptive}
 
 // jsonArg is v as a JSON array argument of a statement.
@@ -727,12 +734,18 @@ func (l *Ledger) MarkSubmitted(acks map[string]int, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		n := make([]int, len(refs))
-		for i, r := range refs {
-			n[i] = acks[r.cid]
+		// One statement per number of acknowledgements: most often one.
+		byAcks := map[int][]jobRef{}
+		for _, r := range refs {
+			byAcks[acks[r.cid]] = append(byAcks[acks[r.cid]], r)
 		}
-		_, err = l.exec(tx, qMarkSubmitted, StateSubmitted, now.UnixMilli(), refsArg(refs, n), StatePrepared)
-		return err
+		for _, n := range slices.Sorted(maps.Keys(byAcks)) {
+			refs := byAcks[n]
+			if _, err := l.exec(tx, qMarkSubmitted, StateSubmitted, now.UnixMilli(), refsArg(refs), StatePrepared, n); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -57,7 +57,7 @@ func (l *Ledger) factsOf(tx *sql.Tx, cids []string) (map[string]*recordFacts, er
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.Query(refsArg(refs, nil))
+	rows, err := s.Query(refsArg(refs))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: units of the results: %w", err)
 	}
@@ -111,6 +111,6 @@ func (l *Ledger) recordVerdicts(tx *sql.Tx, decided []*recordFacts, queue []jobR
 	if len(queue) == 0 {
 		return nil
 	}
-	_, err := l.exec(tx, qQueueUnits, refsArg(queue, nil))
+	_, err := l.exec(tx, qQueueUnits, refsArg(queue))
 	return err
 }

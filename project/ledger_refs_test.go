@@ -3,6 +3,7 @@ package project
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,6 +86,42 @@ func TestWrongIDFindsNoJob(t *testing.T) {
 	if _, ok := st[a]; ok {
 		t.Fatalf("job %s found (%s) under another job's id", a, st[a])
 	}
+	// A collected mark and a queued unit under b's id leave b as it was.
+	now := time.Now()
+	if _, err := l.recordResults([]Result{{CID: b, Client: "w", ClientKey: make([]byte, 32), Output: []byte("ok"), At: now}}, now, false); err != nil {
+		t.Fatal(err)
+	}
+	queued := func() (n int) {
+		if err := l.db.QueryRow(`SELECT COUNT(*) FROM to_validate`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := l.db.Exec(`DELETE FROM to_validate`); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	id := l.known[a] // b's
+	l.mu.Unlock()
+	if err := l.MarkCollected([]string{a}, now); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := l.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.exec(tx, qQueueUnits, refsArg([]jobRef{{id: id, cid: a}})); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := l.states([]string{b}); err != nil || st[b] != StateHarvested {
+		t.Fatalf("job %s is %s after a collected mark under its id, want harvested (%v)", b, st[b], err)
+	}
+	if n := queued(); n != 0 {
+		t.Fatalf("%d units queued by a job named under another's id", n)
+	}
 }
 
 // TestKnownBounded: Ledger.known never holds more than maxKnown jobs.
@@ -100,29 +137,37 @@ func TestKnownBounded(t *testing.T) {
 	}
 }
 
-// TestRefsArgIsJSON: refsArg writes JSON that decodes to what it was
-// given, for CIDs and for any string a test or an old ledger names a job
-// by.
+// TestRefsArgIsJSON: refsArg writes a JSON object whose members, in
+// order, are what it was given, for CIDs and for any string a test or an
+// old ledger names a job by; a CID given twice is a member twice.
 func TestRefsArgIsJSON(t *testing.T) {
-	names := []string{"bafyreigh2akiscaildc", `q"uote`, `back\slash`, "tab\there", "nul\x00", "é ü 日本", "\xff\xfe", "<&>", ""}
+	names := []string{"bafyreigh2akiscaildc", `q"uote`, `back\slash`, "tab\there", "nul\x00", "é ü 日本", "\xff\xfe", "<&>", "", "bafyreigh2akiscaildc"}
 	refs := make([]jobRef, len(names))
-	extra := make([]int, len(names))
 	for i, n := range names {
 		refs[i] = jobRef{id: int64(i*7 + 1), cid: n}
-		extra[i] = i - 3
 	}
-	for _, ex := range [][]int{nil, extra} {
-		var got [][]any
-		if err := json.Unmarshal([]byte(refsArg(refs, ex)), &got); err != nil {
-			t.Fatalf("refsArg %q: %v", refsArg(refs, ex), err)
+	dec := json.NewDecoder(strings.NewReader(refsArg(refs)))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("refsArg %q: %v %v, want an object", refsArg(refs), tok, err)
+	}
+	for i, r := range refs {
+		key, err := dec.Token()
+		if err != nil {
+			t.Fatalf("member %d: %v", i, err)
 		}
-		for i, r := range refs {
-			want, _ := json.Marshal(r.cid) // invalid UTF-8 becomes U+FFFD, as encoding/json writes it
-			var wantCID string
-			_ = json.Unmarshal(want, &wantCID)
-			if got[i][0] != float64(r.id) || got[i][1] != wantCID || (ex != nil && got[i][2] != float64(ex[i])) {
-				t.Fatalf("element %d = %v, want [%d %q %v]", i, got[i], r.id, wantCID, ex)
-			}
+		val, err := dec.Token()
+		if err != nil {
+			t.Fatalf("member %d: %v", i, err)
 		}
+		want, _ := json.Marshal(r.cid) // invalid UTF-8 becomes U+FFFD, as encoding/json writes it
+		var wantCID string
+		_ = json.Unmarshal(want, &wantCID)
+		if key != wantCID || val != json.Number(fmt.Sprint(r.id)) {
+			t.Fatalf("member %d = %q: %v, want %q: %d", i, key, val, wantCID, r.id)
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') || dec.More() {
+		t.Fatalf("refsArg %q: %v %v after the members", refsArg(refs), tok, err)
 	}
 }

@@ -49,7 +49,7 @@ func (l *Ledger) states(cids []string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.Query(refsArg(refs, nil), string(list))
+	rows, err := s.Query(refsArg(refs), string(list))
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (l *Ledger) markCollected(tx *sql.Tx, cids []string, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if _, err := l.exec(tx, qMarkCollected, StateCollected, now.UnixMilli(), refsArg(refs, nil), StateHarvested); err != nil {
+	if _, err := l.exec(tx, qMarkCollected, StateCollected, now.UnixMilli(), refsArg(refs), StateHarvested); err != nil {
 		return err
 	}
 	// Forgotten even if tx rolls back: a job not known is looked up by

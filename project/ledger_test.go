@@ -386,7 +386,7 @@ func TestLedgerQueriesUseIndexes(t *testing.T) {
 	for name, q := range map[string]string{
 		"queued units": qQueuedUnits, "queued results": qQueuedResults, "states": qStates, "harvested": qHarvested,
 		"mark submitted": qMarkSubmitted, "mark harvested": qMarkHarvested, "queue units": qQueueUnits,
-		"mark collected": qMarkCollected, "set status": qSetStatus, "grade": qGrade, "unqueue": qUnqueueUnits,
+		"mark collected": qMarkCollected, "set status": qSetStatus, "set status none": qSetStatusNone, "grade": qGrade, "unqueue": qUnqueueUnits,
 		"insert result": qInsertResult, "insert job": qInsertJob, "unit id": qUnitID,
 		"record facts": qRecordFacts, "known": qKnown, "job specs": qJobSpecs, "result of": qResultOf, "unit of": qUnitOf,
 		"mark receipted": qMarkReceipted, "uncredited of": qUncreditedOf, "refs of": qRefsOf,
@@ -396,7 +396,9 @@ func TestLedgerQueriesUseIndexes(t *testing.T) {
 		for i := range n {
 			args = append(args, []any{"x", 1, "[]", "y", 2, 3, 4, 5, 6, 7}[i%10])
 		}
-		if strings.Contains(q, "?4") {
+		if strings.Contains(q, "?5") {
+			args = []any{"x", 1, "{}", "y", 5}
+		} else if strings.Contains(q, "?4") {
 			args = []any{"x", 1, "[]", "y"}
 		} else if strings.Contains(q, "?2") {
 			args = []any{"x", "[]", "a", "b"}

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/up-pool/up/job"
@@ -201,14 +203,11 @@ func (l *Ledger) setVerdict(tx *sql.Tx, unit int64, v Verdict, now time.Time) er
 // status_at where the status changes), results' grades and adaptive
 // decisions, and drops the units that are done from to_validate.
 func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict, now time.Time) error {
-	var statuses, grades, done [][]any
+	var grades, done [][]any
+	statuses := map[string][]jobRef{} // by status: each unit's id and canonical result
 	for _, v := range vs {
 		if v.verdict != nil {
-			var canonical any
-			if v.verdict.Canonical != "" {
-				canonical = v.verdict.Canonical
-			}
-			statuses = append(statuses, []any{v.unit, v.verdict.Status, canonical, now.UnixMilli()})
+			statuses[v.verdict.Status] = append(statuses[v.verdict.Status], jobRef{id: v.unit, cid: v.verdict.Canonical})
 			for cid, ok := range v.verdict.Valid {
 				grade := gradeInvalid
 				switch {
@@ -224,10 +223,13 @@ func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict, now time.Time) error 
 			done = append(done, []any{v.unit, v.results})
 		}
 	}
+	if err := l.setStatuses(tx, statuses, now); err != nil {
+		return err
+	}
 	for _, st := range []struct {
 		q    string
 		rows [][]any
-	}{{qSetStatus, statuses}, {qGrade, grades}, {qUnqueueUnits, done}, {qDecideAdaptive, adaptiveRows(vs, now.UnixMilli())}} {
+	}{{qGrade, grades}, {qUnqueueUnits, done}, {qDecideAdaptive, adaptiveRows(vs, now.UnixMilli())}} {
 		if len(st.rows) == 0 {
 			continue
 		}
@@ -237,6 +239,38 @@ func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict, now time.Time) error 
 		}
 		if _, err := l.exec(tx, st.q, list); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// setStatuses writes units' statuses (by status, each unit's id and
+// canonical result, "" for none): a statement per status, and per
+// whether the units have a canonical result.
+func (l *Ledger) setStatuses(tx *sql.Tx, byStatus map[string][]jobRef, now time.Time) error {
+	for _, status := range slices.Sorted(maps.Keys(byStatus)) {
+		var with []jobRef
+		var without []int64
+		for _, u := range byStatus[status] {
+			if u.cid != "" {
+				with = append(with, u)
+			} else {
+				without = append(without, u.id)
+			}
+		}
+		if len(with) > 0 {
+			if _, err := l.exec(tx, qSetStatus, status, now.UnixMilli(), refsArg(with)); err != nil {
+				return fmt.Errorf("ledger: status %s of %d units: %w", status, len(with), err)
+			}
+		}
+		if len(without) > 0 {
+			list, err := jsonArg(without)
+			if err != nil {
+				return err
+			}
+			if _, err := l.exec(tx, qSetStatusNone, status, now.UnixMilli(), list); err != nil {
+				return fmt.Errorf("ledger: status %s of %d units: %w", status, len(without), err)
+			}
 		}
 	}
 	return nil
