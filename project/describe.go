@@ -139,9 +139,12 @@ func (l *Ledger) describeJobs(jobOrUnit string) ([]ledgerJob, int64, error) {
 	if n, err := strconv.ParseInt(strings.TrimPrefix(jobOrUnit, "unit"), 10, 64); err == nil {
 		q, arg = q+`j.unit = ? ORDER BY j.copy`, n
 	} else if c, err := cid.Decode(jobOrUnit); err == nil {
-		q, arg = q+`substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`, c.String()
+		q, arg = q+jobWithCID("j", "?1"), c.String()
 	} else {
 		return nil, 0, fmt.Errorf("%q is neither a job's CID nor a unit's number", jobOrUnit)
+	}
+	if err := l.indexCIDs(); err != nil {
+		return nil, 0, err
 	}
 	rows, err := l.db.Query(q, arg)
 	if err != nil {

@@ -142,17 +142,8 @@ const (
 
 // jobIndexes are the indexes of the jobs and results tables (created
 // after migrateByID, which rebuilds an older ledger's tables). A job is
-// found by its CID through jobs_cid, an index of the CID's last 16
-// characters (80 bits of its digest; a string shorter than 16, as tests
-// name jobs, whole), not of all 59: a short key costs a fraction of a
-// full one to insert (ledger_by_id.go). Every statement looking a job up
-// by CID names both, "substr(cid, -16) = substr(X, -16) AND cid = X", so
-// the index finds the row and the whole CID decides
-// (TestLedgerQueriesUseIndexes). Unique: two jobs whose CIDs agree in
-// those 80 bits would be refused as a duplicate, a chance of about
-// n²/2⁸¹ for n jobs (below 10⁻⁶ for a billion).
+// found by its CID through job_cids, filled in bulk (ledger_cids.go).
 const jobIndexes = `
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_cid ON jobs(substr(cid, -16));
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE INDEX IF NOT EXISTS results_ungraded ON results(job) WHERE valid IS NULL;
 CREATE INDEX IF NOT EXISTS results_client ON results(client_key, harvested);
@@ -200,9 +191,9 @@ func seed(db *sql.DB) error {
 // "+state" keeps SQLite from walking the jobs of a state (jobs_state),
 // which may be most of the ledger, rather than looking each job up.
 const (
-	jobIsValue = `substr(j.cid, -16) = substr(e.value, -16) AND j.cid = e.value`
-	jobsIn1    = `substr(cid, -16) IN (SELECT substr(value, -16) FROM json_each(?1)) AND cid IN (SELECT value FROM json_each(?1))`
-	jobsIn2    = `substr(cid, -16) IN (SELECT substr(value, -16) FROM json_each(?2)) AND cid IN (SELECT value FROM json_each(?2))`
+	jobIsValue = `j.id IN (SELECT c.job FROM job_cids c WHERE c.k = substr(e.value, -16)) AND j.cid = e.value`
+	jobsIn1    = `id IN (SELECT c.job FROM json_each(?1) e CROSS JOIN job_cids c ON c.k = substr(e.value, -16)) AND cid IN (SELECT value FROM json_each(?1))`
+	jobsIn2    = `id IN (SELECT c.job FROM json_each(?2) e CROSS JOIN job_cids c ON c.k = substr(e.value, -16)) AND cid IN (SELECT value FROM json_each(?2))`
 
 	qInsertBatch = `INSERT INTO batches(digest, source, units, copies, created) VALUES(?,?,?,?,?)`
 	qEnsureUnit  = `INSERT INTO units(batch, idx, copies) VALUES(?,?,?) ON CONFLICT(batch, idx) DO NOTHING`
@@ -241,7 +232,7 @@ const (
 	// [[cid, 0 or 1], ...]: the jobs looked up first (MATERIALIZED), as
 	// SQLite would rather walk the results and match each to the list.
 	qGrade = `WITH g AS MATERIALIZED (SELECT j.id AS id, e.value->>1 AS valid FROM json_each(?) e CROSS JOIN jobs j
-		ON substr(j.cid, -16) = substr(e.value->>0, -16) AND j.cid = e.value->>0)
+		ON j.id IN (SELECT c.job FROM job_cids c WHERE c.k = substr(e.value->>0, -16)) AND j.cid = e.value->>0)
 		UPDATE results SET valid = g.valid FROM g WHERE results.job = g.id`
 	// [[unit, results], ...]: each unit leaves to_validate unless it has
 	// another number of results by now.
@@ -292,12 +283,16 @@ func OpenLedger(path string) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
+	if err := fillCIDsOnOpen(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
 	if err := seed(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: queue the units of ungraded results: %w", path, err)
 	}
 	l := &Ledger{db: db, path: path, stmts: map[string]*sql.Stmt{}}
-	for _, q := range slices.Concat(txQueries, creditTxQueries) {
+	for _, q := range slices.Concat(txQueries, creditTxQueries, cidQueries) {
 		if _, err := l.stmt(q); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("ledger %s: %w", path, err)
@@ -579,6 +574,9 @@ func (l *Ledger) insertJobs(tx *sql.Tx, jobs []PreparedJob, now time.Time) ([]jo
 			return nil, fmt.Errorf("ledger: record the spec of job %s: %w", j.CID, err)
 		}
 		refs[i] = jobRef{id: id, cid: j.CID}
+	}
+	if _, err := l.fillCIDs(tx, cidsFillEvery); err != nil {
+		return nil, err
 	}
 	l.notePlain(jobs)
 	return refs, nil

@@ -23,8 +23,8 @@ const (
 	// [cid, ...]: the unit of each job whose unit has no canonical result.
 	qUnitsToReissue = `SELECT j.cid, j.unit FROM json_each(?1) e CROSS JOIN jobs j ON ` + jobIsValue + `
 		JOIN units u ON u.id = j.unit WHERE u.status != ?2`
-	qDeclareLost = `UPDATE jobs SET state = ?1 WHERE substr(cid, -16) = substr(?2, -16) AND cid = ?2
-		AND state IN (?3, ?4) AND unservable_since IS NOT NULL`
+	qDeclareLost = `UPDATE jobs SET state = ?1 WHERE id IN (SELECT job FROM job_cids WHERE k = substr(?2, -16)) AND cid = ?2
+		AND +state IN (?3, ?4) AND unservable_since IS NOT NULL`
 	qNextCopy = `SELECT COALESCE(MAX(copy), 0) + 1 FROM jobs WHERE unit = ?`
 )
 
@@ -62,6 +62,9 @@ func (l *Ledger) Unservable(cids []string, now time.Time) (map[string]time.Time,
 		return nil, err
 	}
 	defer tx.Rollback()
+	if _, err := l.fillCIDs(tx, 1); err != nil {
+		return nil, err
+	}
 	if _, err := l.exec(tx, qMarkUnservable, now.UnixMilli(), list, StatePrepared, StateSubmitted); err != nil {
 		return nil, fmt.Errorf("ledger: mark %d jobs unservable: %w", len(cids), err)
 	}
@@ -100,6 +103,9 @@ func (l *Ledger) ClearUnservable(cids []string) error {
 		return err
 	}
 	return l.lazyTx(func(tx *sql.Tx) error {
+		if _, err := l.fillCIDs(tx, 1); err != nil {
+			return err
+		}
 		_, err := l.exec(tx, qClearUnservable, list)
 		return err
 	})
@@ -114,6 +120,9 @@ func (l *Ledger) unitsToReissue(cids []string) (map[string]int64, error) {
 	}
 	list, err := jsonArg(cids)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.indexCIDs(); err != nil {
 		return nil, err
 	}
 	rows, err := l.db.Query(qUnitsToReissue, list, UnitValid)
@@ -154,6 +163,9 @@ func (l *Ledger) declareLost(jobs []lostJob, now time.Time) ([]string, error) {
 		return nil, err
 	}
 	defer tx.Rollback()
+	if _, err := l.fillCIDs(tx, 1); err != nil {
+		return nil, err
+	}
 	next, err := l.txStmt(tx, qNextCopy)
 	if err != nil {
 		return nil, err

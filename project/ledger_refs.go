@@ -93,6 +93,18 @@ func (l *Ledger) refsOf(tx *sql.Tx, cids []string) ([]jobRef, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(found) < len(unknown) {
+		// Some may be jobs recorded since the CID index's last fill.
+		did, err := l.fillCIDs(tx, 1)
+		if err != nil {
+			return nil, err
+		}
+		if did {
+			if found, err = l.lookUpRefs(tx, unknown); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, c := range unknown {
 		if id, ok := found[c]; ok {
 			refs = append(refs, jobRef{id: id, cid: c})

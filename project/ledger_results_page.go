@@ -108,8 +108,8 @@ var ErrNoResult = errors.New("no result recorded for this job")
 
 // qResultOf reads a job's result (?1 its CID) with its unit's index and
 // its signed spec.
-const qResultOf = `SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, s.signed
-	FROM jobs j JOIN results r ON r.job = j.id JOIN units u ON u.id = j.unit JOIN specs s ON s.job = j.id WHERE substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`
+var qResultOf = `SELECT r.cid, r.client, r.client_key, r.output, r.exit_code, r.error, r.cpu_ms, r.wall_ms, r.at, r.valid = 1, r.killed, u.idx, s.signed
+	FROM jobs j JOIN results r ON r.job = j.id JOIN units u ON u.id = j.unit JOIN specs s ON s.job = j.id WHERE ` + jobWithCID("j", "?1")
 
 // ResultOf returns the result of a job, with the output file names its
 // job names (OutputNames) and the unit's index; an error wrapping
@@ -118,6 +118,9 @@ func (l *Ledger) ResultOf(cid string) (r Result, unitIdx int, err error) {
 	var cpu, wall, at int64
 	var valid sql.NullBool
 	var signed []byte
+	if err := l.indexCIDs(); err != nil {
+		return r, 0, err
+	}
 	err = l.db.QueryRow(qResultOf, cid).
 		Scan(&r.CID, &r.Client, &r.ClientKey, &r.Output, &r.ExitCode, &r.Error, &cpu, &wall, &at, &valid, &r.Killed, &unitIdx, &signed)
 	if errors.Is(err, sql.ErrNoRows) {

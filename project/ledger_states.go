@@ -13,6 +13,9 @@ import (
 // Known reports the ledger state of a job ("" when it is not the
 // project's).
 func (l *Ledger) Known(cid string) (string, error) {
+	if err := l.indexCIDs(); err != nil {
+		return "", err
+	}
 	s, err := l.stmt(qKnown)
 	if err != nil {
 		return "", err
@@ -25,10 +28,10 @@ func (l *Ledger) Known(cid string) (string, error) {
 	return st, err
 }
 
-const qKnown = `SELECT state FROM jobs WHERE substr(cid, -16) = substr(?1, -16) AND cid = ?1`
+var qKnown = `SELECT j.state FROM jobs j WHERE ` + jobWithCID("j", "?1")
 
-// qStates is the ledger state of each job of a JSON array of refs (?1,
-// [[id, cid], ...]: jobs Ledger.known names) and of one of CIDs (?2:
+// qStates is the ledger state of each job of a JSON object of refs (?1,
+// {cid: id, ...}: jobs Ledger.known names) and of an array of CIDs (?2:
 // the others).
 const qStates = `SELECT j.cid, j.state FROM json_each(?1) e CROSS JOIN jobs j ON ` + jobIsRef + `
 	UNION ALL SELECT j.cid, j.state FROM json_each(?2) e CROSS JOIN jobs j ON ` + jobIsValue
@@ -41,27 +44,50 @@ func (l *Ledger) states(cids []string) (map[string]string, error) {
 		return out, nil
 	}
 	refs, unknown := l.splitKnown(cids)
+	if err := l.readStates(refs, unknown, out); err != nil {
+		return nil, err
+	}
+	// A job not found by CID may be one recorded since the index's last
+	// fill: fill it, and look those up again.
+	var missing []string
+	for _, c := range unknown {
+		if _, ok := out[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	if err := l.indexCIDs(); err != nil {
+		return nil, err
+	}
+	return out, l.readStates(nil, missing, out)
+}
+
+// readStates adds to out the states qStates reads of refs and of the
+// jobs of unknown by CID.
+func (l *Ledger) readStates(refs []jobRef, unknown []string, out map[string]string) error {
 	list, err := json.Marshal(unknown)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s, err := l.stmt(qStates)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rows, err := s.Query(refsArg(refs), string(list))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var c, st string
 		if err := rows.Scan(&c, &st); err != nil {
-			return nil, err
+			return err
 		}
 		out[c] = st
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // MarkCollected records that the nodes were told.
@@ -138,8 +164,11 @@ func (l *Ledger) harvestedJobs() ([]harvestedJob, error) {
 // placeOf is the place key of job cid (job.Listing.PlaceKey), from the
 // listing the ledger keeps.
 func (l *Ledger) placeOf(cid string) ([]byte, error) {
+	if err := l.indexCIDs(); err != nil {
+		return nil, err
+	}
 	var listing []byte
-	if err := l.db.QueryRow(`SELECT s.listing FROM jobs j JOIN specs s ON s.job = j.id WHERE substr(j.cid, -16) = substr(?1, -16) AND j.cid = ?1`, cid).Scan(&listing); err != nil {
+	if err := l.db.QueryRow(`SELECT s.listing FROM jobs j JOIN specs s ON s.job = j.id WHERE `+jobWithCID("j", "?1"), cid).Scan(&listing); err != nil {
 		return nil, fmt.Errorf("job %s in the ledger: %w", cid, err)
 	}
 	_, sl, err := job.DecodeListing(listing)

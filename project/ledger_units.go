@@ -13,12 +13,15 @@ import (
 
 // qUnitOf reads a job's unit (?2 its CID) and the copies issued, those
 // in state ?1 (lost) left out.
-const qUnitOf = `SELECT j.unit, (SELECT COUNT(*) FROM jobs k WHERE k.unit = j.unit AND k.state != ?1) FROM jobs j
-	WHERE substr(j.cid, -16) = substr(?2, -16) AND j.cid = ?2`
+var qUnitOf = `SELECT j.unit, (SELECT COUNT(*) FROM jobs k WHERE k.unit = j.unit AND k.state != ?1) FROM jobs j
+	WHERE ` + jobWithCID("j", "?2")
 
 // UnitOf returns a job's unit and how many copies of it were issued
 // (jobs declared lost left out: they will never return a result).
 func (l *Ledger) UnitOf(cid string) (unit int64, issued int, err error) {
+	if err := l.indexCIDs(); err != nil {
+		return 0, 0, err
+	}
 	err = l.db.QueryRow(qUnitOf, StateLost, cid).Scan(&unit, &issued)
 	return unit, issued, err
 }
@@ -225,6 +228,11 @@ func (l *Ledger) setVerdicts(tx *sql.Tx, vs []unitVerdict, now time.Time) error 
 	}
 	if err := l.setStatuses(tx, statuses, now); err != nil {
 		return err
+	}
+	if len(grades) > 0 { // qGrade finds the results' jobs by CID
+		if _, err := l.fillCIDs(tx, 1); err != nil {
+			return err
+		}
 	}
 	for _, st := range []struct {
 		q    string

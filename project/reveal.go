@@ -161,6 +161,11 @@ const qJobSpecs = `SELECT j.cid, s.signed FROM json_each(?) e CROSS JOIN jobs j 
 func (l *Ledger) jobSpecs(cids []string) (map[string]*job.Spec, error) {
 	cids = l.takePlain(cids)
 	out := make(map[string]*job.Spec, len(cids))
+	if len(cids) > 0 {
+		if err := l.indexCIDs(); err != nil {
+			return nil, err
+		}
+	}
 	for start := 0; start < len(cids); start += 256 {
 		part := cids[start:min(start+256, len(cids))]
 		list, err := jsonArg(part)
