@@ -283,9 +283,9 @@ func OpenLedger(path string) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
-	if err := fillCIDsOnOpen(db); err != nil {
+	if _, err := db.Exec(cidsSchema); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("ledger %s: %w", path, err)
+		return nil, fmt.Errorf("ledger %s: the CID index: %w", path, err)
 	}
 	if err := seed(db); err != nil {
 		db.Close()
@@ -297,6 +297,12 @@ func OpenLedger(path string) (*Ledger, error) {
 			l.Close()
 			return nil, fmt.Errorf("ledger %s: %w", path, err)
 		}
+	}
+	// Index the jobs recorded since the last fill (all of them the first
+	// time: job_cids replaces jobs_cid).
+	if err := l.indexCIDs(); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	return l, nil
 }

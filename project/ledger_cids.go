@@ -99,23 +99,3 @@ func (l *Ledger) indexCIDs() error {
 	}
 	return tx.Commit()
 }
-
-// fillCIDsOnOpen indexes the jobs a ledger holds above job_cids_upto
-// when it opens: all of them the first time (the index replaces
-// jobs_cid), else those a process recorded since its last fill.
-func fillCIDsOnOpen(db *sql.DB) error {
-	if _, err := db.Exec(cidsSchema); err != nil {
-		return fmt.Errorf("the CID index: %w", err)
-	}
-	tx, err := db.Begin()
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, q := range []string{qFillCIDs, qMoveCIDsUpto} {
-		if _, err := tx.Exec(q); err != nil {
-			return fmt.Errorf("fill the CID index: %w", err)
-		}
-	}
-	return tx.Commit()
-}
