@@ -42,13 +42,20 @@ type muxConn struct {
 	err     error // set once the stream failed; no call is registered after
 }
 
-// muxTo returns the open mux stream to p, opening one when there is none.
+// muxTo returns the open mux stream to p, opening one when there is none
+// or the one it has is on a closed connection.
 func (e *Endpoint) muxTo(ctx context.Context, p peer.ID) (*muxConn, error) {
 	e.muxMu.Lock()
 	mc := e.muxes[p]
 	e.muxMu.Unlock()
-	if mc != nil {
+	if mc != nil && !mc.s.Conn().IsClosed() {
 		return mc, nil
+	}
+	if mc != nil {
+		// Its connection closed without the stream being reset (a
+		// stream opened as the connection went down): the callee behind
+		// it is gone, and a restarted callee is reached on a new one.
+		e.dropMux(p, mc, errMuxClosed)
 	}
 	s, err := e.raw.NewStream(ctx, p, wire.ProtoMux)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/up-pool/up/certs"
@@ -203,5 +205,61 @@ func TestMuxDroppedPeerRefused(t *testing.T) {
 	defer mu.Unlock()
 	if served != 1 {
 		t.Fatalf("handler ran %d times, want 1", served)
+	}
+}
+
+// closedConnStream is a working stream whose connection reports closed:
+// a stream opened on a connection as it went down, never reset.
+type closedConnStream struct {
+	network.Stream
+	reset atomic.Bool
+}
+
+type closedConn struct{ network.Conn }
+
+func (closedConn) IsClosed() bool { return true }
+
+func (s *closedConnStream) Conn() network.Conn { return closedConn{s.Stream.Conn()} }
+
+func (s *closedConnStream) Reset() error {
+	s.reset.Store(true)
+	return s.Stream.Reset()
+}
+
+// TestMuxStreamOnClosedConnIsReplaced: a mux stream whose connection
+// closed is not used again, even if nothing reset it: the callee it
+// reached is gone (a restarted node answers on a new connection, and the
+// old process's handlers must not answer for it). Seen in CI: a client
+// kept calling a restarted node's old, closed instance for 90 s.
+func TestMuxStreamOnClosedConnIsReplaced(t *testing.T) {
+	n := newRPCNet(t)
+	client, server := n.endpoint(certs.RoleClient), n.endpoint(certs.RoleNode)
+	server.Handle(protoEcho, 4096, nil, func(context.Context, *Admitted, []byte) (any, error) {
+		return &wire.Ping{}, nil
+	})
+	n.link()
+	ctx := context.Background()
+	admitBoth(ctx, t, client, server)
+	call := func() {
+		t.Helper()
+		if err := client.Call(ctx, server.ID(), protoEcho, &wire.NearRequest{Target: make([]byte, 32), Count: 1}, 64, &wire.Ping{}); err != nil {
+			t.Fatalf("call: %v", err)
+		}
+	}
+	call()
+	client.muxMu.Lock()
+	old := client.muxes[server.ID()]
+	stale := &closedConnStream{Stream: old.s}
+	old.s = stale
+	client.muxMu.Unlock()
+	call()
+	client.muxMu.Lock()
+	now := client.muxes[server.ID()]
+	client.muxMu.Unlock()
+	if now == old {
+		t.Fatal("the call went over the stream of a closed connection")
+	}
+	if !stale.reset.Load() {
+		t.Fatal("the stream of a closed connection was not reset")
 	}
 }
