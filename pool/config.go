@@ -20,6 +20,11 @@ type Config struct {
 	// RepublishJitter spreads rounds uniformly over Interval ± Jitter, so
 	// nodes do not republish in lockstep. Default 5 min.
 	RepublishJitter time.Duration
+	// RepublishFullEvery makes every RepublishFullEvery-th republish
+	// round (the first included) sync every job; the others skip the
+	// collected jobs already synced to the same view
+	// (republish_skip.go). 1: every round syncs every job. Default 4.
+	RepublishFullEvery int
 	// ReplicaExpiry is how long a node keeps a job after it last found
 	// itself among the job's r closest. Default 1 h.
 	ReplicaExpiry time.Duration
@@ -78,6 +83,9 @@ func (c *Config) ApplyDefaults() {
 	if c.RepublishJitter == 0 {
 		c.RepublishJitter = 5 * time.Minute
 	}
+	if c.RepublishFullEvery == 0 {
+		c.RepublishFullEvery = 4
+	}
 	if c.ReplicaExpiry == 0 {
 		c.ReplicaExpiry = time.Hour
 	}
@@ -120,6 +128,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch {
+	case c.RepublishFullEvery < 0:
+		return fmt.Errorf("pool config: RepublishFullEvery %d is negative", c.RepublishFullEvery)
 	case c.MaxGone < 0:
 		return fmt.Errorf("pool config: MaxGone %d is negative", c.MaxGone)
 	case c.RepublishJitter >= c.RepublishInterval:

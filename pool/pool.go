@@ -78,6 +78,11 @@ type entry struct {
 	// counted says closest is this node's closeness to the job as
 	// Counts last counted it (counts.go).
 	counted, closest bool
+	// syncedView and syncedAt: the hash of the view a republish round
+	// last synced this job's collected state (collected at syncedAt) to,
+	// in full; 0: never (republish_skip.go).
+	syncedView uint64
+	syncedAt   int64
 }
 
 // Pool is a node's share of the job pool. Safe for concurrent use.
@@ -131,6 +136,8 @@ type Pool struct {
 	boardSwept int64        // when expireBoards last swept, ms on this node's clock; boardMu
 	handOns    handOns      // hand-on on join (handoff.go)
 	repairs    repairs      // repair on departure (repair.go)
+	views      viewEpochs   // peers' admissions, for the views rounds hash (republish_skip.go)
+	rounds     uint64       // republish rounds started; mu
 	resynced   resyncs      // last Resync per job (resync.go)
 }
 

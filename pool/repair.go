@@ -58,7 +58,10 @@ func (p *Pool) watchDepartures() {
 	rp.kick = make(chan struct{}, 1)
 	p.dht.OnPeerDown(p.peerRemoved)
 	// Every node entering the routing table was admitted first.
-	p.ep.OnAdmit(func(a *overlay.Admitted) { p.peerBack(a.Peer) })
+	p.ep.OnAdmit(func(a *overlay.Admitted) {
+		p.peerBack(a.Peer)
+		p.views.admitted(a.Peer)
+	})
 }
 
 // maxPendingDepartures bounds the departures waiting for a repair; more

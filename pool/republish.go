@@ -23,6 +23,7 @@ type RoundStats struct {
 	Merged        int // states changed here by newer ones from replicas
 	Dropped       int // jobs deleted: not among the r closest for the replica expiry
 	Failed        int // targets that did not answer
+	Skipped       int // syncs of collected jobs not sent: already synced to the same view (republish_skip.go)
 	Elapsed       time.Duration
 	RPCs          int // sync and store calls that completed
 	// BytesSent counts the request frames this node sent in the round's
@@ -102,7 +103,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	now := p.nowMS()
 	self := p.self()
 	var st RoundStats
-	jobs, poss, items := p.roundJobs(now)
+	jobs, poss := p.roundJobs(now)
 	st.Held = len(jobs)
 	// Liveness is probed once per peer per round, before the plan.
 	probe := p.dht.NewProber()
@@ -114,13 +115,24 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	for _, k := range pl.Responsible {
 		p.markResponsible(k, now)
 	}
-	sends := make(map[peer.ID][]wire.SyncItem, len(pl.Sync))
+	skip := p.planSkips(jobs, pl.Handed)
+	plan := make(map[peer.ID][]string, len(pl.Sync))
 	for t, keys := range pl.Sync {
 		for _, k := range keys {
-			sends[t] = append(sends[t], items[k])
+			if skip.skip[k] {
+				st.Skipped++
+				continue
+			}
+			plan[t] = append(plan[t], k)
+			if _, ok := skip.sent[k]; ok {
+				skip.targets[k] = append(skip.targets[k], t)
+			}
 		}
 	}
-	synced := p.syncPlanned(ctx, sends, probe, &st)
+	sends := p.roundItems(plan)
+	failed := map[peer.ID]bool{}
+	synced := p.syncPlanned(ctx, sends, probe, &st, failed)
+	p.markCollectedSynced(skip.views, skip.sent, failed, skip.targets)
 	p.resendChanged(ctx, pl.Replicas, &st)
 	drop := make([][]byte, len(pl.Drop))
 	for i, k := range pl.Drop {
@@ -138,33 +150,57 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	return st
 }
 
-// roundJobs are the unexpired jobs held, for a round's plan, their
-// positions, and the item each sends (its state and proof, as sendable).
-func (p *Pool) roundJobs(now int64) ([]replica.RoundJob[peer.ID], []keyspace.Pos, map[string]wire.SyncItem) {
+// roundJobs are the unexpired jobs held, for a round's plan, and their
+// positions.
+func (p *Pool) roundJobs(now int64) ([]replica.RoundJob[peer.ID], []keyspace.Pos) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	jobs := make([]replica.RoundJob[peer.ID], 0, len(p.jobs))
 	poss := make([]keyspace.Pos, 0, len(p.jobs))
-	items := make(map[string]wire.SyncItem, len(p.jobs))
 	for k, e := range p.jobs {
 		if job.Expired(e.expires, now) {
 			continue // ExpireNow drops it; no replica is repaired with it
 		}
 		jobs = append(jobs, replica.RoundJob[peer.ID]{Holding: replica.Holding{Key: k, State: e.state, Responsible: e.responsible}})
 		poss = append(poss, e.pos)
-		item := wire.SyncItem{Key: []byte(k)}
-		item.State, item.Proof = p.sendable(e.state, e.proof)
-		items[k] = item
 	}
-	return jobs, poss, items
+	return jobs, poss
+}
+
+// roundItems are the items a round sends each target: each planned job's
+// state and proof as sendable now (a state newer than the one planned on
+// goes out; a job deleted since is left out), each built once and read
+// under one lock, only for the jobs the round sends (skipped ones cost
+// nothing).
+func (p *Pool) roundItems(plan map[peer.ID][]string) map[peer.ID][]wire.SyncItem {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	built := map[string]wire.SyncItem{}
+	sends := make(map[peer.ID][]wire.SyncItem, len(plan))
+	for t, keys := range plan {
+		for _, k := range keys {
+			item, ok := built[k]
+			if !ok {
+				e := p.jobs[k]
+				if e == nil {
+					continue
+				}
+				item = wire.SyncItem{Key: []byte(k)}
+				item.State, item.Proof = p.sendable(e.state, e.proof)
+				built[k] = item
+			}
+			sends[t] = append(sends[t], item)
+		}
+	}
+	return sends
 }
 
 // syncPlanned sends each target its items. A target that fails is marked
 // dead and its items re-planned (Replan) onto the new views, a few times
 // at most. Jobs handed on go to their new closest, and are dropped only
 // once synced (see handedOn): it returns, per job handed on, the node
-// that took it.
-func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem, probe *dht.Prober, st *RoundStats) map[string]peer.ID {
+// that took it, and adds each target that failed to failed.
+func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem, probe *dht.Prober, st *RoundStats, failed map[peer.ID]bool) map[string]peer.ID {
 	self := p.self()
 	synced := map[string]peer.ID{}
 	for attempt := 0; attempt < replica.SyncAttempts && len(plan) > 0; attempt++ {
@@ -172,6 +208,7 @@ func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem
 		for t, items := range plan {
 			if err := p.syncWith(ctx, t, items, st); err != nil {
 				st.Failed++
+				failed[t] = true
 				p.dht.MarkDead(t)
 				for _, it := range items {
 					view := probe.NearestLive(ctx, p.posOf(it.Key), p.r)
