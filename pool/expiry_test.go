@@ -7,6 +7,7 @@ import (
 
 	"github.com/up-pool/up/claim"
 	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/pool"
 )
 
 // tSkew is the pools' default T_skew.
@@ -155,4 +156,48 @@ func TestStaleReplicaAfterCollection(t *testing.T) {
 	if h := pn.net.Holders(key); len(h) != 0 {
 		t.Fatalf("collected job back on %v", h)
 	}
+}
+
+// TestExpiryInBatches: an expiry pass deletes collected jobs in commits
+// of several jobs each (expireBatch); every one of them is deleted, has
+// its gone record, and stays deleted across a restart of the node.
+func TestExpiryInBatches(t *testing.T) {
+	defer pool.SetExpireBatchForTests(pool.SetExpireBatchForTests(3))
+	pn := startPoolNet(t, 6, 30, 29)
+	nd := pn.net.Node(0)
+	keys := nd.Pool().Keys()
+	if len(keys) < 7 {
+		t.Fatalf("node holds %d jobs, want several batches' worth", len(keys))
+	}
+	now := pn.clock.Now().UnixMilli()
+	for _, k := range keys {
+		if _, err := nd.Pool().Merge(k, job.State{Phase: job.Collected, At: now}, pn.collectedProof(k, now), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pn.clock.Advance(2*time.Hour + time.Minute)
+	if _, deleted := nd.Pool().ExpireNow(); deleted != len(keys) {
+		t.Fatalf("%d of %d collected jobs deleted after T_collect", deleted, len(keys))
+	}
+	check := func(when string) {
+		t.Helper()
+		p := pn.net.Node(0).Pool()
+		at := pn.clock.Now().UnixMilli()
+		for _, k := range keys {
+			if _, held := p.State(k); held {
+				t.Fatalf("%s: job %x still held", when, k)
+			}
+			if !p.GoneForTests(k, at) {
+				t.Fatalf("%s: job %x has no gone record", when, k)
+			}
+		}
+	}
+	check("after the pass")
+	if err := pn.net.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := pn.net.Restart(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	check("after a restart")
 }

@@ -19,3 +19,17 @@ func (p *Pool) CertForTests(key, signed []byte) (string, []byte, bool) {
 func (p *Pool) DropEnvelopeForTests(key []byte) error {
 	return p.st.Delete(store.Key(resultNS, key))
 }
+
+// SetExpireBatchForTests sets the most jobs one expiry commit deletes and
+// returns the old value.
+func SetExpireBatchForTests(n int) int {
+	old := expireBatch
+	expireBatch = n
+	return old
+}
+
+// GoneForTests reports whether key has a gone record in force at now (ms).
+func (p *Pool) GoneForTests(key []byte, now int64) bool {
+	_, _, ok := p.gone(key, now)
+	return ok
+}

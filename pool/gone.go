@@ -31,15 +31,11 @@ const (
 )
 
 // markGone adds to b the deletion of a collected job and its gone record,
-// which keeps the collected state's proof (the project's signature).
-func markGone(b *store.Batch, key []byte, collectedAt, lapse int64, proof []byte) {
-	b.Delete(store.Key(jobNS, key))
-	b.Delete(store.Key(stateNS, key))
-	b.Delete(store.Key(resultNS, key))
+// which keeps the collected state's proof (the project's signature); the
+// keys only a sequence has (checkpoint, trickles, order) when seq.
+func markGone(b *store.Batch, key []byte, seq bool, collectedAt, lapse int64, proof []byte) {
 	b.Delete(store.Key(proofNS, key))
-	b.Delete(store.Key(ckptNS, key))
-	b.Delete(store.Key(trickleNS, key))
-	b.Delete(store.Key(orderNS, key))
+	dropExpired(b, key, seq)
 	v := binary.BigEndian.AppendUint64(nil, uint64(collectedAt))
 	v = binary.BigEndian.AppendUint64(v, uint64(lapse))
 	v = append(v, proof...)
@@ -76,14 +72,83 @@ func goneLapse(expires, now, keep int64) int64 {
 	return max(job.KeepUntil(expires), now+keep)
 }
 
-// dropExpired adds to b the deletion of a job whose lifetime ended.
-func dropExpired(b *store.Batch, key []byte) {
+// dropExpired adds to b the deletion of a job whose lifetime ended; of
+// the keys only a sequence has (checkpoint, trickles, order) when seq:
+// a deletion of a key never written is a tombstone all the same, which
+// every compaction carries until it meets the bottom of the store.
+func dropExpired(b *store.Batch, key []byte, seq bool) {
 	b.Delete(store.Key(jobNS, key))
 	b.Delete(store.Key(stateNS, key))
 	b.Delete(store.Key(resultNS, key))
-	b.Delete(store.Key(ckptNS, key))
-	b.Delete(store.Key(trickleNS, key))
-	b.Delete(store.Key(orderNS, key))
+	if seq {
+		b.Delete(store.Key(ckptNS, key))
+		b.Delete(store.Key(trickleNS, key))
+		b.Delete(store.Key(orderNS, key))
+	}
+}
+
+// sequenceKeys reports whether the job may have keys only a sequence has:
+// it is one (its spec's steps, or an order's), or holds a checkpoint,
+// trickles or an order.
+func (e *entry) sequenceKeys() bool {
+	return e.steps > 0 || e.ckptStep > 0 || e.trickles > 0 || e.orderRev > 0
+}
+
+// deletions batches an expiry pass's deletions: one store commit per
+// expireBatch jobs, not one per job.
+type deletions struct {
+	p       *Pool
+	b       *store.Batch
+	keys    []string
+	gone    []bool
+	deleted int
+}
+
+// expireBatch is the most jobs one commit of an expiry pass deletes.
+var expireBatch = 512
+
+// newDeletions starts a pass's deletions; p.mu is held throughout.
+func (p *Pool) newDeletions() *deletions { return &deletions{p: p} }
+
+// batch is the batch the next deletion goes to.
+func (d *deletions) batch() *store.Batch {
+	if d.b == nil {
+		d.b = d.p.st.NewBatch()
+	}
+	return d.b
+}
+
+// add records that the batch deletes job k (with a gone record if gone).
+func (d *deletions) add(k string, gone bool) {
+	d.keys = append(d.keys, k)
+	d.gone = append(d.gone, gone)
+}
+
+func (d *deletions) full() bool { return len(d.keys) >= expireBatch }
+
+// commit writes the batch and, once it is on disk, forgets its jobs here
+// and adds their deletions to changes; a batch that fails changes
+// nothing (its jobs are deleted by a later pass).
+func (d *deletions) commit(changes []change) []change {
+	if len(d.keys) == 0 {
+		return changes
+	}
+	p := d.p
+	if err := d.b.Commit(true); err != nil {
+		p.log.Warn("expire", "jobs", len(d.keys), "err", err)
+	} else {
+		for i, k := range d.keys {
+			if d.gone[i] {
+				p.goneN++
+			}
+			p.unhold(k)
+			d.deleted++
+			p.mDropped.Inc()
+			changes = append(changes, change{key: []byte(k), deleted: true})
+		}
+	}
+	d.b, d.keys, d.gone = nil, d.keys[:0], d.gone[:0]
+	return changes
 }
 
 // expireGone deletes the gone records that lapsed by now, and those that

@@ -107,8 +107,8 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	st.Held = len(jobs)
 	// Liveness is probed once per peer per round, before the plan.
 	probe := p.dht.NewProber()
-	for i := range jobs {
-		jobs[i].View = probe.NearestLive(ctx, poss[i], p.r)
+	for i, v := range probe.NearestLiveMany(ctx, poss, p.r) {
+		jobs[i].View = v
 	}
 	pl := replica.PlanRound(self, jobs, now, p.cfg.ReplicaExpiry.Milliseconds())
 	st.Closest, st.handed = pl.Closest, pl.Handed
@@ -345,19 +345,14 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 	tc := p.cfg.TCollect.Milliseconds()
 	var changes []change
 	p.mu.Lock()
+	d := p.newDeletions()
 	for k, e := range p.jobs {
 		switch {
 		case job.Expired(e.expires, now):
 			// No gone record: this node refuses the job at store by the
 			// same rule on the same clock from now on.
-			b := p.st.NewBatch()
-			dropExpired(b, []byte(k))
-			if err := b.Commit(true); err == nil {
-				p.unhold(k)
-				deleted++
-				p.mDropped.Inc()
-				changes = append(changes, change{key: []byte(k), deleted: true})
-			}
+			dropExpired(d.batch(), []byte(k), e.sequenceKeys())
+			d.add(k, false)
 		case e.state.Phase == job.Claimed:
 			v := p.view(e, now)
 			if ended := v.Phase != job.Claimed; ended != e.lapsed {
@@ -368,18 +363,16 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 				changes = append(changes, change{key: []byte(k), st: v})
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
-			b := p.st.NewBatch()
 			p.goneKeys.add([]byte(k)) // before the record is on disk: never a miss
-			markGone(b, []byte(k), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
-			if err := b.Commit(true); err == nil {
-				p.goneN++
-				p.unhold(k)
-				deleted++
-				p.mDropped.Inc()
-				changes = append(changes, change{key: []byte(k), deleted: true})
-			}
+			markGone(d.batch(), []byte(k), e.sequenceKeys(), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
+			d.add(k, true)
+		}
+		if d.full() {
+			changes = d.commit(changes)
 		}
 	}
+	changes = d.commit(changes)
+	deleted = d.deleted
 	p.mu.Unlock()
 	if _, err := p.expireGone(now); err != nil {
 		p.log.Warn("expire", "err", err)
