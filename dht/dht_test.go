@@ -245,3 +245,64 @@ func TestProberTakesHeardPeersAlive(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestLiveManyIsNearestLive: the views ranked once per run of
+// positions no peer tells apart are those NearestLive gives each position
+// alone, dead peers included; positions that share a long prefix (a
+// node's held jobs) share views. Control: a depth one bit short gives
+// some position another view.
+func TestNearestLiveManyIsNearestLive(t *testing.T) {
+	net := testnet.StartNetwork(t, testnet.Options{Nodes: 12, Seed: 23})
+	ctx := context.Background()
+	d := net.Node(0).DHT()
+	if err := net.Kill(5); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(23, 1))
+	poss := make([]keyspace.Pos, 3000)
+	for i := range poss {
+		for j := range poss[i] {
+			poss[i][j] = byte(rng.Uint32())
+		}
+		if i%2 == 1 { // a neighbour of the last: a shared long prefix
+			poss[i] = poss[i-1]
+			poss[i][31] ^= byte(i)
+		}
+	}
+	views := d.NewProber().NearestLiveMany(ctx, poss, 5)
+	alone := d.NewProber()
+	shared := 0
+	for i, pos := range poss {
+		want := alone.NearestLive(ctx, pos, 5)
+		if !slices.Equal(views[i], want) {
+			t.Fatalf("position %d: view %v, alone %v", i, views[i], want)
+		}
+		if i%2 == 1 && &views[i][0] == &views[i-1][0] {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no view was shared by positions that agree on 248 bits")
+	}
+	// Control: one bit short of the separating depth, two positions
+	// agreeing on it can be ordered differently by the two peers that
+	// share the longest prefix.
+	depth := d.SeparatingDepth()
+	if depth < 2 {
+		t.Fatalf("separating depth %d with 12 nodes", depth)
+	}
+	differ := false
+	for i := 0; i < 2000 && !differ; i++ {
+		var a keyspace.Pos
+		for j := range a {
+			a[j] = byte(rng.Uint32())
+		}
+		b := a
+		flip := depth - 1 // the bit that tells the closest pair apart
+		b[flip/8] ^= 0x80 >> (flip % 8)
+		differ = !slices.Equal(d.NearestLocal(a, 12), d.NearestLocal(b, 12))
+	}
+	if !differ {
+		t.Fatal("positions differing only at the separating depth's last bit always rank alike: the depth is not tight")
+	}
+}

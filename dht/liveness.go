@@ -2,6 +2,7 @@ package dht
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -181,4 +182,62 @@ func (pr *Prober) Alive(ctx context.Context, p peer.ID) bool {
 // NearestLive is DHT.NearestLive with this prober's probes.
 func (pr *Prober) NearestLive(ctx context.Context, pos keyspace.Pos, n int) []peer.ID {
 	return pr.d.nearestWhere(ctx, pos, n, func(p peer.ID) bool { return pr.Alive(ctx, p) })
+}
+
+// NearestLiveMany is NearestLive of each position (views[i] for poss[i]),
+// computed once for each run of positions that no peer of the table
+// orders differently: the order of two peers by distance to a position
+// is decided by the first bit at which the two peers differ, so positions
+// that agree on the first SeparatingDepth bits see every peer in one
+// order, and — each peer's liveness probed once per Prober — get one
+// view. Positions are visited in key order; a view is shared by the
+// positions it is given to and must not be modified. A republish round
+// ranks every held job this way (tens of thousands per round).
+func (pr *Prober) NearestLiveMany(ctx context.Context, poss []keyspace.Pos, n int) [][]peer.ID {
+	views := make([][]peer.ID, len(poss))
+	order := make([]int, len(poss))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return keyspace.Compare(poss[a], poss[b]) })
+	gen, depth, prev := ^uint64(0), 0, -1
+	for _, i := range order {
+		if g := pr.d.TableGen(); g != gen {
+			gen, depth, prev = g, pr.d.SeparatingDepth(), -1
+		}
+		if prev >= 0 && keyspace.CommonPrefixLen(poss[i], poss[prev]) >= depth {
+			views[i] = views[prev]
+			continue
+		}
+		views[i] = pr.NearestLive(ctx, poss[i], n)
+		prev = i
+		if pr.d.TableGen() != gen { // ranked on another table: not shared
+			prev = -1
+		}
+	}
+	return views
+}
+
+// SeparatingDepth is one more than the longest prefix two peers of the
+// routing table (this node included when it serves the DHT) share: two
+// positions that agree on that many bits have the same peers nearest, in
+// the same order. 0 with fewer than two peers.
+func (d *DHT) SeparatingDepth() int {
+	table := d.TablePositions()
+	ps := make([]keyspace.Pos, 0, len(table)+1)
+	for _, q := range table {
+		ps = append(ps, q.Pos)
+	}
+	if d.IsServer() {
+		ps = append(ps, keyspace.PeerPos([]byte(d.ep.ID())))
+	}
+	if len(ps) < 2 {
+		return 0
+	}
+	slices.SortFunc(ps, keyspace.Compare)
+	most := 0
+	for i := 1; i < len(ps); i++ { // in key order the longest shared prefix is between neighbours
+		most = max(most, keyspace.CommonPrefixLen(ps[i-1], ps[i]))
+	}
+	return most + 1
 }
