@@ -140,17 +140,22 @@ func (p *Pool) planSkips(jobs []replicaRoundJob, handed map[string]bool) roundSk
 	rs := roundSkips{skip: map[string]bool{}, views: map[string]uint64{}, sent: map[string]job.State{}, targets: map[string][]peer.ID{}}
 	full := p.fullRound()
 	epochs := p.views.snapshot()
+	hashes := map[*peer.ID]uint64{} // by view: NearestLiveMany gives many jobs one view
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, j := range jobs {
-		if j.State.Phase != job.Collected || handed[j.Key] {
+		if j.State.Phase != job.Collected || handed[j.Key] || len(j.View) == 0 {
 			continue
 		}
 		e := p.jobs[j.Key]
 		if e == nil {
 			continue
 		}
-		h := viewHash(j.View, epochs)
+		h, ok := hashes[&j.View[0]]
+		if !ok {
+			h = viewHash(j.View, epochs)
+			hashes[&j.View[0]] = h
+		}
 		if skipSync(j.State, e.syncedAt, e.syncedView, h, full) {
 			rs.skip[j.Key] = true
 			continue
