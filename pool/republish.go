@@ -32,6 +32,9 @@ type RoundStats struct {
 	BytesSent, BytesReceived int
 
 	changed [][]byte // keys whose state Merged changed, in the round's first pass
+	// unsynced are the keys a target lacked and did not store when sent:
+	// not marked synced (republish_skip.go).
+	unsynced map[string]bool
 	// handed are the keys this node only hands on to their closest (it is
 	// no longer among their r closest): it fetches no result for them.
 	handed map[string]bool
@@ -132,7 +135,7 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 	sends := p.roundItems(plan)
 	failed := map[peer.ID]bool{}
 	synced := p.syncPlanned(ctx, sends, probe, &st, failed)
-	p.markCollectedSynced(skip.views, skip.sent, failed, skip.targets)
+	p.markCollectedSynced(skip.views, skip.sent, failed, st.unsynced, skip.targets)
 	p.resendChanged(ctx, pl.Replicas, &st)
 	drop := make([][]byte, len(pl.Drop))
 	for i, k := range pl.Drop {
@@ -318,11 +321,16 @@ func (p *Pool) syncWith(ctx context.Context, t peer.ID, items []wire.SyncItem, s
 				return err
 			}
 			st.RPCs++
-			for _, o := range ok {
+			for i, o := range ok {
 				if o {
 					st.Repaired++
 					p.mRepaired.Inc()
+					continue
 				}
+				if st.unsynced == nil {
+					st.unsynced = map[string]bool{}
+				}
+				st.unsynced[string(resp.Need[i])] = true
 			}
 		}
 	}

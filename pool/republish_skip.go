@@ -28,7 +28,9 @@ type replicaRoundJob = replica.RoundJob[peer.ID]
 //
 // Why nothing is lost. A skipped sync would have sent a replica a state it
 // answered for last time: it merged it (collected wins every merge and is
-// terminal) or already held it. A replica can lose it since only by losing
+// terminal), already held it, or refused it (a refusal the next full
+// round retries); one that lacked the job and did not store it when sent
+// is not marked. A replica can lose it since only by losing
 // its store (a new identity: a new view) or by restarting on an older
 // copy of its store (a new admission: a new epoch, so a new view hash);
 // a node that joined or left changes the view. What remains — a replica
@@ -103,12 +105,13 @@ func (p *Pool) fullRound() bool {
 }
 
 // markCollectedSynced records, for each collected job a round synced to
-// every target of its view (no target failed), the view it was synced to.
-func (p *Pool) markCollectedSynced(views map[string]uint64, sent map[string]job.State, failed map[peer.ID]bool, targets map[string][]peer.ID) {
+// every target of its view (no target failed, and each that lacked it
+// stored it), the view it was synced to.
+func (p *Pool) markCollectedSynced(views map[string]uint64, sent map[string]job.State, failed map[peer.ID]bool, unsynced map[string]bool, targets map[string][]peer.ID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, st := range sent {
-		ok := true
+		ok := !unsynced[k]
 		for _, t := range targets[k] {
 			if failed[t] {
 				ok = false

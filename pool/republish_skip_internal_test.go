@@ -54,3 +54,30 @@ func TestViewHash(t *testing.T) {
 		t.Fatal("a second admission kept the peer's number")
 	}
 }
+
+// TestMarkCollectedSynced: a job is marked synced to its view only when
+// every target took it: none failed, none lacked it and did not store it,
+// and its state here is still the one sent.
+func TestMarkCollectedSynced(t *testing.T) {
+	collected := job.State{Phase: job.Collected, At: 7}
+	a, b := peer.ID("a"), peer.ID("b")
+	for _, c := range []struct {
+		name     string
+		failed   map[peer.ID]bool
+		unsynced map[string]bool
+		now      job.State
+		want     bool
+	}{
+		{"every target took it", nil, nil, collected, true},
+		{"a target failed", map[peer.ID]bool{b: true}, nil, collected, false},
+		{"a target lacked it and did not store it", nil, map[string]bool{"k": true}, collected, false},
+		{"its state changed since", nil, nil, job.State{Phase: job.Collected, At: 8}, false},
+	} {
+		p := &Pool{jobs: map[string]*entry{"k": {state: c.now}}}
+		p.markCollectedSynced(map[string]uint64{"k": 11}, map[string]job.State{"k": collected}, c.failed, c.unsynced,
+			map[string][]peer.ID{"k": {a, b}})
+		if got := p.jobs["k"].syncedView == 11; got != c.want {
+			t.Errorf("%s: marked %v, want %v", c.name, got, c.want)
+		}
+	}
+}
