@@ -87,13 +87,6 @@ func viewHash(view []peer.ID, epochs map[peer.ID]uint64) uint64 {
 	return h.Sum64() | 1
 }
 
-// skipSync reports whether a round skips syncing a job: a collected job
-// whose state (collected at at) was synced to the same view (hash view)
-// by an earlier round, in a round that is not full. It is pure.
-func skipSync(st job.State, syncedAt int64, syncedView, view uint64, full bool) bool {
-	return !full && st.Phase == job.Collected && syncedView != 0 && syncedView == view && syncedAt == st.At
-}
-
 // fullRound reports whether the round starting now syncs every job, and
 // counts it.
 func (p *Pool) fullRound() bool {
@@ -136,7 +129,7 @@ type roundSkips struct {
 	targets map[string][]peer.ID
 }
 
-// planSkips decides which of a round's jobs it skips (skipSync) and hashes
+// planSkips decides which of a round's jobs it skips (replica.SkipSync) and hashes
 // the views of the collected ones it sends. Jobs handed on are never
 // skipped: their copy here is dropped only after a sync.
 func (p *Pool) planSkips(jobs []replicaRoundJob, handed map[string]bool) roundSkips {
@@ -159,7 +152,7 @@ func (p *Pool) planSkips(jobs []replicaRoundJob, handed map[string]bool) roundSk
 			h = viewHash(j.View, epochs)
 			hashes[&j.View[0]] = h
 		}
-		if skipSync(j.State, e.syncedAt, e.syncedView, h, full) {
+		if replica.SkipSync(j.State, e.syncedAt, e.syncedView, h, full) {
 			rs.skip[j.Key] = true
 			continue
 		}

@@ -217,3 +217,12 @@ func Replan[ID comparable](self, failed ID, view []ID, handed bool) []ID {
 	}
 	return nil
 }
+
+// SkipSync reports whether a republish round skips syncing a job to its
+// view: a collected job whose state (collected at At) this node synced to
+// the same view (view, a hash of the view's nodes and their admissions;
+// syncedView 0: never synced) in an earlier round, unless the round is a
+// full one (pool/republish_skip.go says why nothing is lost). It is pure.
+func SkipSync(st job.State, syncedAt int64, syncedView, view uint64, full bool) bool {
+	return !full && st.Phase == job.Collected && syncedView != 0 && syncedView == view && syncedAt == st.At
+}
