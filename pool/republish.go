@@ -35,6 +35,8 @@ type RoundStats struct {
 	// unsynced are the keys a target lacked and did not store when sent:
 	// not marked synced (republish_skip.go).
 	unsynced map[string]bool
+	// failed are the targets of the round's planned syncs that failed.
+	failed map[peer.ID]bool
 	// handed are the keys this node only hands on to their closest (it is
 	// no longer among their r closest): it fetches no result for them.
 	handed map[string]bool
@@ -133,9 +135,8 @@ func (p *Pool) RepublishRound(ctx context.Context) RoundStats {
 		}
 	}
 	sends := p.roundItems(plan)
-	failed := map[peer.ID]bool{}
-	synced := p.syncPlanned(ctx, sends, probe, &st, failed)
-	p.markCollectedSynced(skip.views, skip.sent, failed, st.unsynced, skip.targets)
+	synced := p.syncPlanned(ctx, sends, probe, &st)
+	p.markCollectedSynced(skip, &st)
 	p.resendChanged(ctx, pl.Replicas, &st)
 	drop := make([][]byte, len(pl.Drop))
 	for i, k := range pl.Drop {
@@ -202,8 +203,8 @@ func (p *Pool) roundItems(plan map[peer.ID][]string) map[peer.ID][]wire.SyncItem
 // dead and its items re-planned (Replan) onto the new views, a few times
 // at most. Jobs handed on go to their new closest, and are dropped only
 // once synced (see handedOn): it returns, per job handed on, the node
-// that took it, and adds each target that failed to failed.
-func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem, probe *dht.Prober, st *RoundStats, failed map[peer.ID]bool) map[string]peer.ID {
+// that took it, and records each target that failed in st.
+func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem, probe *dht.Prober, st *RoundStats) map[string]peer.ID {
 	self := p.self()
 	synced := map[string]peer.ID{}
 	for attempt := 0; attempt < replica.SyncAttempts && len(plan) > 0; attempt++ {
@@ -211,7 +212,10 @@ func (p *Pool) syncPlanned(ctx context.Context, plan map[peer.ID][]wire.SyncItem
 		for t, items := range plan {
 			if err := p.syncWith(ctx, t, items, st); err != nil {
 				st.Failed++
-				failed[t] = true
+				if st.failed == nil {
+					st.failed = map[peer.ID]bool{}
+				}
+				st.failed[t] = true
 				p.dht.MarkDead(t)
 				for _, it := range items {
 					view := probe.NearestLive(ctx, p.posOf(it.Key), p.r)

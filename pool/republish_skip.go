@@ -100,22 +100,22 @@ func (p *Pool) fullRound() bool {
 // markCollectedSynced records, for each collected job a round synced to
 // every target of its view (no target failed, and each that lacked it
 // stored it), the view it was synced to.
-func (p *Pool) markCollectedSynced(views map[string]uint64, sent map[string]job.State, failed map[peer.ID]bool, unsynced map[string]bool, targets map[string][]peer.ID) {
+func (p *Pool) markCollectedSynced(rs roundSkips, st *RoundStats) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for k, st := range sent {
-		ok := !unsynced[k]
-		for _, t := range targets[k] {
-			if failed[t] {
+	for k, sent := range rs.sent {
+		ok := !st.unsynced[k]
+		for _, t := range rs.targets[k] {
+			if st.failed[t] {
 				ok = false
 				break
 			}
 		}
 		e := p.jobs[k]
-		if !ok || e == nil || !job.Equal(e.state, st) {
+		if !ok || e == nil || !job.Equal(e.state, sent) {
 			continue
 		}
-		e.syncedView, e.syncedAt = views[k], st.At
+		e.syncedView, e.syncedAt = rs.views[k], sent.At
 	}
 }
 

@@ -49,8 +49,8 @@ func TestMarkCollectedSynced(t *testing.T) {
 		{"its state changed since", nil, nil, job.State{Phase: job.Collected, At: 8}, false},
 	} {
 		p := &Pool{jobs: map[string]*entry{"k": {state: c.now}}}
-		p.markCollectedSynced(map[string]uint64{"k": 11}, map[string]job.State{"k": collected}, c.failed, c.unsynced,
-			map[string][]peer.ID{"k": {a, b}})
+		rs := roundSkips{views: map[string]uint64{"k": 11}, sent: map[string]job.State{"k": collected}, targets: map[string][]peer.ID{"k": {a, b}}}
+		p.markCollectedSynced(rs, &RoundStats{failed: c.failed, unsynced: c.unsynced})
 		if got := p.jobs["k"].syncedView == 11; got != c.want {
 			t.Errorf("%s: marked %v, want %v", c.name, got, c.want)
 		}
