@@ -58,6 +58,10 @@ func (p Paths) ResultKey() string { return filepath.Join(p.Dir, "result.key") }
 // Store is the embedded database directory.
 func (p Paths) Store() string { return filepath.Join(p.Dir, "store") }
 
+// GoneStore is the directory of a node's second database, the gone
+// records of the jobs it deleted (pool.Deps.GoneStore).
+func (p Paths) GoneStore() string { return filepath.Join(p.Dir, "gone") }
+
 // ErrInitialised reports a data directory that already holds an identity.
 var ErrInitialised = errors.New("data directory already initialised")
 

@@ -94,7 +94,7 @@ func (n *Node) openInstance(h host.Host) (_ *instance, err error) {
 	}
 	// Receipts for the jobs this node stores, which projects count.
 	account := &pool.Account{Cert: id.Cert.Raw, Key: id.Key}
-	if in.pool, err = pool.New(pool.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Account: account, Env: n.env}, poolCfg); err != nil {
+	if in.pool, err = pool.New(pool.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, GoneStore: n.goneStore, Account: account, Env: n.env}, poolCfg); err != nil {
 		return nil, err
 	}
 	if in.blobs, err = blobnet.New(blobnet.Deps{Endpoint: in.ep, DHT: in.dht, Store: n.store, Env: n.env}, cfg.Blob); err != nil {

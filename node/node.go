@@ -35,17 +35,19 @@ import (
 // replaced when the node moves to a new position; the accessors return
 // the current one.
 type Node struct {
-	cfg     Config
-	id      *keystore.Identity
-	log     *slog.Logger
-	env     overlay.Env // every service's clock, seed and logger
-	store   *store.Store
-	lock    *keystore.Lock // the data directory's, held until Close
-	started time.Time
-	peers   peerBook
-	lb      *balancenet.Service
-	series  *Sampler                 // GET /api/series
-	revs    atomic.Pointer[revCache] // /status's revocations of the current list
+	cfg   Config
+	id    *keystore.Identity
+	log   *slog.Logger
+	env   overlay.Env // every service's clock, seed and logger
+	store *store.Store
+	// goneStore holds the gone records of deleted jobs (pool.Deps.GoneStore).
+	goneStore *store.Store
+	lock      *keystore.Lock // the data directory's, held until Close
+	started   time.Time
+	peers     peerBook
+	lb        *balancenet.Service
+	series    *Sampler                 // GET /api/series
+	revs      atomic.Pointer[revCache] // /status's revocations of the current list
 
 	mu   sync.RWMutex
 	inst *instance
@@ -100,6 +102,9 @@ func Open(cfg Config) (_ *Node, err error) {
 		so.SyncInterval = 0 // the store's zero: each write waits for its fsync
 	}
 	if n.store, err = store.OpenWith(id.Paths.Store(), so); err != nil {
+		return nil, err
+	}
+	if n.goneStore, err = store.OpenWith(id.Paths.GoneStore(), so); err != nil {
 		return nil, err
 	}
 	in, err := n.openInstance(cfg.Host)
@@ -223,6 +228,9 @@ func (n *Node) Close() error {
 		if n.store != nil {
 			errs = append(errs, n.store.Close())
 		}
+		if n.goneStore != nil {
+			errs = append(errs, n.goneStore.Close())
+		}
 		n.lock.Unlock()
 		n.closeErr = errors.Join(errs...)
 		if n.running.Load() {
@@ -238,8 +246,10 @@ func (n *Node) Close() error {
 func (n *Node) Abandon() error {
 	err := n.Close()
 	if n.freshStore && !n.running.Load() {
-		if rerr := os.RemoveAll(n.id.Paths.Store()); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("remove the new store: %w", rerr))
+		for _, dir := range []string{n.id.Paths.Store(), n.id.Paths.GoneStore()} {
+			if rerr := os.RemoveAll(dir); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the new store %s: %w", dir, rerr))
+			}
 		}
 	}
 	return err

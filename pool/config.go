@@ -65,8 +65,12 @@ type Deps struct {
 	Endpoint *overlay.Endpoint
 	// DHT finds a job's r closest nodes. Required.
 	DHT *dht.DHT
-	// Store holds the jobs, gone records and results. Required.
+	// Store holds the jobs, results and gone records' indexes. Required.
 	Store *store.Store
+	// GoneStore holds the payloads of gone records (gone.go), ordered by
+	// when they lapse, apart from the jobs so that the job store's
+	// compactions do not rewrite them; nil keeps them in Store.
+	GoneStore *store.Store
 	// Account signs this node's receipts for the jobs it stores
 	// (receipt.go); nil signs none, and projects do not count this node
 	// as holding what it stores.

@@ -22,47 +22,101 @@ import (
 // replica down for any time cannot bring it back. At most Config.MaxGone
 // records are kept; past that, those that lapse soonest go first.
 //
-// Layout: "gone/<key>" holds the collection time and the time the record
-// lapses; "goneq/<lapse, 8 bytes big-endian>/<key>" orders the records by
-// lapse, so expiring them reads only those due.
+// Layout: a record is in two parts. Its payload — the collection time and
+// the collected state's proof — is in the gone store (Deps.GoneStore; the
+// job store when none) under "goneq/<lapse, 8 bytes big-endian>/<key>":
+// ordered by lapse, so expiring records reads only those due, and, since
+// records are added with lapses that grow with the time they are written,
+// a new record lands at the end of the order: the gone store's flushed
+// tables seldom overlap the older ones, and pebble moves them down its
+// levels instead of rewriting them. Its index, "gone/<key>" in the job
+// store, holds the lapse alone (8 bytes), written in the batch that
+// deletes the job: a job is deleted exactly when its index is on disk.
+// Before gone stores, a record was "gone/<key>" holding the collection
+// time, the lapse and the proof, beside an empty "goneq/<lapse>/<key>",
+// both in the job store: random keys that every compaction of the job
+// store rewrote, growing with the records kept (migrateGone moves them).
+//
+// The payload is committed before the index (deletions.commit): a crash
+// between leaves a payload without index, which lapses as any other. A
+// power failure under a store sync interval may keep an index whose
+// payload was lost: the node still refuses the job (the index says it
+// deleted it, this node's own decision, no proof needed) but has no proof
+// to answer a stale replica's sync with, which then learns the collected
+// state from the job's other nodes.
 const (
 	goneNS  = "gone"
 	goneQNS = "goneq"
 )
 
-// markGone adds to b the deletion of a collected job and its gone record,
-// which keeps the collected state's proof (the project's signature); the
-// keys only a sequence has (checkpoint, trickles, order) when seq.
-func markGone(b *store.Batch, key []byte, seq bool, collectedAt, lapse int64, proof []byte) {
+// markGone adds to b the deletion of a collected job and its gone
+// record's index (its lapse), and to gb the record's payload: when it was
+// collected and the collected state's proof (the project's signature); b
+// deletes the keys only a sequence has (checkpoint, trickles, order) when
+// seq. b and gb may be one batch (the job store keeps the payloads).
+func markGone(b, gb *store.Batch, key []byte, seq bool, collectedAt, lapse int64, proof []byte) {
 	b.Delete(store.Key(proofNS, key))
 	dropExpired(b, key, seq)
-	v := binary.BigEndian.AppendUint64(nil, uint64(collectedAt))
-	v = binary.BigEndian.AppendUint64(v, uint64(lapse))
-	v = append(v, proof...)
-	b.Put(store.Key(goneNS, key), v)
-	b.Put(store.Key(goneQNS, binary.BigEndian.AppendUint64(nil, uint64(lapse)), key), nil)
+	b.Put(store.Key(goneNS, key), binary.BigEndian.AppendUint64(nil, uint64(lapse)))
+	gb.Put(goneQKey(lapse, key), goneValue(collectedAt, proof))
+}
+
+// goneQKey is the key of the payload of key's gone record lapsing at lapse.
+func goneQKey(lapse int64, key []byte) []byte {
+	return store.Key(goneQNS, binary.BigEndian.AppendUint64(nil, uint64(lapse)), key)
+}
+
+// goneValue is a gone record's payload: the collection time (8 bytes
+// big-endian) and the proof.
+func goneValue(collectedAt int64, proof []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(proof)), uint64(collectedAt)), proof...)
+}
+
+// goneStore is where the payloads of gone records are: Deps.GoneStore,
+// else the job store.
+func (p *Pool) goneStore() *store.Store {
+	if p.goneSt != nil {
+		return p.goneSt
+	}
+	return p.st
 }
 
 // gone reports whether key is a collected job this node deleted and still
 // remembers, and the state to answer for it: collected at the time it was,
-// with its proof.
+// with its proof; the zero state when the record's payload was lost.
 func (p *Pool) gone(key []byte, now int64) (job.State, []byte, bool) {
 	if !p.goneKeys.mayHold(key) {
 		return job.State{}, nil, false
 	}
-	v, err := p.st.Get(store.Key(goneNS, key))
-	if err != nil || len(v) < 16 {
+	lapse, ok := p.goneIndex(key)
+	if !ok || now >= lapse {
 		return job.State{}, nil, false
 	}
-	at, lapse := int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
-	if now >= lapse || at <= 0 {
+	v, err := p.goneStore().Get(goneQKey(lapse, key))
+	if err != nil || len(v) < 8 {
+		// The payload was lost (goneNS): the job stays deleted here, with
+		// no state to tell (the zero state); its other nodes answer a
+		// stale replica with the proof.
+		return job.State{}, nil, true
+	}
+	at := int64(binary.BigEndian.Uint64(v))
+	if at <= 0 {
 		return job.State{}, nil, false
 	}
 	var proof []byte
-	if len(v) > 16 {
-		proof = v[16:]
+	if len(v) > 8 {
+		proof = v[8:]
 	}
 	return job.State{Phase: job.Collected, At: at}, proof, true
+}
+
+// goneIndex is the lapse the index of key's gone record holds.
+func (p *Pool) goneIndex(key []byte) (int64, bool) {
+	v, err := p.st.Get(store.Key(goneNS, key))
+	if err != nil || len(v) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(v)), true
 }
 
 // goneLapse is when the gone record of a job expiring at expires, deleted
@@ -98,7 +152,8 @@ func (e *entry) sequenceKeys() bool {
 // expireBatch jobs, not one per job.
 type deletions struct {
 	p       *Pool
-	b       *store.Batch
+	b       *store.Batch // the job store's: deletions and gone records' indexes
+	gb      *store.Batch // the gone store's: gone records' payloads (b when one store)
 	keys    []string
 	gone    []bool
 	deleted int
@@ -118,6 +173,18 @@ func (d *deletions) batch() *store.Batch {
 	return d.b
 }
 
+// goneBatch is the batch the next gone record's payload goes to.
+func (d *deletions) goneBatch() *store.Batch {
+	if d.gb == nil {
+		if gs := d.p.goneStore(); gs != d.p.st {
+			d.gb = gs.NewBatch()
+		} else {
+			d.gb = d.batch()
+		}
+	}
+	return d.gb
+}
+
 // add records that the batch deletes job k (with a gone record if gone).
 func (d *deletions) add(k string, gone bool) {
 	d.keys = append(d.keys, k)
@@ -126,15 +193,23 @@ func (d *deletions) add(k string, gone bool) {
 
 func (d *deletions) full() bool { return len(d.keys) >= expireBatch }
 
-// commit writes the batch and, once it is on disk, forgets its jobs here
-// and adds their deletions to changes; a batch that fails changes
-// nothing (its jobs are deleted by a later pass).
+// commit writes the gone records' payloads, then the batch and, once it
+// is on disk, forgets its jobs here and adds their deletions to changes;
+// a batch that fails changes nothing (its jobs are deleted by a later
+// pass; payloads written without it lapse as any other).
 func (d *deletions) commit(changes []change) []change {
 	if len(d.keys) == 0 {
 		return changes
 	}
 	p := d.p
-	if err := d.b.Commit(true); err != nil {
+	err := error(nil)
+	if d.gb != nil && d.gb != d.b {
+		err = d.gb.Commit(true)
+	}
+	if err == nil {
+		err = d.b.Commit(true)
+	}
+	if err != nil {
 		p.log.Warn("expire", "jobs", len(d.keys), "err", err)
 	} else {
 		for i, k := range d.keys {
@@ -147,20 +222,23 @@ func (d *deletions) commit(changes []change) []change {
 			changes = append(changes, change{key: []byte(k), deleted: true})
 		}
 	}
-	d.b, d.keys, d.gone = nil, d.keys[:0], d.gone[:0]
+	d.b, d.gb, d.keys, d.gone = nil, nil, d.keys[:0], d.gone[:0]
 	return changes
 }
 
 // expireGone deletes the gone records that lapsed by now, and those that
 // lapse soonest while more than Config.MaxGone are kept; it returns how
-// many.
+// many. The indexes go first: a payload left by a failed commit is found
+// again by the next pass, an index without its payload would not be.
 func (p *Pool) expireGone(now int64) (int, error) {
 	p.mu.Lock()
 	over := p.goneN - p.cfg.MaxGone
 	p.mu.Unlock()
+	gs := p.goneStore()
 	prefix := store.Key(goneQNS)
-	b := p.st.NewBatch()
-	err := p.st.Scan(prefix, func(k, _ []byte) bool {
+	b, gb := p.st.NewBatch(), gs.NewBatch()
+	n := 0
+	err := gs.Scan(prefix, func(k, _ []byte) bool {
 		rest := k[len(prefix):]
 		if len(rest) < 9 {
 			return true
@@ -171,18 +249,21 @@ func (p *Pool) expireGone(now int64) (int, error) {
 			}
 			over--
 		}
-		b.Delete(append([]byte(nil), k...))
 		b.Delete(store.Key(goneNS, rest[9:]))
+		gb.Delete(append([]byte(nil), k...))
+		n++
 		return true
 	})
 	if err != nil {
 		return 0, fmt.Errorf("expire gone records: %w", err)
 	}
-	n := b.Len() / 2
 	if n == 0 {
 		return 0, nil
 	}
 	if err := b.Commit(true); err != nil {
+		return 0, fmt.Errorf("expire %d gone records' indexes: %w", n, err)
+	}
+	if err := gb.Commit(true); err != nil {
 		return 0, fmt.Errorf("expire %d gone records: %w", n, err)
 	}
 	p.mu.Lock()
@@ -200,4 +281,66 @@ func (p *Pool) refreshGoneFilter() {
 	if _, err := p.rebuildGone(); err != nil {
 		p.log.Warn("expire", "err", err)
 	}
+}
+
+// migrateGone moves gone records written before gone stores (one
+// "gone/<key>" holding the collection time, the lapse and the proof,
+// beside an empty "goneq/<lapse>/<key>", both in the job store) to the
+// layout of today, a batch of expireBatch records at a time, payloads
+// before indexes: a record is whole in one layout or the other at every
+// commit, so a crash midway leaves the rest to the next open. It returns
+// how many it moved.
+func (p *Pool) migrateGone() (int, error) {
+	gs := p.goneStore()
+	var b, gb *store.Batch
+	moved, pending := 0, 0
+	var cerr error
+	commit := func() {
+		if pending == 0 || cerr != nil {
+			return
+		}
+		if gb != b {
+			cerr = gb.Commit(true)
+		}
+		if cerr == nil {
+			cerr = b.Commit(true)
+		}
+		if cerr == nil {
+			moved += pending
+		}
+		pending, b, gb = 0, nil, nil
+	}
+	prefix := store.Key(goneNS)
+	err := p.st.Scan(prefix, func(k, v []byte) bool {
+		if len(v) < 16 {
+			return true // an index: migrated, or written so
+		}
+		if b == nil {
+			b = p.st.NewBatch()
+			if gs != p.st {
+				gb = gs.NewBatch()
+			} else {
+				gb = b
+			}
+		}
+		key := k[len(prefix):]
+		at, lapse := int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+		gb.Put(goneQKey(lapse, key), goneValue(at, v[16:]))
+		b.Put(append([]byte(nil), k...), binary.BigEndian.AppendUint64(nil, uint64(lapse)))
+		if gs != p.st {
+			b.Delete(goneQKey(lapse, key))
+		}
+		if pending++; pending >= expireBatch {
+			commit()
+		}
+		return cerr == nil
+	})
+	commit()
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return moved, fmt.Errorf("move gone records to the gone store: %w", err)
+	}
+	return moved, nil
 }

@@ -82,7 +82,7 @@ func (p *Pool) rebuildGone() (int, error) {
 	defer g.mu.Unlock()
 	var keys [][]byte
 	prefix := store.Key(goneQNS)
-	err := p.st.Scan(prefix, func(k, _ []byte) bool {
+	err := p.goneStore().Scan(prefix, func(k, _ []byte) bool {
 		if rest := k[len(prefix):]; len(rest) >= 9 {
 			keys = append(keys, append([]byte(nil), rest[9:]...))
 		}

@@ -93,6 +93,7 @@ type Pool struct {
 	ep      *overlay.Endpoint
 	dht     *dht.DHT
 	st      *store.Store
+	goneSt  *store.Store // gone records' payloads (gone.go); nil: st
 	log     *slog.Logger
 	r       int
 
@@ -154,7 +155,7 @@ func New(deps Deps, cfg Config) (*Pool, error) {
 	deps.Env.ApplyDefaults()
 	ep, d := deps.Endpoint, deps.DHT
 	p := &Pool{
-		cfg: cfg, env: deps.Env, account: deps.Account, ep: ep, dht: d, st: deps.Store, log: deps.Env.Logger, r: d.Replication(),
+		cfg: cfg, env: deps.Env, account: deps.Account, ep: ep, dht: d, st: deps.Store, goneSt: deps.GoneStore, log: deps.Env.Logger, r: d.Replication(),
 		jobs:     make(map[string]*entry),
 		units:    make(map[string]map[string]struct{}),
 		certs:    make(map[string][]byte),
@@ -305,6 +306,11 @@ func (p *Pool) load() error {
 	})
 	if err != nil {
 		return err
+	}
+	if n, err := p.migrateGone(); err != nil {
+		return err
+	} else if n > 0 {
+		p.log.Info("gone records moved to the gone store", "records", n)
 	}
 	if p.goneN, err = p.rebuildGone(); err != nil {
 		return err

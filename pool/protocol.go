@@ -321,7 +321,9 @@ func (p *Pool) handleSync(ctx context.Context, from *overlay.Admitted, body []by
 		p.mu.Unlock()
 		if !held {
 			if st, proof, gone := p.gone(it.Key, now); gone {
-				resp.Newer = append(resp.Newer, wire.SyncItem{Key: it.Key, State: st, Proof: proof})
+				if st.Phase == job.Collected { // else gone without its payload: nothing to tell
+					resp.Newer = append(resp.Newer, wire.SyncItem{Key: it.Key, State: st, Proof: proof})
+				}
 			} else {
 				resp.Need = append(resp.Need, it.Key)
 			}

@@ -376,7 +376,7 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
 			p.goneKeys.add([]byte(k)) // before the record is on disk: never a miss
-			markGone(d.batch(), []byte(k), e.sequenceKeys(), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
+			markGone(d.batch(), d.goneBatch(), []byte(k), e.sequenceKeys(), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
 			d.add(k, true)
 		}
 		if d.full() {
