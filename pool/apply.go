@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/up-pool/up/codec"
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/store"
 )
@@ -98,20 +97,21 @@ func (p *Pool) applyWith(key []byte, st job.State, proof []byte, envelope *store
 	return merged, view, nil
 }
 
-// persistLocked writes a held job's new state (under stateNS, the job's
-// record untouched), its proof and the result envelope it names
-// (envelope; nil: none) in one batch. p.mu is held.
+// persistLocked writes a held job's new state with its proof (under
+// stateNS, the job's record untouched) and the result envelope it names
+// (envelope; nil: none) in one batch, deleting a proof stored apart
+// before. p.mu is held.
 func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte, envelope *storeWrite) error {
 	k := store.Key(stateNS, key)
-	b, err := codec.Marshal(&stateRecord{State: st, Responsible: e.responsible})
+	b, err := encodeStateRecord(&stateRecord{State: st, Responsible: e.responsible, Proof: proof})
 	if err != nil {
 		return fmt.Errorf("job %x: %w", key, err)
 	}
-	if len(proof) == 0 && len(e.proof) == 0 && envelope == nil {
+	if envelope == nil && !e.proofApart {
 		if err := p.st.Put(k, b); err != nil {
 			return err
 		}
-		e.state = st
+		e.state, e.proof = st, proof
 		return nil
 	}
 	batch := p.st.NewBatch()
@@ -119,14 +119,12 @@ func (p *Pool) persistLocked(key []byte, e *entry, st job.State, proof []byte, e
 		batch.Put(envelope.key, envelope.value)
 	}
 	batch.Put(k, b)
-	if len(proof) > 0 {
-		batch.Put(store.Key(proofNS, key), proof)
-	} else if len(e.proof) > 0 {
+	if e.proofApart {
 		batch.Delete(store.Key(proofNS, key))
 	}
 	if err := batch.Commit(true); err != nil {
 		return fmt.Errorf("job %x: %w", key, err)
 	}
-	e.state, e.proof = st, proof
+	e.state, e.proof, e.proofApart = st, proof, false
 	return nil
 }

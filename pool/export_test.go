@@ -33,3 +33,31 @@ func (p *Pool) GoneForTests(key []byte, now int64) bool {
 	_, _, ok := p.gone(key, now)
 	return ok
 }
+
+// ProofApartForTests returns the proof stored apart from key's state
+// (proofNS, the layout before proofs went into state records), nil when
+// none.
+func (p *Pool) ProofApartForTests(key []byte) []byte {
+	b, err := p.st.Get(store.Key(proofNS, key))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// WriteOldProofForTests rewrites key's state and proof on disk as nodes
+// wrote them before proofs went into state records: the state record
+// without its proof, the proof under proofNS.
+func (p *Pool) WriteOldProofForTests(key []byte) error {
+	p.mu.Lock()
+	e := p.jobs[string(key)]
+	p.mu.Unlock()
+	rec, err := encodeStateRecord(&stateRecord{State: e.state, Responsible: e.responsible})
+	if err != nil {
+		return err
+	}
+	b := p.st.NewBatch()
+	b.Put(store.Key(stateNS, key), rec)
+	b.Put(store.Key(proofNS, key), e.proof)
+	return b.Commit(true)
+}

@@ -49,14 +49,13 @@ const (
 	goneQNS = "goneq"
 )
 
-// markGone adds to b the deletion of a collected job and its gone
-// record's index (its lapse), and to gb the record's payload: when it was
-// collected and the collected state's proof (the project's signature); b
-// deletes the keys only a sequence has (checkpoint, trickles, order) when
-// seq. b and gb may be one batch (the job store keeps the payloads).
-func markGone(b, gb *store.Batch, key []byte, seq bool, collectedAt, lapse int64, proof []byte) {
-	b.Delete(store.Key(proofNS, key))
-	dropExpired(b, key, seq)
+// markGone adds to b the deletion of a collected job (its keys as keys
+// says) and its gone record's index (its lapse), and to gb the record's
+// payload: when it was collected and the collected state's proof (the
+// project's signature). b and gb may be one batch (the job store keeps
+// the payloads).
+func markGone(b, gb *store.Batch, key []byte, keys heldKeys, collectedAt, lapse int64, proof []byte) {
+	dropExpired(b, key, keys)
 	b.Put(store.Key(goneNS, key), binary.BigEndian.AppendUint64(nil, uint64(lapse)))
 	gb.Put(goneQKey(lapse, key), goneValue(collectedAt, proof))
 }
@@ -126,26 +125,48 @@ func goneLapse(expires, now, keep int64) int64 {
 	return max(job.KeepUntil(expires), now+keep)
 }
 
-// dropExpired adds to b the deletion of a job whose lifetime ended; of
-// the keys only a sequence has (checkpoint, trickles, order) when seq:
-// a deletion of a key never written is a tombstone all the same, which
-// every compaction carries until it meets the bottom of the store.
-func dropExpired(b *store.Batch, key []byte, seq bool) {
+// heldKeys says which keys a held job may have beyond its record, state
+// and result: a deletion of a key never written is a tombstone all the
+// same, which every compaction carries until it meets the bottom of the
+// store.
+type heldKeys uint8
+
+const (
+	// sequenceKeys: a checkpoint, trickles, an order (a sequence's).
+	sequenceKeys heldKeys = 1 << iota
+	// proofApart: a proof under proofNS, as written before proofs went
+	// into the state record.
+	proofApart
+)
+
+// dropExpired adds to b the deletion of a job whose lifetime ended, of
+// the keys keys says it may have.
+func dropExpired(b *store.Batch, key []byte, keys heldKeys) {
 	b.Delete(store.Key(jobNS, key))
 	b.Delete(store.Key(stateNS, key))
 	b.Delete(store.Key(resultNS, key))
-	if seq {
+	if keys&proofApart != 0 {
+		b.Delete(store.Key(proofNS, key))
+	}
+	if keys&sequenceKeys != 0 {
 		b.Delete(store.Key(ckptNS, key))
 		b.Delete(store.Key(trickleNS, key))
 		b.Delete(store.Key(orderNS, key))
 	}
 }
 
-// sequenceKeys reports whether the job may have keys only a sequence has:
-// it is one (its spec's steps, or an order's), or holds a checkpoint,
-// trickles or an order.
-func (e *entry) sequenceKeys() bool {
-	return e.steps > 0 || e.ckptStep > 0 || e.trickles > 0 || e.orderRev > 0
+// keys is which keys e's job may have beyond record, state and result: a
+// sequence's when it is one (its spec's steps, or an order's) or holds a
+// checkpoint, trickles or an order; a proof apart when one was loaded so.
+func (e *entry) keys() heldKeys {
+	var k heldKeys
+	if e.steps > 0 || e.ckptStep > 0 || e.trickles > 0 || e.orderRev > 0 {
+		k |= sequenceKeys
+	}
+	if e.proofApart {
+		k |= proofApart
+	}
+	return k
 }
 
 // deletions batches an expiry pass's deletions: one store commit per

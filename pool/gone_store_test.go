@@ -69,10 +69,10 @@ func TestGoneMigratesOldRecords(t *testing.T) {
 				putOldGone(t, st, key(i), int64(100+i), int64(1000+i), []byte(fmt.Sprintf("proof%d", i)))
 			}
 			nb := st.NewBatch()
-			markGone(nb, nb, key(old), false, 200, 2000, []byte("proof-new"))
+			markGone(nb, nb, key(old), 0, 200, 2000, []byte("proof-new"))
 			if p.goneSt != nil {
 				gb := p.goneSt.NewBatch()
-				markGone(st.NewBatch(), gb, key(old), false, 200, 2000, []byte("proof-new"))
+				markGone(st.NewBatch(), gb, key(old), 0, 200, 2000, []byte("proof-new"))
 				if err := gb.Commit(true); err != nil {
 					t.Fatal(err)
 				}
@@ -142,7 +142,7 @@ func TestGoneWithoutPayload(t *testing.T) {
 	p := &Pool{st: st, goneSt: gs, goneKeys: newGoneFilter(0)}
 	d := &deletions{p: p}
 	p.goneKeys.add([]byte("job"))
-	markGone(d.batch(), d.goneBatch(), []byte("job"), false, 5, 1000, []byte("proof"))
+	markGone(d.batch(), d.goneBatch(), []byte("job"), 0, 5, 1000, []byte("proof"))
 	if err := d.b.Commit(true); err != nil { // the index alone reached the disk
 		t.Fatal(err)
 	}

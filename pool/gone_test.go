@@ -38,7 +38,7 @@ func TestGoneBounded(t *testing.T) {
 	p := &Pool{cfg: Config{MaxGone: 3}, st: st}
 	b := st.NewBatch()
 	for i := range 5 {
-		markGone(b, b, []byte(fmt.Sprintf("job%d", i)), true, 1, int64(1000+i), nil)
+		markGone(b, b, []byte(fmt.Sprintf("job%d", i)), sequenceKeys|proofApart, 1, int64(1000+i), nil)
 	}
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)

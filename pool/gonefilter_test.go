@@ -25,7 +25,7 @@ func TestGoneFilterNeverMisses(t *testing.T) {
 		b := st.NewBatch()
 		for i := from; i < min(from+4096, n); i++ {
 			p.goneKeys.add(key(i))
-			markGone(b, b, key(i), true, 1, 1<<50, nil)
+			markGone(b, b, key(i), sequenceKeys|proofApart, 1, 1<<50, nil)
 		}
 		if err := b.Commit(false); err != nil {
 			t.Fatal(err)

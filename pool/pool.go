@@ -36,11 +36,46 @@ const (
 	stateNS = "jstate"
 )
 
-// stateRecord is a held job's state as persisted under stateNS.
+// stateRecord is a held job's state as persisted under stateNS, with the
+// proof that makes it true: one key per change, and one to delete.
 type stateRecord struct {
 	_           struct{} `cbor:",toarray"`
 	State       job.State
 	Responsible int64
+	// Proof is the state's proof (job.Proof, encoded); nil: none. Encoded
+	// only when set: a record without one keeps its two elements, as
+	// written before proofs moved here from proofNS.
+	Proof []byte
+}
+
+// stateRecordV1 is a state record without a proof: two elements.
+type stateRecordV1 struct {
+	_           struct{} `cbor:",toarray"`
+	State       job.State
+	Responsible int64
+}
+
+// stateRecordV1Fields is its element count (codec.ArrayLen).
+var stateRecordV1Fields = codec.Fields(stateRecordV1{})
+
+// encodeStateRecord encodes r: two elements when it has no proof.
+func encodeStateRecord(r *stateRecord) ([]byte, error) {
+	if len(r.Proof) == 0 {
+		return codec.Marshal(&stateRecordV1{State: r.State, Responsible: r.Responsible})
+	}
+	return codec.Marshal(r)
+}
+
+// decodeStateRecord parses a state record in either layout.
+func decodeStateRecord(b []byte) (stateRecord, error) {
+	if codec.ArrayLen(b) == stateRecordV1Fields {
+		var v1 stateRecordV1
+		err := codec.Unmarshal(b, &v1)
+		return stateRecord{State: v1.State, Responsible: v1.Responsible}, err
+	}
+	var r stateRecord
+	err := codec.Unmarshal(b, &r)
+	return r, err
 }
 
 // record is a job as persisted: the signed spec, its replica state and when
@@ -67,6 +102,7 @@ type entry struct {
 	keywords    []string
 	unit        string      // job.Spec.UnitKey: the unit the job is a copy of
 	proof       []byte      // the evidence of state (job.Proof, encoded), nil when none
+	proofApart  bool        // proof is stored under proofNS (written so before), not in the state record
 	steps       uint16      // the spec's Steps: 0, not a sequence (sequence.go)
 	ckptStep    uint16      // the newest checkpoint's step held, 0: none
 	orderRev    uint64      // the newest project order applied to steps (order.go), 0: none
@@ -245,8 +281,8 @@ func (p *Pool) view(e *entry, now int64) job.State {
 func (p *Pool) loadStates() (map[string]stateRecord, error) {
 	states := map[string]stateRecord{}
 	err := p.st.Scan(store.Key(stateNS), func(k, v []byte) bool {
-		var sr stateRecord
-		if err := codec.Unmarshal(v, &sr); err != nil {
+		sr, err := decodeStateRecord(v)
+		if err != nil {
 			p.log.Error("job store", "err", fmt.Errorf("stored state %x: %w", k, err))
 			return true
 		}
@@ -285,12 +321,16 @@ func (p *Pool) load() error {
 			return true
 		}
 		key := string(signed.Key())
-		if sr, ok := states[key]; ok {
+		sr, changed := states[key]
+		if changed {
 			rec.State, rec.Responsible = sr.State, sr.Responsible
 		}
 		// A restarted node gets a fresh replica-expiry grace for its jobs:
 		// the next rounds tell whether it is still among their r closest.
 		e := newEntry(key, signed, spec, rec.State, max(rec.Responsible, p.nowMS()))
+		if changed && len(sr.Proof) > 0 {
+			e.proof = sr.Proof
+		}
 		p.loadSequence(key, e, p.nowMS())
 		p.hold(key, e)
 		return true
@@ -298,9 +338,11 @@ func (p *Pool) load() error {
 	if err != nil {
 		return err
 	}
+	// Proofs written apart from their states, as before proofs went into
+	// the state record: kept so until the job's state changes again.
 	err = p.st.Scan(store.Key(proofNS), func(k, v []byte) bool {
 		if e, ok := p.jobs[string(k[len(proofNS)+1:])]; ok {
-			e.proof = append([]byte(nil), v...)
+			e.proof, e.proofApart = append([]byte(nil), v...), true
 		}
 		return true
 	})

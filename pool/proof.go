@@ -14,12 +14,12 @@ import (
 	"github.com/up-pool/up/job"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/result"
-	"github.com/up-pool/up/store"
 	"github.com/up-pool/up/wire"
 )
 
-// proofNS holds the proof of each held job's state ("proof/<key>"), kept
-// apart from the job record so records written before proofs still load.
+// proofNS held the proof of each held job's state ("proof/<key>") before
+// proofs went into the state record (stateRecord.Proof): read at load,
+// deleted with the job's next state.
 const proofNS = "proof"
 
 // maxProofCache bounds the digests of proofs already checked here.
@@ -234,15 +234,6 @@ func (p *Pool) adoptProof(key []byte, st job.State, proof []byte, envelope *stor
 		err = envelope.putAlone(p.st, key, e.state, st.Result)
 	}
 	return e.state, p.view(e, now), err
-}
-
-// storedProof returns the proof of a held job's state, nil when none.
-func (p *Pool) storedProof(key []byte) []byte {
-	b, err := p.st.Get(store.Key(proofNS, key))
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 // Merge merges a state with its proof (and, for a finished state, its

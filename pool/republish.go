@@ -363,7 +363,7 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 		case job.Expired(e.expires, now):
 			// No gone record: this node refuses the job at store by the
 			// same rule on the same clock from now on.
-			dropExpired(d.batch(), []byte(k), e.sequenceKeys())
+			dropExpired(d.batch(), []byte(k), e.keys())
 			d.add(k, false)
 		case e.state.Phase == job.Claimed:
 			v := p.view(e, now)
@@ -376,7 +376,7 @@ func (p *Pool) ExpireNow() (lapsed, deleted int) {
 			}
 		case e.state.Phase == job.Collected && now-e.state.At >= tc:
 			p.goneKeys.add([]byte(k)) // before the record is on disk: never a miss
-			markGone(d.batch(), d.goneBatch(), []byte(k), e.sequenceKeys(), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
+			markGone(d.batch(), d.goneBatch(), []byte(k), e.keys(), e.state.At, goneLapse(e.expires, now, p.cfg.GoneKeep.Milliseconds()), e.proof)
 			d.add(k, true)
 		}
 		if d.full() {
