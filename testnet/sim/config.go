@@ -73,10 +73,15 @@ type Config struct {
 	ReplicaExpiry time.Duration // replica kept after leaving the r closest; default 1 h
 	RepublishMin  time.Duration // republish interval lower bound; default 20 min
 	RepublishMax  time.Duration // republish interval upper bound; default 30 min
-	RegionBits    int           // p, bits of a keyword's wildcard region; default keyspace.DefaultIndexBits (4)
-	FindTries     int           // random region points a client queries before giving up; default 3
-	HarvestEvery  time.Duration // project harvest interval; default 30 s
-	HarvestMax    int           // H, most results collected per harvest round; default 1000
+	// RepublishFullEvery: every this many rounds a node syncs every job
+	// it holds; the others skip collected jobs it synced to the same
+	// view (pool.Config.RepublishFullEvery); default 4, 1 syncs every job
+	// every round.
+	RepublishFullEvery int
+	RegionBits         int           // p, bits of a keyword's wildcard region; default keyspace.DefaultIndexBits (4)
+	FindTries          int           // random region points a client queries before giving up; default 3
+	HarvestEvery       time.Duration // project harvest interval; default 30 s
+	HarvestMax         int           // H, most results collected per harvest round; default 1000
 
 	// Load balancing (thesis 3.4, 4.2.1).
 	Balance     bool          // load balancing on
@@ -281,6 +286,7 @@ func (c *Config) defaultProtocol() {
 	defDur(&c.ReplicaExpiry, time.Hour)
 	defDur(&c.RepublishMin, 20*time.Minute)
 	defDur(&c.RepublishMax, 30*time.Minute)
+	defInt(&c.RepublishFullEvery, 4)
 	defInt(&c.RegionBits, keyspace.DefaultIndexBits)
 	defInt(&c.FindTries, 3)
 	defDur(&c.HarvestEvery, 30*time.Second)

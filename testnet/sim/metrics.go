@@ -25,6 +25,7 @@ type metrics struct {
 	resubmitted                             int                // jobs sent again, through another first node (failed or short stores)
 	givenUp                                 int                // submissions given up after Config.FirstNodes first nodes, or with no node left to try
 	failedSyncs                             int                // node-to-node syncs that did not arrive (syncFailed)
+	skippedSyncs                            int                // collected states a round did not sync again (syncskip.go)
 	handOnJobs                              int                // job states handed on to newcomers (handOn)
 	resyncs                                 int                // resyncs on clients' repair requests (resync)
 	repairJobs                              int                // job states given to nodes that entered a job's r closest in a departed node's place (repair)

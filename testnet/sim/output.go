@@ -79,6 +79,9 @@ type Summary struct {
 	// placements, pass-ons, hand-ons) whose target was gone; the sender
 	// re-plans them after the RPC time-out (replica.Replan).
 	FailedSyncs int `json:"failed_syncs"`
+	// SkippedSyncs counts the collected states republish rounds did not
+	// sync again (already synced to the same view; replica.SkipSync).
+	SkippedSyncs int `json:"skipped_syncs"`
 	// HandOnJobs counts the job states nodes handed on to newcomers
 	// (replica.HandOnTo), one per job and newcomer.
 	HandOnJobs int `json:"hand_on_jobs"`
@@ -200,7 +203,7 @@ func (s *Sim) summaryCounts(wall time.Duration) Summary {
 		Collected: s.m.collected, Lost: s.m.lost, Doubles: s.m.doubleClaims, Moves: s.m.moves, Reactions: s.m.reactions,
 		Failed: s.m.failedAttempts, FailedBy: s.m.failedBy(), EmptyQ: s.m.emptyQueries, Lookups: s.m.lookups, CacheHits: s.m.cacheHits,
 		PlaceLookups: s.m.placeLookups, FailedStores: s.m.failedStores,
-		Resubmitted: s.m.resubmitted, GivenUp: s.m.givenUp, FailedSyncs: s.m.failedSyncs, HandOnJobs: s.m.handOnJobs, RepairJobs: s.m.repairJobs, Resyncs: s.m.resyncs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
+		Resubmitted: s.m.resubmitted, GivenUp: s.m.givenUp, FailedSyncs: s.m.failedSyncs, SkippedSyncs: s.m.skippedSyncs, HandOnJobs: s.m.handOnJobs, RepairJobs: s.m.repairJobs, Resyncs: s.m.resyncs, Crawls: s.cv.crawls, StaleTargets: s.m.staleTargets,
 		RegionTargets: s.m.regionTargets,
 		RPC:           map[string]uint64{}, PeakRPCMax: s.m.peakRPC, PeakNoIndexNoLookup: s.m.peakRPCNoLk}
 }

@@ -280,7 +280,8 @@ const modelNotes = `## Model
   sizes (lookup 600 B, job 1,500 B, state 120 B, index entry 300 B, result 2 KiB, 64 B per RPC).
 - **Protocols**: job states merge with job.Merge/Expire; republish rounds are planned by replica.PlanRound (closest syncs
   the other r−1, the others sync the closest, a copy outside the r closest hands its state on and is dropped once that
-  sync took it; one batched RPC per peer), a sync whose target is gone is re-planned by replica.Replan after the 5 s
+  sync took it; one batched RPC per peer; a collected job synced to the same view is skipped but in every 4th round,
+  replica.SkipSync), a sync whose target is gone is re-planned by replica.Replan after the 5 s
   time-out, a node hands a newcomer the jobs replica.HandOnTo names, and a crashed node's place among a job's r closest is filled by its closest live node (replica.RepairTo); claims are claim.Driver against claim.Decide /
   CheckConfirm / Release at the replicas; each job's closest node keeps its entries by index.Desired and
   index.Reconcile, at a random point of the p-bit wildcard region (p = 4 unless --region-bits), batched per index node

@@ -51,10 +51,14 @@ func (s *Sim) republish(id int32, again bool) {
 		it.drop = true
 		items[k] = it
 	}
+	skip := s.roundSkips(id, jobs, items, pl.Handed)
 	plan := map[int32][]syncItem{}
 	order := syncOrder(jobs, pl.Sync)
 	for _, t := range order {
 		for _, k := range pl.Sync[t] {
+			if skip[k] {
+				continue
+			}
 			it := items[k]
 			it.handed = pl.Handed[k]
 			plan[t] = append(plan[t], it)
@@ -69,6 +73,9 @@ func (s *Sim) republish(id int32, again bool) {
 		})
 	}
 	for _, t := range order {
+		if len(plan[t]) == 0 {
+			continue // every job for t skipped
+		}
 		b := &batch{from: id, fromGen: n.gen, items: plan[t]}
 		s.e.after(s.latency(), event{kind: evSync, node: t, gen: s.nodes[t].gen, bat: b})
 	}
@@ -143,6 +150,9 @@ func syncOrder(jobs []replicarule.RoundJob[int32], sync map[int32][]string) []in
 // project's store as the first did (submit.go).
 func (s *Sim) syncFailed(ev event) {
 	s.m.failedSyncs++
+	if ev.arg == syncRound && s.nodes[ev.node].gen == ev.gen {
+		s.unmarkSynced(ev.node, ev.bat.items)
+	}
 	if !s.alive(ev) || int(ev.bat.attempt)+1 >= replicarule.SyncAttempts {
 		if ev.bat.call != nil {
 			s.pushDone(ev.bat.call, 1)

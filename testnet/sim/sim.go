@@ -59,6 +59,7 @@ type node struct {
 	// scheduled before it belongs to an earlier run of a restarted node
 	// (ChurnRestart keeps gen, the identity).
 	joinSeq uint64
+	rounds  uint64 // republish rounds in this run: the first, and every RepublishFullEvery-th, is full
 	crashAt int64
 	served  uint64                         // RPCs received, the counter the controller samples its rate from
 	ctl     *loadbalance.Controller[int32] // load balancing, from join to crash
@@ -77,6 +78,12 @@ type replica struct {
 	st     job.State // kept unexpired, as pool keeps it
 	lapsed job.State // st as job.Lapse last read it in a republish round
 	resp   int64     // last time among the job's r closest (ms)
+	// synced is the view (hashed, syncSkip.go) its collected state was
+	// synced to, at syncedAt (the state's At), in the node's run
+	// syncedRun: marks live in memory, so a restart forgets them.
+	synced    uint64
+	syncedAt  int64
+	syncedRun uint32
 }
 
 // wop is a job whose index entries a writer must look at in its next tick.
@@ -290,6 +297,7 @@ func (s *Sim) join(id int32) {
 		n.active = 0
 	}
 	n.joinSeq = s.e.seq
+	n.rounds = 0
 	n.alive = true
 	n.watchAt = 0
 	n.cache = map[uint64]int64{}
