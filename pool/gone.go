@@ -172,38 +172,58 @@ func (e *entry) keys() heldKeys {
 // deletions batches an expiry pass's deletions: one store commit per
 // expireBatch jobs, not one per job.
 type deletions struct {
-	p       *Pool
-	b       *store.Batch // the job store's: deletions and gone records' indexes
-	gb      *store.Batch // the gone store's: gone records' payloads (b when one store)
+	goneBatches
 	keys    []string
 	gone    []bool
 	deleted int
+}
+
+// goneBatches are one commit's two batches: the job store's (deletions,
+// gone records' indexes) and the gone store's (their payloads; the same
+// batch when one store keeps both), committed payloads first.
+type goneBatches struct {
+	p     *Pool
+	b, gb *store.Batch
 }
 
 // expireBatch is the most jobs one commit of an expiry pass deletes.
 var expireBatch = 512
 
 // newDeletions starts a pass's deletions; p.mu is held throughout.
-func (p *Pool) newDeletions() *deletions { return &deletions{p: p} }
+func (p *Pool) newDeletions() *deletions { return &deletions{goneBatches: goneBatches{p: p}} }
 
-// batch is the batch the next deletion goes to.
-func (d *deletions) batch() *store.Batch {
-	if d.b == nil {
-		d.b = d.p.st.NewBatch()
+// batch is the job store's batch.
+func (g *goneBatches) batch() *store.Batch {
+	if g.b == nil {
+		g.b = g.p.st.NewBatch()
 	}
-	return d.b
+	return g.b
 }
 
-// goneBatch is the batch the next gone record's payload goes to.
-func (d *deletions) goneBatch() *store.Batch {
-	if d.gb == nil {
-		if gs := d.p.goneStore(); gs != d.p.st {
-			d.gb = gs.NewBatch()
+// goneBatch is the batch gone records' payloads go to.
+func (g *goneBatches) goneBatch() *store.Batch {
+	if g.gb == nil {
+		if gs := g.p.goneStore(); gs != g.p.st {
+			g.gb = gs.NewBatch()
 		} else {
-			d.gb = d.batch()
+			g.gb = g.batch()
 		}
 	}
-	return d.gb
+	return g.gb
+}
+
+// commit writes the payloads, then the job store's batch, and starts
+// afresh.
+func (g *goneBatches) commit() error {
+	var err error
+	if g.gb != nil && g.gb != g.b {
+		err = g.gb.Commit(true)
+	}
+	if err == nil && g.b != nil {
+		err = g.b.Commit(true)
+	}
+	g.b, g.gb = nil, nil
+	return err
 }
 
 // add records that the batch deletes job k (with a gone record if gone).
@@ -223,14 +243,7 @@ func (d *deletions) commit(changes []change) []change {
 		return changes
 	}
 	p := d.p
-	err := error(nil)
-	if d.gb != nil && d.gb != d.b {
-		err = d.gb.Commit(true)
-	}
-	if err == nil {
-		err = d.b.Commit(true)
-	}
-	if err != nil {
+	if err := d.goneBatches.commit(); err != nil {
 		p.log.Warn("expire", "jobs", len(d.keys), "err", err)
 	} else {
 		for i, k := range d.keys {
@@ -243,7 +256,7 @@ func (d *deletions) commit(changes []change) []change {
 			changes = append(changes, change{key: []byte(k), deleted: true})
 		}
 	}
-	d.b, d.gb, d.keys, d.gone = nil, nil, d.keys[:0], d.gone[:0]
+	d.keys, d.gone = d.keys[:0], d.gone[:0]
 	return changes
 }
 
@@ -312,44 +325,30 @@ func (p *Pool) refreshGoneFilter() {
 // commit, so a crash midway leaves the rest to the next open. It returns
 // how many it moved.
 func (p *Pool) migrateGone() (int, error) {
-	gs := p.goneStore()
-	var b, gb *store.Batch
+	g := goneBatches{p: p}
 	moved, pending := 0, 0
 	var cerr error
 	commit := func() {
 		if pending == 0 || cerr != nil {
 			return
 		}
-		if gb != b {
-			cerr = gb.Commit(true)
-		}
-		if cerr == nil {
-			cerr = b.Commit(true)
-		}
-		if cerr == nil {
+		if cerr = g.commit(); cerr == nil {
 			moved += pending
 		}
-		pending, b, gb = 0, nil, nil
+		pending = 0
 	}
+	apart := p.goneStore() != p.st
 	prefix := store.Key(goneNS)
 	err := p.st.Scan(prefix, func(k, v []byte) bool {
 		if len(v) < 16 {
 			return true // an index: migrated, or written so
 		}
-		if b == nil {
-			b = p.st.NewBatch()
-			if gs != p.st {
-				gb = gs.NewBatch()
-			} else {
-				gb = b
-			}
-		}
 		key := k[len(prefix):]
 		at, lapse := int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
-		gb.Put(goneQKey(lapse, key), goneValue(at, v[16:]))
-		b.Put(append([]byte(nil), k...), binary.BigEndian.AppendUint64(nil, uint64(lapse)))
-		if gs != p.st {
-			b.Delete(goneQKey(lapse, key))
+		g.goneBatch().Put(goneQKey(lapse, key), goneValue(at, v[16:]))
+		g.batch().Put(append([]byte(nil), k...), binary.BigEndian.AppendUint64(nil, uint64(lapse)))
+		if apart {
+			g.batch().Delete(goneQKey(lapse, key))
 		}
 		if pending++; pending >= expireBatch {
 			commit()

@@ -140,7 +140,7 @@ func TestGoneWithoutPayload(t *testing.T) {
 	}
 	defer gs.Close()
 	p := &Pool{st: st, goneSt: gs, goneKeys: newGoneFilter(0)}
-	d := &deletions{p: p}
+	d := p.newDeletions()
 	p.goneKeys.add([]byte("job"))
 	markGone(d.batch(), d.goneBatch(), []byte("job"), 0, 5, 1000, []byte("proof"))
 	if err := d.b.Commit(true); err != nil { // the index alone reached the disk
