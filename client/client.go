@@ -34,27 +34,28 @@ type Client struct {
 	seal      sessions          // result sessions by project (sealing.go)
 	sigs      *sigverify.Once   // project signatures verified (a batch's root once)
 
-	mu      sync.Mutex
-	queries map[string]string // by project: its index query
-	ctl     controls          // paused, projects attached and detached, jobs held (control.go)
-	exp     explainLog        // queries and decisions, for Explain (explain.go)
-	hist    []FinishedJob     // the latest finished jobs, oldest first (history.go)
-	credit  creditCache       // the latest gathering of this client's credit (credit.go)
-	sched   *sched.Scheduler
-	feas    *feasible.Estimator // on/off periods and run times (deadline.go)
-	rng     *rand.Rand
-	backoff map[string]backoff
-	jobs    map[string]*JobStatus   // by job CID, while in progress
-	units   recent.Set[[32]byte]    // units this client ran a copy of, by unit key (the latest unitsRemembered)
-	pending []pendingHit            // entries served and not claimed yet (RunOne)
-	claimed []claimedAhead          // jobs won beside another of their place, not run yet (many.go)
-	groups  map[string]*resultGroup // by job key: the group whose results leave together (resultgroup.go)
-	skips   map[string]*skipping    // by project: jobs this client will not take
-	listed  map[string]time.Time    // by project: when the index last served it entries
-	pace    *pacer                  // paces queries and claim requests per node
-	done    int
-	failed  int
-	started int
+	mu        sync.Mutex
+	queries   map[string]string // by project: its index query
+	ctl       controls          // paused, projects attached and detached, jobs held (control.go)
+	exp       explainLog        // queries and decisions, for Explain (explain.go)
+	hist      []FinishedJob     // the latest finished jobs, oldest first (history.go)
+	credit    creditCache       // the latest gathering of this client's credit (credit.go)
+	sched     *sched.Scheduler
+	feas      *feasible.Estimator // on/off periods and run times (deadline.go)
+	rng       *rand.Rand
+	backoff   map[string]backoff
+	jobs      map[string]*JobStatus   // by job CID, while in progress
+	units     recent.Set[[32]byte]    // units this client ran a copy of, by unit key (the latest unitsRemembered)
+	pending   []pendingHit            // entries served and not claimed yet (RunOne)
+	claimed   []claimedAhead          // jobs won beside another of their place, not run yet (many.go)
+	groups    map[string]*resultGroup // by job key: the group whose results leave together (resultgroup.go)
+	skips     map[string]*skipping    // by project: jobs this client will not take
+	listed    map[string]time.Time    // by project: when the index last served it entries
+	lastGroup map[string]int          // by project: the size its last claim group was given (ClaimMany 0: findBatch)
+	pace      *pacer                  // paces queries and claim requests per node
+	done      int
+	failed    int
+	started   int
 	// released counts claimed jobs given back; queryCount index queries
 	// by result (found, empty, error).
 	released   int
@@ -106,15 +107,16 @@ func New(cfg Config) (*Client, error) {
 	a := cfg.Agent
 	*c = Client{
 		cfg: cfg, log: cfg.Logger, queries: c.queries, sched: s, ctl: ctl, feas: feas,
-		claimer: claimclient.NewClaimer(a.Endpoint(), a.DHT(), cfg.Now, 0),
-		rng:     rand.New(rand.NewPCG(cfg.Seed, 0xc11e)),
-		backoff: map[string]backoff{},
-		jobs:    map[string]*JobStatus{},
-		units:   recent.NewSet[[32]byte](unitsRemembered),
-		sigs:    sigverify.NewOnce(verifiedRemembered),
-		skips:   map[string]*skipping{},
-		listed:  map[string]time.Time{},
-		pace:    newPacer(cfg.Pace, max(1, int(cfg.Pace))),
+		claimer:   claimclient.NewClaimer(a.Endpoint(), a.DHT(), cfg.Now, 0),
+		rng:       rand.New(rand.NewPCG(cfg.Seed, 0xc11e)),
+		backoff:   map[string]backoff{},
+		jobs:      map[string]*JobStatus{},
+		units:     recent.NewSet[[32]byte](unitsRemembered),
+		sigs:      sigverify.NewOnce(verifiedRemembered),
+		skips:     map[string]*skipping{},
+		listed:    map[string]time.Time{},
+		lastGroup: map[string]int{},
+		pace:      newPacer(cfg.Pace, max(1, int(cfg.Pace))),
 	}
 	c.claimer.SetPace(c.pace.Wait)
 	c.claimer.SetSigner(a.Identity().Key)

@@ -51,8 +51,11 @@ type Config struct {
 	// submission batch) a cycle claims at once, in one request and one
 	// confirm per node (claimclient.ClaimMany): it runs the first and
 	// keeps the others claimed for its next cycles. At most
-	// wire.MaxClaimMany (32). Default 1: one job per claim. Above 1,
-	// FindBatch defaults to it, so one query serves the entries.
+	// wire.MaxClaimMany (32); 1: one job per claim. Default 0: chosen
+	// for each claim (autoGroup): as many as the slots can run, one
+	// after another and after the jobs held, within half the job's
+	// T_finish at the run time seen here for its application; one job
+	// while the application has not run here.
 	ClaimMany int
 	// ResultLinger is how long the result of a job claimed with others of
 	// its place (ClaimMany) waits for theirs, to leave with them in one
@@ -60,9 +63,11 @@ type Config struct {
 	// last of them is ready or has failed. Default 2 s; negative: every
 	// result leaves alone.
 	ResultLinger time.Duration
-	// FindBatch is how many entries one query asks for. Default 1: every
-	// entry served is quarantined, so asking for more than the client
-	// claims holds jobs back from other clients.
+	// FindBatch is how many entries one query asks for: every entry
+	// served is quarantined, so asking for more than the client claims
+	// holds jobs back from other clients. Default: ClaimMany; with
+	// ClaimMany 0, the size of the project's last claim group (1 until
+	// it claimed).
 	FindBatch int
 	// BackoffMin and BackoffMax bound the exponential backoff when a
 	// project has no work or the network fails. Defaults 1 s and 5 min.
@@ -143,11 +148,8 @@ func (c *Config) applyDefaults() {
 	if c.Slots == 0 {
 		c.Slots = runtime.NumCPU()
 	}
-	if c.ClaimMany == 0 {
-		c.ClaimMany = 1
-	}
 	if c.FindBatch == 0 {
-		c.FindBatch = c.ClaimMany
+		c.FindBatch = c.ClaimMany // 0 with ClaimMany 0: the last group's size (findBatch)
 	}
 	if c.ResultLinger == 0 {
 		c.ResultLinger = 2 * time.Second
@@ -187,8 +189,10 @@ func (c *Config) Validate() error {
 		return errors.New("client config: no runner")
 	case len(c.Projects) == 0:
 		return errors.New("client config: no project attached")
-	case c.ClaimMany < 1 || c.ClaimMany > wire.MaxClaimMany:
-		return fmt.Errorf("client config: ClaimMany %d is not within 1 to %d", c.ClaimMany, wire.MaxClaimMany)
+	case c.ClaimMany < 0 || c.ClaimMany > wire.MaxClaimMany:
+		return fmt.Errorf("client config: ClaimMany %d is not within 0 (chosen per claim) to %d", c.ClaimMany, wire.MaxClaimMany)
+	case c.FindBatch < 0:
+		return fmt.Errorf("client config: FindBatch %d is negative", c.FindBatch)
 	case c.Slots < 1:
 		return fmt.Errorf("client config: %d slots", c.Slots)
 	case c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin:

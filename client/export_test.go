@@ -33,3 +33,6 @@ func SpecErrs(ctx context.Context, a *agent.Agent, now time.Time, n peer.ID, key
 	}
 	return errs, nil
 }
+
+// AutoGroup is the claim group size chosen per claim (ClaimMany 0).
+var AutoGroup = autoGroup

@@ -31,15 +31,15 @@ type claimedAhead struct {
 }
 
 // tryPlace claims the vetted entry first (v its vetting) with up to
-// ClaimMany − 1 entries of rest whose jobs are of the same place, each
+// bound − 1 entries (groupBound, within claimRoom) of rest whose jobs are of the same place, each
 // vetted first; entries of other places, and those past the bound, are
 // kept for the next cycles. It returns the first job won to run, keeps
 // the others won in the claimed list, and counts the entries skipped.
 // With none won, err is what should end the cycle (the client stopping,
 // refused for its rate, at its quota), else nil.
-func (c *Client) tryPlace(ctx context.Context, project string, first pendingHit, v *vetted, rest []pendingHit) (w *won, skips int, err error) {
+func (c *Client) tryPlace(ctx context.Context, project string, first pendingHit, v *vetted, rest []pendingHit, bound int) (w *won, skips int, err error) {
 	place := placeOf(first.hit, v)
-	bound := c.claimRoom(min(c.cfg.ClaimMany, wire.MaxClaimMany))
+	bound = c.claimRoom(bound)
 	group := []pendingHit{first}
 	vets := []*vetted{v}
 	pre := c.prefetchSpecs(ctx, place, rest, bound-1)
@@ -144,7 +144,7 @@ func (c *Client) prefetchSpecs(ctx context.Context, place []byte, rest []pending
 // vetting wasted and their index entries held back from other clients.
 // One job claims are left as they were (n, unbounded).
 func (c *Client) claimRoom(n int) int {
-	if c.cfg.ClaimMany <= 1 {
+	if c.cfg.ClaimMany == 1 {
 		return n
 	}
 	if room := c.claimer.TicketRoom(); room > 0 {

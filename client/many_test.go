@@ -342,3 +342,59 @@ func newManyClient(t *testing.T, f *testnet.Fixture, a *agent.Agent, slots, maxJ
 		Logger: slog.New(slog.DiscardHandler),
 	})
 }
+
+// TestClaimGroupsChosen: a client left to choose its claim groups
+// (ClaimMany 0, the default) claims its first job alone — the
+// application never ran here, so its run time is unknown — and then
+// several jobs of a place per request, the short jobs' groups bounded
+// by the wire's bound and its quota, not by one. Control: ClaimMany 1
+// makes every claim a single one.
+func TestClaimGroupsChosen(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		claimMany int
+		grouped   bool
+	}{{"chosen", 0, true}, {"one at a time", 1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 97})
+			keys := testnet.SubmitJobs(t, f.Project, 24, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"10", fmt.Sprint(i)} }})
+			f.Net.FlushAll(context.Background())
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			a, err := f.Net.NewAgent(ctx, certs.RoleClient, "chooser")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Close() })
+			c, err := client.New(client.Config{
+				Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}},
+				Runner: newRunner(t, map[string][]string{"lhc": {"hashchain"}}), Slots: 2, ClaimMany: tc.claimMany,
+				BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Now: f.Clock.Now, Seed: 1,
+				Logger: slog.New(slog.DiscardHandler),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = c.Run(runCtx) }()
+			testkit.WaitFor(t, 90*time.Second, "every job done", func() bool { return c.Done() >= len(keys) })
+			stop()
+			<-done
+			sent := func(proto string) int {
+				return int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", proto))
+			}
+			many, alone := sent(wire.ProtoClaimMany), sent(wire.ProtoClaim)
+			t.Logf("%d jobs: %d many-claim requests, %d single claims", len(keys), many, alone)
+			if !tc.grouped {
+				if many != 0 {
+					t.Fatalf("%d many-claim requests with ClaimMany 1", many)
+				}
+				return
+			}
+			if r := 5; many == 0 || alone == 0 || many+alone >= len(keys)*r/2 {
+				t.Fatalf("%d many-claim and %d single claim requests for %d jobs: want the first job alone, then several per request", many, alone, len(keys))
+			}
+		})
+	}
+}

@@ -110,8 +110,8 @@ func (c *Client) tryHits(ctx context.Context, project string, hits []pendingHit)
 		if err != nil {
 			return nil, skips, err
 		}
-		if c.cfg.ClaimMany > 1 {
-			w, more, err := c.tryPlace(ctx, project, ph, v, hits[i+1:])
+		if bound := c.groupBound(project, specOf(v)); bound > 1 {
+			w, more, err := c.tryPlace(ctx, project, ph, v, hits[i+1:], bound)
 			return w, skips + more, err
 		}
 		cl, err := c.claimHit(ctx, project, ph, placeOf(h, v))

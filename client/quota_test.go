@@ -66,8 +66,9 @@ func (q *quotaNet) agent(t *testing.T, name string) *agent.Agent {
 
 func (q *quotaNet) worker(t *testing.T, a *agent.Agent, exec client.Executor) *client.Client {
 	t.Helper()
+	// One job per claim: each RunOne below takes one job of the pool.
 	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}}, Runner: exec, Slots: 1,
-		Now: q.f.Clock.Now})
+		ClaimMany: 1, Now: q.f.Clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,7 +182,7 @@ func (c *Client) hasDeclines(project string) bool {
 func (c *Client) find(ctx context.Context, project string) ([]pendingHit, error) {
 	sk := c.skipping(project)
 	sk.Wait = c.pace.Wait
-	found, at, err := c.cfg.Agent.Index().FindSkipping(ctx, c.query(project), c.claimRoom(c.cfg.FindBatch), sk)
+	found, at, err := c.cfg.Agent.Index().FindSkipping(ctx, c.query(project), c.claimRoom(c.findBatch(project)), sk)
 	c.countQuery(len(found), err)
 	c.noteQuery(project, found, err)
 	if err != nil {

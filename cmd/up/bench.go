@@ -85,7 +85,7 @@ func bindBenchFlags(f *pflag.FlagSet, fl *benchFlags) {
 	_ = f.MarkHidden("r")
 	f.IntVar(&fl.o.Clients, "clients", fl.o.Clients, "number of clients")
 	f.IntVar(&fl.o.Slots, "slots", fl.o.Slots, "jobs each client runs in parallel")
-	f.IntVar(&fl.o.ClaimMany, "claim-many", 1, "most jobs of one place (a submission batch) a client claims at once, one request per node (1 to 32)")
+	f.IntVar(&fl.o.ClaimMany, "claim-many", 0, "most jobs of one place (a submission batch) a client claims at once, one request per node (1 to 32; 0: chosen per claim, as 'up client run' does)")
 	f.IntVar(&fl.o.Jobs, "jobs", fl.o.Jobs, "jobs to run through their lifecycle (a multiple of --copies)")
 	f.IntVar(&fl.o.Keywords, "keywords", fl.o.Keywords, "keywords per job (the project's name and keywords-1 more)")
 	f.IntVar(&fl.o.Copies, "copies", fl.o.Copies, "redundant copies of each work unit (validated by quorum)")
@@ -114,7 +114,7 @@ func (fl benchFlags) options(self string) (bench.Options, error) {
 	for _, c := range []struct {
 		name string
 		v    int
-	}{{"nodes", o.Nodes}, {"replication", o.R}, {"clients", o.Clients}, {"slots", o.Slots}, {"claim-many", o.ClaimMany}, {"jobs", o.Jobs},
+	}{{"nodes", o.Nodes}, {"replication", o.R}, {"clients", o.Clients}, {"slots", o.Slots}, {"jobs", o.Jobs},
 		{"keywords", o.Keywords}, {"copies", o.Copies}, {"batch", o.Batch}} {
 		if c.v == 0 {
 			return bench.Options{}, usageError{fmt.Errorf("--%s 0: must be at least 1", c.name)}

@@ -34,7 +34,7 @@ func TestBenchFlags(t *testing.T) {
 		check func(bench.Options) bool
 	}{
 		{"defaults", nil, "", func(o bench.Options) bool {
-			return o.Nodes == 16 && o.R == 5 && o.Clients == 4 && o.Slots == 2 && o.ClaimMany == 1 && o.Jobs == 500 && o.Keywords == 1 &&
+			return o.Nodes == 16 && o.R == 5 && o.Clients == 4 && o.Slots == 2 && o.ClaimMany == 0 && o.Jobs == 500 && o.Keywords == 1 &&
 				o.Copies == 1 && o.Batch == 32 && o.Rate == 0 && o.Window == 0 && o.Exec == bench.ExecInProcess &&
 				o.Seed == 1 && o.Timeout == 5*time.Minute && o.TCollect == 0 && o.Dir == "" && o.ProjectShare && o.HarvestEvery == 0 &&
 				slices.Equal(o.Launcher, []string{"/bin/up", "app", "exec"})
@@ -45,8 +45,9 @@ func TestBenchFlags(t *testing.T) {
 			}},
 		{"old --r", []string{"--r", "3"}, "", func(o bench.Options) bool { return o.R == 3 }},
 		{"claim many", []string{"--claim-many", "8"}, "", func(o bench.Options) bool { return o.ClaimMany == 8 }},
-		{"zero claim many", []string{"--claim-many", "0"}, "--claim-many 0: must be at least 1", nil},
-		{"claim too many", []string{"--claim-many", "33"}, "--claim-many 33 out of 1..32", nil},
+		{"one job a claim", []string{"--claim-many", "1"}, "", func(o bench.Options) bool { return o.ClaimMany == 1 }},
+		{"claim too many", []string{"--claim-many", "33"}, "--claim-many 33 out of 0..32", nil},
+		{"negative claim many", []string{"--claim-many", "-1"}, "--claim-many -1 out of 0..32", nil},
 		{"no share", []string{"--no-share"}, "", func(o bench.Options) bool { return !o.ProjectShare }},
 		{"dir", []string{"--dir", "d"}, "", func(o bench.Options) bool { return o.Dir == "d" }},
 		{"subprocess", []string{"--exec", "subprocess", "--copies", "2", "--tcollect", "1m"}, "", func(o bench.Options) bool {

@@ -30,6 +30,7 @@ import (
 	"github.com/up-pool/up/runner"
 	"github.com/up-pool/up/sandbox"
 	"github.com/up-pool/up/web"
+	"github.com/up-pool/up/wire"
 )
 
 func newClientCmd() *cobra.Command {
@@ -78,6 +79,7 @@ type clientRunFlags struct {
 	external      []string
 	exclude       []string
 	slots         int
+	claimMany     int
 	memory        string
 	blobCache     string
 	bandwidth     string
@@ -150,6 +152,9 @@ func (f *clientRunFlags) parse() (clientSetup, error) {
 	}
 	if f.slots < 1 || f.slots > 1024 {
 		return s, usageError{fmt.Errorf("--slots %d out of 1..1024", f.slots)}
+	}
+	if f.claimMany < 0 || f.claimMany > wire.MaxClaimMany {
+		return s, usageError{fmt.Errorf("--claim-many %d out of 0..%d", f.claimMany, wire.MaxClaimMany)}
 	}
 	if f.backoffMax < 0 {
 		return s, usageError{fmt.Errorf("--backoff-max %s is negative", f.backoffMax)}
@@ -292,6 +297,7 @@ func bindClientRunFlags(f *pflag.FlagSet, fl *clientRunFlags) {
 	f.StringArrayVar(&fl.external, "exec", fl.external, "an external application: NAME=/absolute/path (repeatable)")
 	f.StringSliceVar(&fl.exclude, "exclude", fl.exclude, "resource keywords this machine cannot serve, e.g. bw:fast (repeatable)")
 	f.IntVar(&fl.slots, "slots", fl.slots, "jobs run in parallel")
+	f.IntVar(&fl.claimMany, "claim-many", fl.claimMany, "most jobs of one place claimed at once, one request per node (1 to 32; 0: as many as the slots run within half a job's T_finish at the run time seen here)")
 	f.StringVar(&fl.memory, "memory", fl.memory, "memory offered to jobs, e.g. 2GiB (default: the machine's)")
 	f.StringVar(&fl.blobCache, "blob-cache", fl.blobCache, "bytes of fetched blobs (inputs, modules) kept in DATA/blob-cache, e.g. 4GiB (default 4GiB)")
 	f.StringVar(&fl.bandwidth, "bandwidth", fl.bandwidth, "this machine's network bandwidth, e.g. 56kbit, 20Mbit, 1Gbit: rules out jobs needing more (bw:medium >= 1 Mbit/s, bw:high >= 10 Mbit/s); default unknown")
@@ -407,7 +413,7 @@ func openBlobStore(data string, max int64, a *agent.Agent) (*blobclient.Store, e
 // clientConfig is the configuration of the client the flags describe,
 // joined through a and running jobs with run.
 func (f *clientRunFlags) clientConfig(setup clientSetup, a *agent.Agent, run *runner.Runner, logger *slog.Logger) client.Config {
-	return client.Config{Agent: a, Projects: setup.projects, Runner: run, Slots: f.slots,
+	return client.Config{Agent: a, Projects: setup.projects, Runner: run, Slots: f.slots, ClaimMany: f.claimMany,
 		Attributes: client.Attributes{Memory: setup.memory, Bandwidth: setup.bw, Exclude: f.exclude},
 		InputDir:   filepath.Join(f.data, "inputs"), MaxJobs: f.maxJobs, Logger: logger,
 		ControlFile: filepath.Join(f.data, controlFile), FeasibleFile: filepath.Join(f.data, feasibleFile),

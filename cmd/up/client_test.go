@@ -54,6 +54,8 @@ func TestClientRunFlagsParse(t *testing.T) {
 		{"zero slots", func(f *clientRunFlags) { f.slots = 0 }, "--slots 0"},
 		{"negative slots", func(f *clientRunFlags) { f.slots = -1 }, "--slots -1"},
 		{"too many slots", func(f *clientRunFlags) { f.slots = 1025 }, "--slots 1025"},
+		{"negative claim group", func(f *clientRunFlags) { f.claimMany = -1 }, "--claim-many -1"},
+		{"claim group over the bound", func(f *clientRunFlags) { f.claimMany = 33 }, "--claim-many 33"},
 		{"negative max jobs", func(f *clientRunFlags) { f.maxJobs = -1 }, "--max-jobs"},
 		{"negative backoff", func(f *clientRunFlags) { f.backoffMax = -1 }, "--backoff-max"},
 		{"relative exec", func(f *clientRunFlags) { f.external = []string{"a=bin/a"} }, "--exec"},

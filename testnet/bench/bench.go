@@ -38,7 +38,8 @@ type Options struct {
 	Clients int // default 4
 	Slots   int // parallel jobs per client; default 2
 	// ClaimMany is the most jobs of one place a client claims at once
-	// (client.Config.ClaimMany); default 1.
+	// (client.Config.ClaimMany); default 0: chosen per claim, as a
+	// client's default.
 	ClaimMany int
 	Jobs      int // default 500; a multiple of Copies
 	Keywords  int // keywords per job (the project's name first); default 1
@@ -121,9 +122,6 @@ func (o *Options) defaults() {
 	if o.Clients == 0 {
 		o.Clients = 4
 	}
-	if o.ClaimMany == 0 {
-		o.ClaimMany = 1
-	}
 	if o.Slots == 0 {
 		o.Slots = 2
 	}
@@ -169,8 +167,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clients %d out of 1..256", o.Clients)
 	case o.Slots < 1 || o.Slots > 64:
 		return fmt.Errorf("slots %d out of 1..64", o.Slots)
-	case o.ClaimMany < 1 || o.ClaimMany > wire.MaxClaimMany:
-		return fmt.Errorf("claim-many %d out of 1..%d", o.ClaimMany, wire.MaxClaimMany)
+	case o.ClaimMany < 0 || o.ClaimMany > wire.MaxClaimMany:
+		return fmt.Errorf("claim-many %d out of 0..%d", o.ClaimMany, wire.MaxClaimMany)
 	case o.Copies < 1 || o.Copies > 8:
 		return fmt.Errorf("copies %d out of 1..8", o.Copies)
 	case o.Copies > o.Clients:
@@ -324,8 +322,10 @@ func (r Report) Format(w io.Writer) {
 	if r.OfferedRate > 0 {
 		load = fmt.Sprintf("%.0f jobs/s offered", r.OfferedRate)
 	}
-	many := ""
-	if r.ClaimMany > 1 {
+	many := ", claim groups chosen per claim"
+	if r.ClaimMany == 1 {
+		many = ""
+	} else if r.ClaimMany > 1 {
 		many = fmt.Sprintf(", claiming up to %d jobs of a place at once", r.ClaimMany)
 	}
 	fmt.Fprintf(w, "lifecycle bench: %d nodes, r = %d, %d clients × %d slots (%s%s), %d jobs = %d units × %d copies, %d keyword(s), %s\n",
