@@ -49,8 +49,12 @@ func (f *flow) committerAt(t *testing.T, name string, now func() time.Time) *cli
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One job per claim: these clients run one cycle at a time by hand
+	// (RunOne) and wait in it for their sibling's commitment; a client
+	// choosing its groups would be served both copies of a unit and
+	// decline the sibling only at its next query (client.Config.ClaimMany).
 	c, err := client.New(client.Config{Agent: a, Projects: []client.Project{{Name: "lhc", Share: 1}}, Runner: r, Slots: 1,
-		Now: now, CommitPoll: commitPoll})
+		ClaimMany: 1, Now: now, CommitPoll: commitPoll})
 	if err != nil {
 		t.Fatal(err)
 	}
