@@ -47,6 +47,7 @@ type Claimer struct {
 	// channel closed when it is done: a new claim of the job waits for it.
 	releasing map[string]chan struct{}
 	starts    *recent.Map[string, int64] // the latest claim start used per job, Unix ms (startsRemembered)
+	unshared  map[peer.ID]bool           // nodes that do not serve the shared many-job protocols (shared.go)
 }
 
 // ErrHeld reports a job this claimer is already claiming or holds (for

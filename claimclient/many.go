@@ -266,7 +266,7 @@ func (c *Claimer) askMany(ctx context.Context, atts []*attempt, n peer.ID, js []
 	var resp wire.ClaimManyResponse
 	t0 := time.Now()
 	actx, cancel := context.WithTimeout(ctx, c.ask)
-	err := c.ep.Call(actx, n, wire.ProtoClaimMany, req, wire.MaxClaimManyBytes, &resp)
+	err := c.callClaimMany(actx, n, req, &resp)
 	cancel()
 	took := time.Since(t0)
 	if err != nil {
@@ -297,7 +297,7 @@ func (c *Claimer) confirmMany(ctx context.Context, atts []*attempt, n string, js
 	}
 	var resp wire.ConfirmManyResponse
 	actx, cancel := context.WithTimeout(ctx, c.ask)
-	err := c.ep.Call(actx, peer.ID(n), wire.ProtoConfirmMany, req, wire.MaxClaimManyBytes, &resp)
+	err := c.callConfirmMany(actx, peer.ID(n), req, &resp)
 	cancel()
 	if err == nil && len(resp.Accepts) != len(js) {
 		err = fmt.Errorf("%d answers for %d confirms", len(resp.Accepts), len(js))

@@ -36,6 +36,30 @@ func (s *Service) handleClaimMany(_ context.Context, from *overlay.Admitted, bod
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
+	return s.claimMany(from, &req)
+}
+
+// handleClaimManyShared answers wire.ProtoClaimManyShared: the request
+// rebuilt as ProtoClaimMany's (its tickets checked as sent that way),
+// answered as that one is, the replies shared.
+func (s *Service) handleClaimManyShared(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var shared wire.ClaimManySharedRequest
+	if err := wire.Decode(body, &shared); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	req, err := shared.Unshared()
+	if err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	resp, err := s.claimMany(from, req)
+	if err != nil {
+		return nil, err
+	}
+	return wire.ShareClaimManyResponse(resp)
+}
+
+// claimMany is handleClaimMany's answer to a decoded request.
+func (s *Service) claimMany(from *overlay.Admitted, req *wire.ClaimManyRequest) (*wire.ClaimManyResponse, error) {
 	client := []byte(from.Identity.PublicKey)
 	if !s.limiter.AllowN(string(client), len(req.Jobs)) {
 		return nil, overlay.StatusErr(wire.StatusRateLimited, fmt.Errorf("claims from client %q over %.0f/s", from.Identity.Name, s.cfg.Limit))
@@ -108,6 +132,31 @@ func (s *Service) handleConfirmMany(_ context.Context, from *overlay.Admitted, b
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
+	return s.confirmMany(from, &req)
+}
+
+// handleConfirmManyShared answers wire.ProtoConfirmManyShared: the
+// confirms rebuilt as ProtoConfirmMany's, each reply byte for byte as
+// its node signed it and checked as before, answered as there, the
+// acceptances shared.
+func (s *Service) handleConfirmManyShared(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var shared wire.ConfirmManySharedRequest
+	if err := wire.Decode(body, &shared); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	req, err := shared.Unshared()
+	if err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	resp, err := s.confirmMany(from, req)
+	if err != nil {
+		return nil, err
+	}
+	return wire.ShareConfirmManyResponse(resp)
+}
+
+// confirmMany is handleConfirmMany's answer to a decoded request.
+func (s *Service) confirmMany(from *overlay.Admitted, req *wire.ConfirmManyRequest) (*wire.ConfirmManyResponse, error) {
 	client := []byte(from.Identity.PublicKey)
 	now := s.now()
 	nowMS := now.UnixMilli()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -159,11 +160,12 @@ func TestClaimerClaimMany(t *testing.T) {
 	sent := func(proto string) int {
 		return int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", proto))
 	}
-	t.Logf("sent: many-claims %d, many-confirms %d", sent(wire.ProtoClaimMany), sent(wire.ProtoConfirmMany))
-	if claims, confirms := sent(wire.ProtoClaimMany), sent(wire.ProtoConfirmMany); claims > a.DHT().Replication() || confirms > a.DHT().Replication() ||
-		sent(wire.ProtoClaim) != 0 || sent(wire.ProtoConfirm) != 0 {
-		t.Errorf("8 jobs claimed with %d many-claims, %d many-confirms, %d claims, %d confirms; want at most r of each many, none alone",
-			claims, confirms, sent(wire.ProtoClaim), sent(wire.ProtoConfirm))
+	// The shared versions, every node serving them.
+	t.Logf("sent: many-claims %d, many-confirms %d", sent(wire.ProtoClaimManyShared), sent(wire.ProtoConfirmManyShared))
+	if claims, confirms := sent(wire.ProtoClaimManyShared), sent(wire.ProtoConfirmManyShared); claims == 0 || claims > a.DHT().Replication() || confirms > a.DHT().Replication() ||
+		sent(wire.ProtoClaim) != 0 || sent(wire.ProtoConfirm) != 0 || sent(wire.ProtoClaimMany) != 0 || sent(wire.ProtoConfirmMany) != 0 {
+		t.Errorf("8 jobs claimed with %d shared many-claims, %d shared many-confirms, %d claims, %d confirms, %d unshared many-claims; want at most r of each shared many, none else",
+			claims, confirms, sent(wire.ProtoClaim), sent(wire.ProtoConfirm), sent(wire.ProtoClaimMany))
 	}
 	for i, k := range first {
 		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("job %d claimed on every replica", i), func() bool {
@@ -211,5 +213,45 @@ func TestClaimerClaimMany(t *testing.T) {
 	}
 	if len(winners) == 0 {
 		t.Error("no job of the raced batch was won")
+	}
+}
+
+// TestClaimManyOlderNodes: two of a batch's replicas do not serve the
+// shared many-job protocols (an older version: they answer "not found");
+// a claimer still wins every job of the batch, asking those two the
+// first way and the others the shared way. Control: without the older
+// nodes no request goes the first way.
+func TestClaimManyOlderNodes(t *testing.T) {
+	for _, older := range []int{0, 2} {
+		t.Run(fmt.Sprintf("%d older", older), func(t *testing.T) {
+			f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 94})
+			keys := testnet.SubmitJobs(t, f.Project, 8, testnet.Jobs{Batch: true})
+			replicas := f.Net.Holders(keys[0])
+			notFound := func(context.Context, *overlay.Admitted, []byte) (any, error) {
+				return nil, overlay.StatusErr(wire.StatusNotFound, errors.New("no such protocol"))
+			}
+			for _, i := range replicas[:older] {
+				ep := f.Net.Node(i).Endpoint()
+				ep.Handle(wire.ProtoClaimManyShared, 1<<10, nil, notFound)
+				ep.Handle(wire.ProtoConfirmManyShared, 1<<10, nil, notFound)
+			}
+			cn := &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: keys}
+			a, cl := cn.client(t, "many")
+			_, errs := cl.ClaimMany(context.Background(), keys, f.Net.PlaceOf(keys[0]), nil)
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("job %d: %v", i, err)
+				}
+			}
+			sent := func(proto string) int {
+				return int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", proto))
+			}
+			first, shared := sent(wire.ProtoClaimMany), sent(wire.ProtoClaimManyShared)
+			t.Logf("many-claims: %d the first way, %d shared; many-confirms: %d the first way, %d shared",
+				first, shared, sent(wire.ProtoConfirmMany), sent(wire.ProtoConfirmManyShared))
+			if first != older || shared < len(replicas)-older || sent(wire.ProtoConfirmMany) > older {
+				t.Fatalf("%d many-claims the first way and %d shared with %d older of %d replicas", first, shared, older, len(replicas))
+			}
+		})
 	}
 }

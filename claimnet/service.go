@@ -228,6 +228,8 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	ep.Handle(wire.ProtoConfirm, 1<<20, clients, s.handleConfirm)
 	ep.Handle(wire.ProtoClaimMany, 256<<10, clients, s.handleClaimMany) // 32 keys and tickets of ~1.2 kB
 	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, s.handleConfirmMany)
+	ep.Handle(wire.ProtoClaimManyShared, 256<<10, clients, s.handleClaimManyShared)
+	ep.Handle(wire.ProtoConfirmManyShared, wire.MaxClaimManyBytes, clients, s.handleConfirmManyShared)
 	ep.Handle(wire.ProtoRelease, 1024, clients, s.handleRelease)
 	ep.Handle(wire.ProtoCertify, 1<<20, clients, s.handleCertify)
 	ep.Handle(wire.ProtoJobExplain, wire.MaxJobKeyLen+64, explainers, s.handleExplain)

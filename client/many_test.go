@@ -77,9 +77,9 @@ func TestClaimManyClients(t *testing.T) {
 		}
 		return n
 	}
-	many, alone := sent(wire.ProtoClaimMany), sent(wire.ProtoClaim)
+	many, alone := sent(wire.ProtoClaimManyShared), sent(wire.ProtoClaim)
 	t.Logf("%d jobs: %d many-claim requests, %d many-confirms, %d single claims, %d single confirms",
-		len(keys), many, sent(wire.ProtoConfirmMany), alone, sent(wire.ProtoConfirm))
+		len(keys), many, sent(wire.ProtoConfirmManyShared), alone, sent(wire.ProtoConfirm))
 	if r := 5; many == 0 || many+alone >= len(keys)*r/2 {
 		t.Errorf("%d many-claim and %d single claim requests for %d jobs: want several jobs per request", many, alone, len(keys))
 	}
@@ -123,7 +123,7 @@ func TestClaimManyReleasesUnrun(t *testing.T) {
 	if c.Done() != 1 {
 		t.Fatalf("%d jobs done, want 1", c.Done())
 	}
-	many := int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", wire.ProtoClaimMany))
+	many := int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", wire.ProtoClaimManyShared))
 	if many == 0 {
 		t.Fatal("no many-claim request sent")
 	}
@@ -384,7 +384,7 @@ func TestClaimGroupsChosen(t *testing.T) {
 			sent := func(proto string) int {
 				return int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", proto))
 			}
-			many, alone := sent(wire.ProtoClaimMany), sent(wire.ProtoClaim)
+			many, alone := sent(wire.ProtoClaimManyShared), sent(wire.ProtoClaim)
 			t.Logf("%d jobs: %d many-claim requests, %d single claims", len(keys), many, alone)
 			if !tc.grouped {
 				if many != 0 {

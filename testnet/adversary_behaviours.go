@@ -77,7 +77,7 @@ func denyClaims(nd *node.Node, now func() time.Time) {
 	// The same for several jobs at once: every job denied, every confirm
 	// refused.
 	answerManyAs(nd, now, claim.Denied, nil)
-	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
+	handleManyBoth(ep, wire.ProtoConfirmMany, wire.MaxClaimManyBytes, clients, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
 		var req wire.ConfirmManyRequest
 		if err := wire.Decode(body, &req); err != nil {
 			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
@@ -197,7 +197,7 @@ func forgeGrants(nd *node.Node, now func() time.Time, a *adversary) {
 // is told how many.
 func answerManyAs(nd *node.Node, now func() time.Time, kind claim.Kind, counted func(n int)) {
 	id, ep := nd.Identity(), nd.Endpoint()
-	ep.Handle(wire.ProtoClaimMany, 256<<10, []certs.Role{certs.RoleClient}, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	handleManyBoth(ep, wire.ProtoClaimMany, 256<<10, []certs.Role{certs.RoleClient}, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
 		var req wire.ClaimManyRequest
 		if err := wire.Decode(body, &req); err != nil {
 			return nil, overlay.StatusErr(wire.StatusBadRequest, err)
@@ -222,7 +222,7 @@ func answerManyAs(nd *node.Node, now func() time.Time, kind claim.Kind, counted 
 func forgeGrantsMany(nd *node.Node, now func() time.Time, a *adversary) {
 	id, ep := nd.Identity(), nd.Endpoint()
 	answerManyAs(nd, now, claim.Granted, func(n int) { a.add(BehaviourForgeGrants+"/granted", n) })
-	ep.Handle(wire.ProtoConfirmMany, wire.MaxClaimManyBytes, []certs.Role{certs.RoleClient}, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	handleManyBoth(ep, wire.ProtoConfirmMany, wire.MaxClaimManyBytes, []certs.Role{certs.RoleClient}, func(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
 		var req wire.ConfirmManyRequest
 		if err := wire.Decode(body, &req); err != nil {
 			return nil, overlay.StatusErr(wire.StatusBadRequest, err)

@@ -28,7 +28,24 @@ func claimMsgs() []wire.Validator {
 		&wire.ConfirmManyResponse{Accepts: [][]byte{{1}, nil}, Refused: []string{"", "no"}},
 		&wire.ResultManyRequest{Items: []wire.ResultSubmit{{Envelope: []byte{1}, At: 5}, {Envelope: []byte{2}, At: 5, Start: 5, Accepts: [][]byte{{1}, {2}}}}},
 		&wire.ResultManyResponse{Refused: []string{"", "no"}},
+		&wire.ClaimManySharedRequest{Jobs: [][]byte{key}, Tickets: oneShared(1)},
+		&wire.ClaimManySharedResponse{Replies: oneShared(2)},
+		&wire.ConfirmManySharedRequest{Items: []wire.ConfirmShared{{Job: key, Start: 5, Replies: 2}}, Replies: oneShared(2)},
+		&wire.ConfirmManySharedResponse{Accepts: oneShared(1), Refused: []string{"", "no"}},
 	}
+}
+
+// oneShared is n shared replies of one signer, the first with a path.
+func oneShared(n int) wire.SharedReplies {
+	s := wire.SharedReplies{Signers: []wire.ReplySigner{{Cert: []byte{1}, Position: []byte{2}, PeerSig: []byte{3}}}}
+	for i := range n {
+		r := wire.SharedReply{Statement: []byte{byte(10 + i)}}
+		if i == 0 {
+			r.Path = []byte{4}
+		}
+		s.Replies = append(s.Replies, r)
+	}
+	return s
 }
 
 // FuzzDecodeClaimMessages decodes arbitrary bytes as every claim-protocol
