@@ -35,6 +35,14 @@ func (c *Claimer) fanOutResp(ctx context.Context, nodes []string, proto string, 
 
 // fanOutEach is fanOutResp sending each node the request reqOf(node).
 func (c *Claimer) fanOutEach(ctx context.Context, nodes []string, proto string, reqOf func(node string) any, max int, resp func(node string) wire.Validator) map[string]error {
+	return c.fanOutCall(ctx, nodes, func(ctx context.Context, n string) error {
+		return c.ep.Call(ctx, peer.ID(n), protocol.ID(proto), reqOf(n), max, resp(n))
+	})
+}
+
+// fanOutCall runs call for every node at once, within the ask timeout,
+// and returns each one's error.
+func (c *Claimer) fanOutCall(ctx context.Context, nodes []string, call func(ctx context.Context, node string) error) map[string]error {
 	if c.ask > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.ask)
@@ -47,7 +55,7 @@ func (c *Claimer) fanOutEach(ctx context.Context, nodes []string, proto string, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.ep.Call(ctx, peer.ID(n), protocol.ID(proto), reqOf(n), max, resp(n))
+			err := call(ctx, n)
 			mu.Lock()
 			out[n] = err
 			mu.Unlock()

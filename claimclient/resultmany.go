@@ -124,9 +124,9 @@ func (c *Claimer) submitMany(ctx context.Context, items []ResultItem, certs []*w
 		per[n] = s
 	}
 	nodes = slices.DeleteFunc(nodes, func(n string) bool { return len(per[n].req.Items) == 0 })
-	results := c.fanOutEach(ctx, nodes, wire.ProtoResultMany,
-		func(n string) any { return &per[n].req }, 64<<10,
-		func(n string) wire.Validator { return &per[n].resp })
+	results := c.fanOutCall(ctx, nodes, func(ctx context.Context, n string) error {
+		return c.callResultMany(ctx, peer.ID(n), &per[n].req, &per[n].resp)
+	})
 	for n, err := range results {
 		s := per[n]
 		if err != nil || len(s.resp.Refused) != len(s.index) {

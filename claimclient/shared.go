@@ -9,8 +9,9 @@ import (
 	"github.com/up-pool/up/wire"
 )
 
-// The many-job claim protocols with shared replies
-// (wire.ProtoClaimManyShared, ProtoConfirmManyShared): a request goes
+// The many-job claim and result protocols with shared replies
+// (wire.ProtoClaimManyShared, ProtoConfirmManyShared,
+// ProtoResultManyShared): a request goes
 // the shared way to a node that serves it, the first way to one that
 // does not (remembered, as an older node) or when a reply it carries is
 // not in a signed reply's canonical layout (wire.ShareReplies); the
@@ -65,6 +66,21 @@ func (c *Claimer) callConfirmMany(ctx context.Context, n peer.ID, req *wire.Conf
 		}
 	}
 	return c.ep.Call(ctx, n, wire.ProtoConfirmMany, req, wire.MaxClaimManyBytes, resp)
+}
+
+// callResultMany sends req to node n and fills resp (answers of ~6 bytes
+// a result).
+func (c *Claimer) callResultMany(ctx context.Context, n peer.ID, req *wire.ResultManyRequest, resp *wire.ResultManyResponse) error {
+	if !c.isUnshared(n) {
+		if shared, err := wire.ShareResultManyRequest(req); err == nil {
+			err := c.ep.Call(ctx, n, wire.ProtoResultManyShared, shared, 64<<10, resp)
+			if !overlay.NotServed(err) {
+				return err
+			}
+			c.markUnshared(n)
+		}
+	}
+	return c.ep.Call(ctx, n, wire.ProtoResultMany, req, 64<<10, resp)
 }
 
 func (c *Claimer) isUnshared(n peer.ID) bool {

@@ -232,8 +232,8 @@ func TestClaimManyOlderNodes(t *testing.T) {
 			}
 			for _, i := range replicas[:older] {
 				ep := f.Net.Node(i).Endpoint()
-				ep.Handle(wire.ProtoClaimManyShared, 1<<10, nil, notFound)
-				ep.Handle(wire.ProtoConfirmManyShared, 1<<10, nil, notFound)
+				ep.Handle(wire.ProtoClaimManyShared, wire.MaxClaimManyBytes, nil, notFound)
+				ep.Handle(wire.ProtoConfirmManyShared, wire.MaxClaimManyBytes, nil, notFound)
 			}
 			cn := &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: keys}
 			a, cl := cn.client(t, "many")

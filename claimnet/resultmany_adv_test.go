@@ -22,12 +22,20 @@ import (
 	"github.com/up-pool/up/wire"
 )
 
-// answerResultMany makes a node answer every many-result request with
-// answer(n) for a request of n results, storing none of them.
+// answerResultMany makes a node answer every many-result request, of
+// either version, with answer(n) for a request of n results, storing
+// none of them.
 func answerResultMany(nd *node.Node, answer func(n int) *wire.ResultManyResponse) {
 	clients := []certs.Role{certs.RoleClient}
 	nd.Endpoint().Handle(protocol.ID(wire.ProtoResultMany), 2<<20, clients, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
 		var req wire.ResultManyRequest
+		if err := wire.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		return answer(len(req.Items)), nil
+	})
+	nd.Endpoint().Handle(protocol.ID(wire.ProtoResultManyShared), 2<<20, clients, func(_ context.Context, _ *overlay.Admitted, body []byte) (any, error) {
+		var req wire.ResultManySharedRequest
 		if err := wire.Decode(body, &req); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestSubmitResults(t *testing.T) {
 		}
 	}
 	r := a.DHT().Replication()
-	if many, alone := sent(wire.ProtoResultMany), sent(wire.ProtoResult); many > r || alone != 0 {
+	if many, alone := sent(wire.ProtoResultManyShared), sent(wire.ProtoResult); many == 0 || many > r || alone != 0 || sent(wire.ProtoResultMany) != 0 {
 		t.Errorf("8 results delivered with %d many-result requests and %d alone; want at most %d, none alone", many, alone, r)
 	}
 	for i, k := range first {
@@ -118,5 +119,68 @@ func TestSubmitResults(t *testing.T) {
 			continue
 		}
 		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("job %d finished on every replica", i+8), func() bool { return finished(k) })
+	}
+}
+
+// TestSubmitResultsOlderNodes: two of a batch's replicas do not serve
+// the shared many-result protocol (an older version: "not found"); the
+// results of the batch still reach every replica, those two asked the
+// first way, and every job ends Finished everywhere. Control: without
+// the older nodes no request goes the first way.
+func TestSubmitResultsOlderNodes(t *testing.T) {
+	for _, older := range []int{0, 2} {
+		t.Run(fmt.Sprintf("%d older", older), func(t *testing.T) {
+			f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 96})
+			keys := testnet.SubmitJobs(t, f.Project, 8, testnet.Jobs{Batch: true})
+			for _, i := range f.Net.Holders(keys[0])[:older] {
+				f.Net.Node(i).Endpoint().Handle(wire.ProtoResultManyShared, wire.MaxResultsFrame, nil, func(context.Context, *overlay.Admitted, []byte) (any, error) {
+					return nil, overlay.StatusErr(wire.StatusNotFound, errors.New("no such protocol"))
+				})
+			}
+			cn := &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: keys}
+			a, cl := cn.client(t, "many")
+			id := a.Identity()
+			claims, errs := cl.ClaimMany(context.Background(), keys, f.Net.PlaceOf(keys[0]), nil)
+			envs := make([]*result.Envelope, len(keys))
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("claim job %d: %v", i, err)
+				}
+				in := result.Inner{Job: keys[i], ClientCert: id.Cert.Raw, Output: []byte{byte(i)}, At: cn.clock.Now().UnixMilli()}
+				if envs[i], err = result.SealInner(in, id.Key, f.Project.Agent().Identity().ResultPublicKey(), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := result.SignOuterBatch(envs, id.Key); err != nil {
+				t.Fatal(err)
+			}
+			items := make([]claimclient.ResultItem, len(keys))
+			for i := range keys {
+				items[i] = claimclient.ResultItem{Claim: claims[i], Envelope: envs[i].Encode()}
+			}
+			counts, errs := cl.SubmitResults(context.Background(), items)
+			for i, err := range errs {
+				if err != nil || counts[i] != a.DHT().Replication() {
+					t.Fatalf("job %d: stored on %d: %v", i, counts[i], err)
+				}
+			}
+			sent := func(proto string) int {
+				return int(overlay.SumCounter(a.Endpoint().Metrics().RPCSent, "protocol", proto))
+			}
+			t.Logf("many-results: %d the first way, %d shared", sent(wire.ProtoResultMany), sent(wire.ProtoResultManyShared))
+			if sent(wire.ProtoResultMany) != older || sent(wire.ProtoResult) != 0 {
+				t.Fatalf("%d many-results the first way, %d alone, with %d older replicas", sent(wire.ProtoResultMany), sent(wire.ProtoResult), older)
+			}
+			for i, k := range keys {
+				testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("job %d finished on every replica", i), func() bool {
+					for _, st := range cn.states(k) {
+						if st.Phase != job.Finished {
+							return false
+						}
+					}
+					return len(cn.states(k)) == a.DHT().Replication()
+				})
+			}
+		})
 	}
 }

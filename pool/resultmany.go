@@ -20,6 +20,26 @@ func (p *Pool) handleResultMany(_ context.Context, from *overlay.Admitted, body 
 	if err := wire.Decode(body, &req); err != nil {
 		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
 	}
+	return p.resultMany(from, &req), nil
+}
+
+// handleResultManyShared answers wire.ProtoResultManyShared: the request
+// rebuilt as ProtoResultMany's (each certificate's acceptances byte for
+// byte as their nodes signed them), each result taken as there.
+func (p *Pool) handleResultManyShared(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var shared wire.ResultManySharedRequest
+	if err := wire.Decode(body, &shared); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	req, err := shared.Unshared()
+	if err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, err)
+	}
+	return p.resultMany(from, req), nil
+}
+
+// resultMany is handleResultMany's answer to a decoded request.
+func (p *Pool) resultMany(from *overlay.Admitted, req *wire.ResultManyRequest) *wire.ResultManyResponse {
 	resp := &wire.ResultManyResponse{Refused: make([]string, len(req.Items))}
 	for i := range req.Items {
 		it := &req.Items[i]
@@ -31,5 +51,5 @@ func (p *Pool) handleResultMany(_ context.Context, from *overlay.Admitted, body 
 			resp.Refused[i] = wire.RefusalText(err)
 		}
 	}
-	return resp, nil
+	return resp
 }

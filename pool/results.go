@@ -24,6 +24,7 @@ const resultNS = "result"
 func (p *Pool) registerResultProtocols() {
 	p.ep.Handle(wire.ProtoResult, wire.MaxResultsFrame, []certs.Role{certs.RoleClient}, p.handleResult)
 	p.ep.Handle(wire.ProtoResultMany, wire.MaxResultsFrame, []certs.Role{certs.RoleClient}, p.handleResultMany)
+	p.ep.Handle(wire.ProtoResultManyShared, wire.MaxResultsFrame, []certs.Role{certs.RoleClient}, p.handleResultManyShared)
 	p.ep.Handle(wire.ProtoResultGet, 64<<10, []certs.Role{certs.RoleProject, certs.RoleNode}, p.handleResultGet)
 	p.ep.Handle(wire.ProtoCollect, 1<<20, []certs.Role{certs.RoleProject}, p.handleCollect)
 }

@@ -32,6 +32,8 @@ func claimMsgs() []wire.Validator {
 		&wire.ClaimManySharedResponse{Replies: oneShared(2)},
 		&wire.ConfirmManySharedRequest{Items: []wire.ConfirmShared{{Job: key, Start: 5, Replies: 2}}, Replies: oneShared(2)},
 		&wire.ConfirmManySharedResponse{Accepts: oneShared(1), Refused: []string{"", "no"}},
+		&wire.ResultManySharedRequest{Items: []wire.ResultShared{{Envelope: []byte{1}, At: 5, Start: 5, Accepts: 2}, {Envelope: []byte{2}, At: 5}},
+			Sent: [][][]byte{{{7}}}, Accepts: oneShared(2)},
 	}
 }
 

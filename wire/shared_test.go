@@ -230,6 +230,50 @@ func TestManySharedMessages(t *testing.T) {
 	}
 }
 
+// TestResultManyShared: a many-result request shared and back is the
+// request — each certificate's acceptances and each list of nodes sent
+// to, written once — and counts that do not add up are refused.
+func TestResultManyShared(t *testing.T) {
+	replies := signedReplies(t, 4)
+	sent := [][]byte{[]byte("node-a"), []byte("node-b")}
+	req := &wire.ResultManyRequest{Items: []wire.ResultSubmit{
+		{Envelope: []byte{1}, At: 5, Sent: sent, Start: 7, Accepts: replies[:3]},
+		{Envelope: []byte{2}, At: 5, Sent: sent},
+		{Envelope: []byte{3}, At: 5, Sent: [][]byte{[]byte("node-c")}, Start: 8, Accepts: replies[3:]},
+	}}
+	shared, err := wire.ShareResultManyRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shared.Sent) != 2 {
+		t.Fatalf("%d lists of nodes, want the 2 distinct", len(shared.Sent))
+	}
+	roundTrip(t, shared)
+	back, err := shared.Unshared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Items) != 3 || len(back.Items[0].Accepts) != 3 || back.Items[1].Accepts != nil || back.Items[1].Start != 0 ||
+		!bytes.Equal(back.Items[2].Accepts[2], replies[5]) || string(back.Items[2].Sent[0]) != "node-c" || string(back.Items[1].Sent[1]) != "node-b" {
+		t.Fatalf("results rebuilt as %+v", back)
+	}
+	for name, bend := range map[string]func(r *wire.ResultManySharedRequest){
+		"more acceptances named than shared": func(r *wire.ResultManySharedRequest) { r.Items[1].Accepts = 1 },
+		"node list out of range":             func(r *wire.ResultManySharedRequest) { r.Items[0].Sent = 2 },
+		"more lists than results":            func(r *wire.ResultManySharedRequest) { r.Sent = append(r.Sent, nil, nil) },
+		"no results":                         func(r *wire.ResultManySharedRequest) { r.Items = nil },
+	} {
+		r, err := wire.ShareResultManyRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bend(r)
+		if err := r.Validate(); err == nil {
+			t.Errorf("%s: valid", name)
+		}
+	}
+}
+
 // roundTrip encodes and decodes m, which must stay valid.
 func roundTrip(t *testing.T, m wire.Validator) {
 	t.Helper()
