@@ -255,3 +255,81 @@ func TestClaimManyOlderNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedSignerForged: over the shared many-job protocols, a client
+// gathers every replica's batch-signed grants for four jobs and sends one
+// replica a shared confirm whose table names one other replica's
+// signature altered: that one shared part fails every confirm that names
+// it — all four refused for a bad signature, none claimed there — as four
+// altered copies would. Control: the same confirm with the table as it
+// came is accepted for all four.
+func TestSharedSignerForged(t *testing.T) {
+	f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 98})
+	keys := testnet.SubmitJobs(t, f.Project, 4, testnet.Jobs{Batch: true})
+	cn := &claimNet{net: f.Net, clock: f.Clock, proj: f.Project, keys: keys}
+	a, _ := cn.client(t, "sharer")
+	ctx := context.Background()
+	holders := f.Net.Holders(keys[0])
+	replies := make([][][]byte, len(keys))
+	for _, i := range holders {
+		shared, err := wire.ShareClaimManyRequest(&wire.ClaimManyRequest{Jobs: keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sresp wire.ClaimManySharedResponse
+		if err := a.Endpoint().Call(ctx, f.Net.Node(i).ID(), wire.ProtoClaimManyShared, shared, wire.MaxClaimManyBytes, &sresp); err != nil {
+			t.Fatal(err)
+		}
+		if len(sresp.Replies.Signers) != 1 {
+			t.Fatalf("node %d: %d signers for its batch, want 1", i, len(sresp.Replies.Signers))
+		}
+		resp, err := sresp.Unshared()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, b := range resp.Replies {
+			replies[j] = append(replies[j], b)
+		}
+	}
+	start := f.Clock.Now().UnixMilli()
+	confirm := func(at int, forge bool) *wire.ConfirmManyResponse {
+		items := make([]wire.ConfirmRequest, len(keys))
+		for j := range keys {
+			items[j] = wire.ConfirmRequest{Job: keys[j], Start: start, Replies: replies[j]}
+		}
+		shared, err := wire.ShareConfirmManyRequest(&wire.ConfirmManyRequest{Items: items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if forge { // the second replica's signature: not the confirming one's own
+			sig := bytes.Clone(shared.Replies.Signers[1].PeerSig)
+			sig[0] ^= 1
+			shared.Replies.Signers[1].PeerSig = sig
+		}
+		var sresp wire.ConfirmManySharedResponse
+		if err := a.Endpoint().Call(ctx, f.Net.Node(at).ID(), wire.ProtoConfirmManyShared, shared, wire.MaxClaimManyBytes, &sresp); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := sresp.Unshared()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	forgedAt, honestAt := holders[0], holders[2]
+	resp := confirm(forgedAt, true)
+	for j := range keys {
+		if resp.Accepts[j] != nil || !strings.Contains(resp.Refused[j], claim.ErrBadSignature.Error()) {
+			t.Errorf("job %d: confirm naming a forged shared signature: accepted %v, refused %q", j, resp.Accepts[j] != nil, resp.Refused[j])
+		}
+		if st, _ := f.Net.Node(forgedAt).Pool().State(keys[j]); st.Phase != job.Ready {
+			t.Errorf("job %d: %s at the replica that refused", j, st.Phase)
+		}
+	}
+	resp = confirm(honestAt, false)
+	for j := range keys {
+		if _, st, err := claim.Decode(resp.Accepts[j]); err != nil || st.Kind != claim.Accepted {
+			t.Errorf("job %d: the unaltered shared confirm: %v (refused %q)", j, err, resp.Refused[j])
+		}
+	}
+}
