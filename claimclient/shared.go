@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/wire"
@@ -24,63 +25,64 @@ const unsharedBound = 4096
 
 // callClaimMany sends req to node n and fills resp.
 func (c *Claimer) callClaimMany(ctx context.Context, n peer.ID, req *wire.ClaimManyRequest, resp *wire.ClaimManyResponse) error {
-	if !c.isUnshared(n) {
-		if shared, err := wire.ShareClaimManyRequest(req); err == nil {
-			var sresp wire.ClaimManySharedResponse
-			err := c.ep.Call(ctx, n, wire.ProtoClaimManyShared, shared, wire.MaxClaimManyBytes, &sresp)
-			if !overlay.NotServed(err) {
-				if err != nil {
-					return err
-				}
-				back, err := sresp.Unshared()
-				if err != nil {
-					return err
-				}
-				*resp = *back
-				return nil
-			}
-			c.markUnshared(n)
-		}
+	shared, err := wire.ShareClaimManyRequest(req)
+	var sresp wire.ClaimManySharedResponse
+	unshare := func() error { return unsharedInto(resp, sresp.Unshared) }
+	if asked, err := c.askShared(ctx, n, wire.ProtoClaimManyShared, shared, err, &sresp, wire.MaxClaimManyBytes, unshare); asked {
+		return err
 	}
 	return c.ep.Call(ctx, n, wire.ProtoClaimMany, req, wire.MaxClaimManyBytes, resp)
 }
 
 // callConfirmMany sends req to node n and fills resp.
 func (c *Claimer) callConfirmMany(ctx context.Context, n peer.ID, req *wire.ConfirmManyRequest, resp *wire.ConfirmManyResponse) error {
-	if !c.isUnshared(n) {
-		if shared, err := wire.ShareConfirmManyRequest(req); err == nil {
-			var sresp wire.ConfirmManySharedResponse
-			err := c.ep.Call(ctx, n, wire.ProtoConfirmManyShared, shared, wire.MaxClaimManyBytes, &sresp)
-			if !overlay.NotServed(err) {
-				if err != nil {
-					return err
-				}
-				back, err := sresp.Unshared()
-				if err != nil {
-					return err
-				}
-				*resp = *back
-				return nil
-			}
-			c.markUnshared(n)
-		}
+	shared, err := wire.ShareConfirmManyRequest(req)
+	var sresp wire.ConfirmManySharedResponse
+	unshare := func() error { return unsharedInto(resp, sresp.Unshared) }
+	if asked, err := c.askShared(ctx, n, wire.ProtoConfirmManyShared, shared, err, &sresp, wire.MaxClaimManyBytes, unshare); asked {
+		return err
 	}
 	return c.ep.Call(ctx, n, wire.ProtoConfirmMany, req, wire.MaxClaimManyBytes, resp)
 }
 
 // callResultMany sends req to node n and fills resp (answers of ~6 bytes
-// a result).
+// a result, the same in both versions).
 func (c *Claimer) callResultMany(ctx context.Context, n peer.ID, req *wire.ResultManyRequest, resp *wire.ResultManyResponse) error {
-	if !c.isUnshared(n) {
-		if shared, err := wire.ShareResultManyRequest(req); err == nil {
-			err := c.ep.Call(ctx, n, wire.ProtoResultManyShared, shared, 64<<10, resp)
-			if !overlay.NotServed(err) {
-				return err
-			}
-			c.markUnshared(n)
-		}
+	shared, err := wire.ShareResultManyRequest(req)
+	if asked, err := c.askShared(ctx, n, wire.ProtoResultManyShared, shared, err, resp, 64<<10, func() error { return nil }); asked {
+		return err
 	}
 	return c.ep.Call(ctx, n, wire.ProtoResultMany, req, 64<<10, resp)
+}
+
+// askShared asks node n by proto, a shared version, with the request
+// shared (shareErr: it could not be shared), decoding the answer into
+// sresp and turning it into the first version's with unshare. asked is
+// false when it did not ask, or n does not serve proto (remembered): the
+// caller asks the first version.
+func (c *Claimer) askShared(ctx context.Context, n peer.ID, proto string, shared any, shareErr error, sresp wire.Validator, max int, unshare func() error) (asked bool, err error) {
+	if shareErr != nil || c.isUnshared(n) {
+		return false, nil
+	}
+	err = c.ep.Call(ctx, n, protocol.ID(proto), shared, max, sresp)
+	switch {
+	case overlay.NotServed(err):
+		c.markUnshared(n)
+		return false, nil
+	case err != nil:
+		return true, err
+	}
+	return true, unshare()
+}
+
+// unsharedInto sets *dst to the first version's answer unshared rebuilds.
+func unsharedInto[T any](dst *T, unshared func() (*T, error)) error {
+	back, err := unshared()
+	if err != nil {
+		return err
+	}
+	*dst = *back
+	return nil
 }
 
 func (c *Claimer) isUnshared(n peer.ID) bool {
