@@ -108,9 +108,19 @@ func TestTwoClientsCopies(t *testing.T) {
 	if limited != 0 {
 		t.Errorf("%d requests refused for the client's rate", limited)
 	}
-	if longest > 2*time.Second {
-		t.Errorf("no job completed for %v while work was listed", longest.Round(time.Millisecond))
+	if bound := stallBound(time.Since(start), done); longest > bound {
+		t.Errorf("no job completed for %v while work was listed (bound %v)", longest.Round(time.Millisecond), bound.Round(time.Millisecond))
 	}
+}
+
+// stallBound is the longest time without a completion the copies test
+// accepts, for done completions in elapsed: 2 s (two one-second backoffs
+// at most, BackoffMin) plus two mean gaps between completions, so that a
+// machine or race detector that runs every job slower does not read as a
+// client backing off, while a backoff grown to 4 s still fails a run at
+// this machine's usual pace (~30 ms a job; ~0.6 s under -race).
+func stallBound(elapsed time.Duration, done int) time.Duration {
+	return 2*time.Second + 2*elapsed/time.Duration(max(done, 1))
 }
 
 // errLog is a slog handler that counts the errors a client logs: claims
