@@ -24,7 +24,7 @@ var ErrOverQuota = errors.New("over its quota of jobs in progress")
 
 // reportFlush is how long a report of a job's end waits for the next
 // ticket request to the same record node to carry it, before it is sent
-// on its own.
+// with the others queued for that node (FlushReports).
 const reportFlush = 5 * time.Second
 
 // tickets is what the claimer keeps of its quota tickets.
@@ -40,6 +40,9 @@ type tickets struct {
 	// oldFor, then are asked the new way again. Bounded: forgotten at
 	// maxOldNodes.
 	old map[peer.ID]time.Time
+	// oldReports is old for wire.ProtoQuotaReportManyOwn: the record
+	// nodes that get a flush's reports one by one, signed.
+	oldReports map[peer.ID]time.Time
 	// quota is the client's quota of jobs in progress as its record
 	// nodes last showed it (0: not learned yet, quota.DefaultInitial
 	// assumed): what the last many-ticket answer said
@@ -92,6 +95,7 @@ func (c *Claimer) SetTickets(hold time.Duration) {
 	c.tk.given = map[string][]byte{}
 	c.tk.queued = map[peer.ID][]wire.QuotaReport{}
 	c.tk.old = map[peer.ID]time.Time{}
+	c.tk.oldReports = map[peer.ID]time.Time{}
 }
 
 // maxOldNodes bounds tickets.old; oldFor is how long a record node that
@@ -156,12 +160,13 @@ func (c *Claimer) ticket(ctx context.Context, jobKey, place []byte) ([]byte, err
 // job ended; nothing without tickets. A failure is signed by the client
 // and sent at once (that node forwards it to the client's other record
 // nodes); a job done or released rides on the next ticket request to
-// that node, or goes on its own after reportFlush. It is queued unsigned
-// and signed only if it goes a way that needs the signature: alone, in
-// a single ticket request, or to a record node of an older version
-// (ticketsFor); a many-ticket request
-// (wire.ProtoQuotaTicketManyOwn) carries it unsigned, over the
-// client's own authenticated connection.
+// that node, or goes with the others queued for it after reportFlush
+// (FlushReports). It is queued unsigned and signed only if it goes a way
+// that needs the signature: alone, in a single ticket request, or to a
+// record node of an older version (ticketsFor); a many-ticket request
+// (wire.ProtoQuotaTicketManyOwn) and a flush
+// (wire.ProtoQuotaReportManyOwn) carry it unsigned, over the client's
+// own authenticated connection.
 func (c *Claimer) Report(ctx context.Context, jobKey []byte, outcome quota.Outcome) error {
 	c.mu.Lock()
 	n, ok := c.tk.from[string(jobKey)]
@@ -193,7 +198,11 @@ func (c *Claimer) Report(ctx context.Context, jobKey []byte, outcome quota.Outco
 	return nil
 }
 
-// FlushReports sends every queued report on its own, now.
+// FlushReports sends every queued report now: each record node's in one
+// wire.ProtoQuotaReportManyOwn request per MaxQuotaReports, unsigned
+// (over the client's own connection, as on a many-ticket request); to a
+// node known not to serve it, or that answers it does not, one signed
+// report per request.
 func (c *Claimer) FlushReports(ctx context.Context) error {
 	c.mu.Lock()
 	queued := c.tk.queued
@@ -202,13 +211,68 @@ func (c *Claimer) FlushReports(ctx context.Context) error {
 	c.mu.Unlock()
 	var errs []error
 	for n, reps := range queued {
-		for i := range reps {
-			if err := c.sendReport(ctx, n, &reps[i]); err != nil {
+		for len(reps) > 0 {
+			part := reps[:min(len(reps), wire.MaxQuotaReports)]
+			reps = reps[len(part):]
+			if err := c.sendReports(ctx, n, part); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sendReports sends reps, unsigned, to record node n in one
+// wire.ProtoQuotaReportManyOwn request, unless n is known not to serve
+// it; then, or when n answers it does not, each on its own, signed.
+func (c *Claimer) sendReports(ctx context.Context, n peer.ID, reps []wire.QuotaReport) error {
+	now := c.now()
+	if !c.isOld(c.tk.oldReports, n, now) {
+		actx, cancel := context.WithTimeout(ctx, c.ask)
+		var resp wire.Ping
+		err := c.ep.Call(actx, n, wire.ProtoQuotaReportManyOwn, &wire.QuotaReportManyOwnRequest{Reports: reps}, 64, &resp)
+		cancel()
+		if !overlay.NotServed(err) {
+			if err != nil {
+				return fmt.Errorf("report %d jobs to record node %s: %w", len(reps), n, err)
+			}
+			return nil
+		}
+		c.markOld(c.tk.oldReports, n, now)
+	}
+	var errs []error
+	for i := range reps {
+		if err := c.sendReport(ctx, n, &reps[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isOld reports whether record node n is in old (one of the claimer's
+// memories of nodes that did not serve a protocol) since less than
+// oldFor at now; a memory that old is forgotten, and n asked the new way
+// again.
+func (c *Claimer) isOld(old map[peer.ID]time.Time, n peer.ID, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	since, ok := old[n]
+	if ok && now.Sub(since) >= oldFor {
+		delete(old, n)
+		ok = false
+	}
+	return ok
+}
+
+// markOld remembers in old that record node n did not serve a protocol
+// at now; the memory starts afresh at maxOldNodes.
+func (c *Claimer) markOld(old map[peer.ID]time.Time, n peer.ID, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(old) >= maxOldNodes {
+		clear(old)
+	}
+	old[n] = now
 }
 
 func (c *Claimer) sendReport(ctx context.Context, n peer.ID, rep *wire.QuotaReport) error {
@@ -245,27 +309,15 @@ func (c *Claimer) signReports(reps []wire.QuotaReport) []wire.QuotaReport {
 // what n was sent.
 func (c *Claimer) askTickets(ctx context.Context, n peer.ID, req *wire.QuotaTicketManyRequest, resp *wire.QuotaTicketManyResponse) error {
 	now := c.now()
-	c.mu.Lock()
-	since, old := c.tk.old[n]
-	if old && now.Sub(since) >= oldFor {
-		delete(c.tk.old, n)
-		old = false
-	}
-	c.mu.Unlock()
 	const most = wire.MaxClaimMany * wire.MaxQuotaTicketReply
-	if !old {
+	if !c.isOld(c.tk.old, n, now) {
 		actx, cancel := context.WithTimeout(ctx, c.ask)
 		err := c.ep.Call(actx, n, wire.ProtoQuotaTicketManyOwn, (*wire.QuotaTicketManyOwnRequest)(req), most, resp)
 		cancel()
 		if !overlay.NotServed(err) {
 			return err
 		}
-		c.mu.Lock()
-		if len(c.tk.old) >= maxOldNodes {
-			clear(c.tk.old)
-		}
-		c.tk.old[n] = now
-		c.mu.Unlock()
+		c.markOld(c.tk.old, n, now)
 	}
 	c.signReports(req.Reports)
 	actx, cancel := context.WithTimeout(ctx, c.ask)

@@ -20,6 +20,12 @@ func (s *Service) HandleTicketManyOwn(ctx context.Context, from *overlay.Admitte
 	return s.handleTicketManyOwn(ctx, from, body)
 }
 
+// HandleReportMany is the handler of wire.ProtoQuotaReportManyOwn, for
+// tests that wrap it.
+func (s *Service) HandleReportMany(ctx context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	return s.handleReportMany(ctx, from, body)
+}
+
 // SavedAccount is client's account as the store holds it (what a
 // restarted node loads), nil when none.
 func (s *Service) SavedAccount(client []byte) *quota.Account {

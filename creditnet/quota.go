@@ -218,6 +218,25 @@ func (s *Service) handleReport(_ context.Context, from *overlay.Admitted, body [
 	return &wire.Ping{}, nil
 }
 
+// handleReportMany applies the reports of a wire.ProtoQuotaReportManyOwn
+// request, the client's own (its done and released reports may come
+// unsigned; applyReports), and saves the client's account once: the
+// reports a client queued for this node that no ticket request carried
+// cost one request, one batch verification of those signed and one
+// write, not one of each per job.
+func (s *Service) handleReportMany(_ context.Context, from *overlay.Admitted, body []byte) (any, error) {
+	var req wire.QuotaReportManyOwnRequest
+	if err := wire.Decode(body, &req); err != nil {
+		return nil, overlay.StatusErr(wire.StatusBadRequest, fmt.Errorf("quota reports: %w", err))
+	}
+	var saves unsaved
+	defer s.save(&saves)
+	if err := s.applyReports(from, req.Reports, &saves); err != nil {
+		return nil, err
+	}
+	return &wire.Ping{}, nil
+}
+
 // applyReports applies the reports a ticket request carries, in order,
 // the signatures of those signed verified together first
 // (sigverify.VerifyMany; an unsigned one, which only

@@ -117,6 +117,7 @@ func New(deps Deps, cfg Config) (*Service, error) {
 	s.ep.Handle(wire.ProtoQuotaReport, wire.MaxQuotaFrame, []certs.Role{certs.RoleClient, certs.RoleNode}, s.handleReport)
 	s.ep.Handle(wire.ProtoQuotaTicketMany, wire.MaxQuotaFrame+wire.MaxClaimMany*(wire.MaxJobKeyLen+8), []certs.Role{certs.RoleClient}, s.handleTicketMany)
 	s.ep.Handle(wire.ProtoQuotaTicketManyOwn, wire.MaxQuotaFrame+wire.MaxClaimMany*(wire.MaxJobKeyLen+8), []certs.Role{certs.RoleClient}, s.handleTicketManyOwn)
+	s.ep.Handle(wire.ProtoQuotaReportManyOwn, wire.MaxQuotaFrame, []certs.Role{certs.RoleClient}, s.handleReportMany)
 	if !cfg.DisableLoops {
 		s.wg.Add(1)
 		go func() {

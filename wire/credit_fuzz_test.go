@@ -21,6 +21,7 @@ func creditMsgs() []wire.Validator {
 		&wire.QuotaTicketManyRequest{Jobs: [][]byte{{1}, {2}}, HoldMS: 5, Place: []byte{3}},
 		&wire.QuotaTicketManyResponse{Tickets: [][]byte{{1}, nil}},
 		&wire.QuotaTicketManyOwnRequest{Jobs: [][]byte{{1}}, HoldMS: 5, Reports: []wire.QuotaReport{{Client: make([]byte, 32), Job: []byte{1}, Outcome: 2}}},
+		&wire.QuotaReportManyOwnRequest{Reports: []wire.QuotaReport{{Client: make([]byte, 32), Job: []byte{1}, Outcome: 1}, {Client: make([]byte, 32), Job: []byte{2}, Outcome: 3, Sig: make([]byte, 64)}}},
 	}
 }
 
@@ -50,6 +51,9 @@ func FuzzDecodeQuotaTicketManyRequest(f *testing.F) {
 func FuzzDecodeQuotaTicketManyOwnRequest(f *testing.F) {
 	fuzzCreditDecoder(f, &wire.QuotaTicketManyOwnRequest{})
 }
+func FuzzDecodeQuotaReportManyOwnRequest(f *testing.F) {
+	fuzzCreditDecoder(f, &wire.QuotaReportManyOwnRequest{})
+}
 func FuzzDecodeQuotaTicketManyResponse(f *testing.F) {
 	fuzzCreditDecoder(f, &wire.QuotaTicketManyResponse{})
 }
@@ -59,6 +63,16 @@ func FuzzDecodeQuotaTicketManyResponse(f *testing.F) {
 func ownReq(outcome uint8, sig []byte) *wire.QuotaTicketManyOwnRequest {
 	return &wire.QuotaTicketManyOwnRequest{Jobs: [][]byte{{1}}, HoldMS: 5,
 		Reports: []wire.QuotaReport{{Client: make([]byte, 32), Job: []byte{2}, Outcome: outcome, Sig: sig}}}
+}
+
+// reportsReq is a ProtoQuotaReportManyOwn request carrying n reports of
+// outcome signed with sig (nil: unsigned).
+func reportsReq(n int, outcome uint8, sig []byte) *wire.QuotaReportManyOwnRequest {
+	r := &wire.QuotaReportManyOwnRequest{}
+	for i := range n {
+		r.Reports = append(r.Reports, wire.QuotaReport{Client: make([]byte, 32), Job: []byte{byte(i), 1}, Outcome: outcome, Sig: sig})
+	}
+	return r
 }
 
 // TestQuotaTicketManyBounds: a many-ticket request names 1 to
@@ -133,6 +147,12 @@ func TestCreditMessageBounds(t *testing.T) {
 		{"own request, short signature", ownReq(1, make([]byte, 63)), false},
 		{"own request, outcome 0 unsigned", ownReq(0, nil), false},
 		{"old request, unsigned done report", (*wire.QuotaTicketManyRequest)(ownReq(1, nil)), false},
+		// ProtoQuotaReportManyOwn: the same rule, 1 to MaxQuotaReports.
+		{"report-many, unsigned done and released", reportsReq(32, 1, nil), true},
+		{"report-many, signed failure", reportsReq(1, 3, make([]byte, 64)), true},
+		{"report-many, unsigned failure", reportsReq(1, 3, nil), false},
+		{"report-many, none", reportsReq(0, 1, nil), false},
+		{"report-many, too many", reportsReq(wire.MaxQuotaReports+1, 1, nil), false},
 		{"claim ticket over", &wire.ClaimRequest{Job: []byte{1}, Ticket: make([]byte, wire.MaxReplyBytes+1)}, false},
 	} {
 		if err := c.msg.Validate(); (err == nil) != c.ok {
