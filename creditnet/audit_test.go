@@ -1,9 +1,13 @@
 package creditnet
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/up-pool/up/job"
+	"github.com/up-pool/up/wire"
 )
 
 // TestAuditTally: an audit of r = 5 nodes stops once more answers cannot
@@ -101,5 +105,77 @@ func TestRunAudit(t *testing.T) {
 	view := tallyOf(5, ids("VWXYZ"), map[peer.ID]auditAnswer{}, func(peer.ID) auditAnswer { return auditAnswer{answered: true} })
 	if view.lie() {
 		t.Fatal("control: a wrong view found the lie")
+	}
+}
+
+// TestRunAuditMany: jobs of one place audited together reach, each, the
+// verdict its own audit reaches, and each node is asked once for all of
+// them; the nodes are asked until every job's verdict is decided.
+// Control: the same answers audited one job at a time ask each node
+// once per job.
+func TestRunAuditMany(t *testing.T) {
+	ids := func(names string) []peer.ID {
+		var out []peer.ID
+		for _, n := range names {
+			out = append(out, peer.ID(string(n)))
+		}
+		return out
+	}
+	// Per node, each job's state there: 'c' claimed by the client, 'h'
+	// held otherwise, absent else. Job 0 was reported honestly, job 1
+	// is a lie, job 2 is held claimed by two of five (replicas behind).
+	states := map[peer.ID]string{"A": "hch", "B": "hcc", "C": "hch", "D": "hcc", "E": "hc-"}
+	answer := func(p peer.ID, i int) auditAnswer {
+		st := states[p][i]
+		return auditAnswer{answered: true, holds: st == 'c' || st == 'h', claimed: st == 'c'}
+	}
+	lookup := func() ([]peer.ID, error) { return ids("ABCDE"), nil }
+	calls := map[peer.ID]int{}
+	many, err := runAuditMany(5, 3, ids("ABCDE"), lookup, func(p peer.ID) []auditAnswer {
+		calls[p]++
+		return []auditAnswer{answer(p, 0), answer(p, 1), answer(p, 2)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := 0
+	for i := range 3 {
+		one, err := runAudit(5, ids("ABCDE"), lookup, func(p peer.ID) auditAnswer { alone++; return answer(p, i) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if many[i] != one {
+			t.Errorf("job %d: audited together %+v, alone %+v", i, many[i], one)
+		}
+	}
+	if want := []bool{false, true, false}; many[0].lie() != want[0] || many[1].lie() != want[1] || many[2].lie() != want[2] {
+		t.Errorf("lies %v %v %v, want %v", many[0].lie(), many[1].lie(), many[2].lie(), want)
+	}
+	for p, n := range calls {
+		if n > 1 {
+			t.Errorf("%s asked %d times", p, n)
+		}
+	}
+	if len(calls) != 5 || alone <= len(calls) {
+		t.Errorf("together asked %d nodes, alone %d asks; want 5 (job 2 needs every node) and more alone", len(calls), alone)
+	}
+}
+
+// TestAuditAnswersOf: a node's answer to jobs asked together comes in
+// their order, those it lacks named missing; one that does not account
+// for every job counts as no answer.
+func TestAuditAnswersOf(t *testing.T) {
+	client := []byte("client")
+	reps := []*wire.QuotaReport{{Client: client, Job: []byte("j0")}, {Client: client, Job: []byte("j1")}, {Client: client, Job: []byte("j2")}}
+	claimed := wire.JobEnvelope{State: job.State{Phase: job.Claimed, Client: client}}
+	other := wire.JobEnvelope{State: job.State{Phase: job.Claimed, Client: []byte("another")}}
+	got := answersOf(reps, &wire.GetResponse{Jobs: []wire.JobEnvelope{claimed, other}, Missing: [][]byte{[]byte("j1")}})
+	want := []auditAnswer{{answered: true, holds: true, claimed: true}, {answered: true}, {answered: true, holds: true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("answers %+v, want %+v", got, want)
+	}
+	got = answersOf(reps, &wire.GetResponse{Jobs: []wire.JobEnvelope{claimed}})
+	if !slices.Equal(got, make([]auditAnswer, 3)) {
+		t.Errorf("an answer short of jobs: %+v, want none answered", got)
 	}
 }

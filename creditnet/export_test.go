@@ -53,3 +53,8 @@ func (s *Service) ApplyReports(from *overlay.Admitted, reports []wire.QuotaRepor
 	defer s.save(&u)
 	return s.applyReports(from, reports, &u)
 }
+
+// AuditsDone is how many reported ends this node has audited.
+func (s *Service) AuditsDone() int {
+	return int(overlay.SumCounter(s.mAudits, "finding", "done"))
+}

@@ -47,7 +47,12 @@ func (s *Service) loadQuota() error {
 // unsaved names the accounts a request changed, saved once when it is
 // answered (Service.save): a request of n reports and n tickets wrote
 // the client's account 2n times, each a JSON of its holds and reports.
-type unsaved struct{ clients []string }
+// It also gathers the reports the request drew for audit, audited
+// together by place once it is answered (auditDue).
+type unsaved struct {
+	clients []string
+	due     auditDue
+}
 
 // mark adds client (once).
 func (u *unsaved) mark(client string) {
@@ -60,6 +65,7 @@ func (u *unsaved) mark(client string) {
 // request changed is written before its answer goes, and on an error
 // return too.
 func (s *Service) save(u *unsaved) {
+	s.startAudits(&u.due)
 	if len(u.clients) == 0 {
 		return
 	}
@@ -302,14 +308,13 @@ func (s *Service) applyReport(from *overlay.Admitted, req *wire.QuotaReport, sig
 	if changed {
 		saves.mark(string(req.Client))
 	}
-	audit := changed && direct && outcome != quota.Failed && s.auditDueLocked()
+	if changed && direct && outcome != quota.Failed && s.auditDueLocked() {
+		s.dueLocked(&saves.due, req)
+	}
 	s.mu.Unlock()
 	s.mReports.WithLabelValues(outcome.String()).Inc()
 	if changed && direct && outcome == quota.Failed {
 		s.forwardReport(req)
-	}
-	if audit {
-		s.audit(req)
 	}
 	return nil
 }

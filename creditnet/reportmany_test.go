@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/up-pool/up/credit"
+	"github.com/up-pool/up/creditnet"
 	"github.com/up-pool/up/node"
 	"github.com/up-pool/up/overlay"
 	"github.com/up-pool/up/quota"
@@ -153,5 +155,77 @@ func TestReportManyForged(t *testing.T) {
 	}
 	if held() != 0 {
 		t.Errorf("victim's record node holds %d of its jobs after the victim's own report, want 0", held())
+	}
+}
+
+// TestAuditsGoTogether: with every reported end audited, the reports of
+// one flush, of one place, are audited together: each node asked is
+// asked once, for all of them, and every report is audited. Control:
+// the jobs' nodes are asked for each job alone when the reports come in
+// requests of their own (one report each), as a flush of older clients'.
+func TestAuditsGoTogether(t *testing.T) {
+	for _, alone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("alone=%v", alone), func(t *testing.T) {
+			f := testnet.StartFixture(t, nil, testnet.Options{Nodes: 8, Seed: 91, Credit: creditnet.Config{AuditEvery: 1},
+				Configure: func(_ int, cfg *node.Config) { cfg.Claim.RequireTicket = true }})
+			const jobs = 6
+			keys := testnet.SubmitJobs(t, f.Project, jobs, testnet.Jobs{Batch: true, Args: func(i int) []string { return []string{"1000", fmt.Sprint(i)} }})
+			q := quotaHarness{f: f, ctx: context.Background()}
+			a := q.agent(t, "audited")
+			cl := q.claimer(a)
+			claims, errs := cl.ClaimMany(q.ctx, keys, f.Net.PlaceOf(keys[0]), nil)
+			if errors.Join(errs...) != nil {
+				t.Fatal(errors.Join(errs...))
+			}
+			// The jobs end: released at their nodes, so an audit finds
+			// each held and not claimed by the client.
+			for i, k := range keys {
+				cl.Release(q.ctx, claims[i], wire.SkipUnknown)
+				if err := cl.Report(q.ctx, k, quota.Released); err != nil {
+					t.Fatal(err)
+				}
+				if alone {
+					if err := cl.FlushReports(q.ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := cl.FlushReports(q.ctx); err != nil {
+				t.Fatal(err)
+			}
+			audited := func() int {
+				n := 0
+				for _, nd := range f.Net.Live() {
+					n += nd.Credit().AuditsDone()
+				}
+				return n
+			}
+			await(t, "every report audited", func() bool { return audited() == jobs })
+			gets := 0
+			for _, nd := range f.Net.Live() {
+				gets += int(overlay.SumCounter(nd.Endpoint().Metrics().RPCSent, "protocol", wire.ProtoJobGet))
+			}
+			t.Logf("%d reports audited with %d job gets", audited(), gets)
+			if !alone && gets > 5 {
+				t.Errorf("the audits of one flush asked %d job gets, want at most r = 5 (each node once)", gets)
+			}
+			if alone && gets < 3*jobs {
+				t.Errorf("control: audits of reports sent one by one asked %d job gets, want at least %d (three per job)", gets, 3*jobs)
+			}
+		})
+	}
+}
+
+// await waits, a minute at most, for cond.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
 	}
 }
