@@ -88,7 +88,7 @@ type auditDue struct {
 	by     map[string][]*wire.QuotaReport
 }
 
-// add draws req for audit, at the place its ticket named. s.mu is held.
+// dueLocked adds req to d, at the place its ticket named. s.mu is held.
 func (s *Service) dueLocked(d *auditDue, req *wire.QuotaReport) {
 	place, ok := s.places.Get(ticketKey(req.Client, req.Job))
 	if !ok {
@@ -103,7 +103,7 @@ func (s *Service) dueLocked(d *auditDue, req *wire.QuotaReport) {
 	d.by[string(place)] = append(d.by[string(place)], req)
 }
 
-// start runs one audit per place of d.
+// startAudits runs one audit per place of d.
 func (s *Service) startAudits(d *auditDue) {
 	for _, place := range d.places {
 		s.audit([]byte(place), d.by[place])
