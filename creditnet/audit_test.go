@@ -123,23 +123,24 @@ func TestRunAuditMany(t *testing.T) {
 	}
 	// Per node, each job's state there: 'c' claimed by the client, 'h'
 	// held otherwise, absent else. Job 0 was reported honestly, job 1
-	// is a lie, job 2 is held claimed by two of five (replicas behind).
-	states := map[peer.ID]string{"A": "hch", "B": "hcc", "C": "hch", "D": "hcc", "E": "hc-"}
+	// is a lie, job 2 is held claimed by two of five (replicas behind),
+	// job 3 was reported honestly and node A lies that it is claimed.
+	states := map[peer.ID]string{"A": "hchc", "B": "hcch", "C": "hchh", "D": "hcch", "E": "hc-h"}
 	answer := func(p peer.ID, i int) auditAnswer {
 		st := states[p][i]
 		return auditAnswer{answered: true, holds: st == 'c' || st == 'h', claimed: st == 'c'}
 	}
 	lookup := func() ([]peer.ID, error) { return ids("ABCDE"), nil }
 	calls := map[peer.ID]int{}
-	many, err := runAuditMany(5, 3, ids("ABCDE"), lookup, func(p peer.ID) []auditAnswer {
+	many, err := runAuditMany(5, 4, ids("ABCDE"), lookup, func(p peer.ID) []auditAnswer {
 		calls[p]++
-		return []auditAnswer{answer(p, 0), answer(p, 1), answer(p, 2)}
+		return []auditAnswer{answer(p, 0), answer(p, 1), answer(p, 2), answer(p, 3)}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	alone := 0
-	for i := range 3 {
+	for i := range 4 {
 		one, err := runAudit(5, ids("ABCDE"), lookup, func(p peer.ID) auditAnswer { alone++; return answer(p, i) })
 		if err != nil {
 			t.Fatal(err)
@@ -148,8 +149,8 @@ func TestRunAuditMany(t *testing.T) {
 			t.Errorf("job %d: audited together %+v, alone %+v", i, many[i], one)
 		}
 	}
-	if want := []bool{false, true, false}; many[0].lie() != want[0] || many[1].lie() != want[1] || many[2].lie() != want[2] {
-		t.Errorf("lies %v %v %v, want %v", many[0].lie(), many[1].lie(), many[2].lie(), want)
+	if want := []bool{false, true, false, false}; many[0].lie() != want[0] || many[1].lie() != want[1] || many[2].lie() != want[2] || many[3].lie() != want[3] {
+		t.Errorf("lies %v %v %v %v, want %v", many[0].lie(), many[1].lie(), many[2].lie(), many[3].lie(), want)
 	}
 	for p, n := range calls {
 		if n > 1 {
